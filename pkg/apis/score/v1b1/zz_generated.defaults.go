@@ -38,6 +38,7 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 
 func SetObjectDefaults_Workload(in *Workload) {
 	if in.Spec.Service != nil {
+		SetDefaults_ServiceSpec(in.Spec.Service)
 	}
 }
 
@@ -50,6 +51,7 @@ func SetObjectDefaults_WorkloadList(in *WorkloadList) {
 
 func SetObjectDefaults_WorkloadPlan(in *WorkloadPlan) {
 	if in.Spec.Projection.Service != nil {
+		SetDefaults_ServiceProjection(in.Spec.Projection.Service)
 	}
 }
 

@@ -1,0 +1,107 @@
+// Package apiserver assembles plinth-apiserver: the scheme of every Plinth API group, the
+// generic server configuration and the REST storage installed for each group.
+package apiserver
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score"
+	scoreinstall "github.com/plinth-dev/plinth/pkg/apis/score/install"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/registry/score/platformpolicy"
+	"github.com/plinth-dev/plinth/pkg/registry/score/resourcebinding"
+	"github.com/plinth-dev/plinth/pkg/registry/score/workload"
+	"github.com/plinth-dev/plinth/pkg/registry/score/workloadplan"
+	"github.com/plinth-dev/plinth/pkg/registry/store"
+)
+
+var (
+	// Scheme knows every Plinth type, internal and versioned.
+	Scheme = runtime.NewScheme()
+	// Codecs encodes and decodes Plinth objects.
+	Codecs = serializer.NewCodecFactory(Scheme)
+	// Serializer is what the server negotiates with clients: Codecs without protobuf, because
+	// Plinth types have no protobuf encoding. Advertising it would make the server pick
+	// protobuf for clients that accept "protobuf, json" and then fail with 406.
+	Serializer runtime.NegotiatedSerializer = withoutProtobuf{Codecs}
+)
+
+func init() {
+	scoreinstall.Install(Scheme)
+
+	// The generic server needs the meta/v1 option types registered in the empty group.
+	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
+	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
+	Scheme.AddUnversionedTypes(unversioned,
+		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{},
+	)
+}
+
+type withoutProtobuf struct{ serializer.CodecFactory }
+
+func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range w.CodecFactory.SupportedMediaTypes() {
+		if info.MediaType != runtime.ContentTypeProtobuf {
+			out = append(out, info)
+		}
+	}
+	return out
+}
+
+// Config is the server's configuration.
+type Config struct {
+	GenericConfig *genericapiserver.RecommendedConfig
+}
+
+// CompletedConfig is a Config whose defaults are filled in.
+type CompletedConfig struct {
+	GenericConfig genericapiserver.CompletedConfig
+}
+
+// Complete fills in defaults.
+func (c *Config) Complete() CompletedConfig {
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete()}
+}
+
+// Server is a running plinth-apiserver.
+type Server struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+}
+
+// New builds the server and installs every API group.
+func (c CompletedConfig) New() (*Server, error) {
+	genericServer, err := c.GenericConfig.New("plinth-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{GenericAPIServer: genericServer}
+
+	scoreGroup := genericapiserver.NewDefaultAPIGroupInfo(score.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	scoreGroup.NegotiatedSerializer = Serializer
+	storage := map[string]rest.Storage{}
+	for resource, newREST := range map[string]func(*runtime.Scheme, generic.RESTOptionsGetter) (*store.REST, *store.StatusREST, error){
+		"workloads":        workload.NewREST,
+		"platformpolicies": platformpolicy.NewREST,
+		"resourcebindings": resourcebinding.NewREST,
+		"workloadplans":    workloadplan.NewREST,
+	} {
+		main, status, err := newREST(Scheme, c.GenericConfig.RESTOptionsGetter)
+		if err != nil {
+			return nil, err
+		}
+		storage[resource] = main
+		storage[resource+"/status"] = status
+	}
+	scoreGroup.VersionedResourcesStorageMap[v1b1.SchemeGroupVersion.Version] = storage
+	if err := genericServer.InstallAPIGroup(&scoreGroup); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,178 @@
+// Package apiserver is plinth-apiserver's command: flags → options → config → run.
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	netutils "k8s.io/utils/net"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/apiserver"
+	"github.com/plinth-dev/plinth/pkg/embeddedetcd"
+	plinthopenapi "github.com/plinth-dev/plinth/pkg/generated/openapi"
+	"github.com/plinth-dev/plinth/pkg/standalone"
+)
+
+const etcdPathPrefix = "/registry/plinth.dev"
+
+// Options are plinth-apiserver's flags.
+type Options struct {
+	Recommended *genericoptions.RecommendedOptions
+
+	// DataDir holds the embedded etcd's data when --etcd-servers is not given.
+	DataDir string
+	// EmbeddedEtcdUnsafeNoFsync trades durability for speed in tests and benchmarks.
+	EmbeddedEtcdUnsafeNoFsync bool
+	// Standalone serves without a kube-apiserver: a private CA, a system:masters client
+	// certificate and an admin kubeconfig under StandaloneDir.
+	Standalone    bool
+	StandaloneDir string
+
+	Out io.Writer
+}
+
+// NewOptions returns the defaults.
+func NewOptions(out io.Writer) *Options {
+	o := &Options{
+		Recommended:   genericoptions.NewRecommendedOptions(etcdPathPrefix, apiserver.Codecs.LegacyCodec(v1b1.SchemeGroupVersion)),
+		DataDir:       filepath.Join(".plinth", "data"),
+		StandaloneDir: ".plinth",
+		Out:           out,
+	}
+	// Store objects as v1b1 JSON: readable with etcdctl, and the only version served.
+	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(v1b1.SchemeGroupVersion, schema.GroupKind{Group: v1b1.GroupName})
+	o.Recommended.Etcd.DefaultStorageMediaType = runtime.ContentTypeJSON
+	// Without a secure port flag the server listens on 8443 like sample-apiserver.
+	o.Recommended.SecureServing.BindPort = 8443
+	return o
+}
+
+// NewCommand returns the plinth-apiserver command.
+func NewCommand(ctx context.Context, o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plinth-apiserver",
+		Short: "Serve Plinth's platform APIs as a Kubernetes aggregated API server",
+		Long: "plinth-apiserver serves the score.dev API group (and Plinth's platform groups) from its own\n" +
+			"etcd-backed storage. Behind a kube-apiserver it is registered through APIService objects\n" +
+			"and delegates authentication and authorization; with --standalone it serves kubectl\n" +
+			"directly. Without --etcd-servers it runs an embedded etcd under --data-dir.",
+		SilenceUsage: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			return o.Run(c.Context())
+		},
+	}
+	cmd.SetContext(ctx)
+	flags := cmd.Flags()
+	o.Recommended.AddFlags(flags)
+	utilfeature.DefaultMutableFeatureGate.AddFlag(flags)
+	flags.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory of the embedded etcd's data, used when --etcd-servers is not given.")
+	flags.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Faster, but a crash can lose recent writes; for tests only.")
+	flags.BoolVar(&o.Standalone, "standalone", false, "Serve without a kube-apiserver: client-certificate authentication against a private CA, system:masters allowed, no delegated checks.")
+	flags.StringVar(&o.StandaloneDir, "standalone-dir", o.StandaloneDir, "Directory of the standalone CA, certificates and admin.kubeconfig.")
+	return cmd
+}
+
+// Run starts the embedded etcd if needed, then serves until ctx ends.
+func (o *Options) Run(ctx context.Context) error {
+	if len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0 {
+		etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Dir: o.DataDir, UnsafeNoFsync: o.EmbeddedEtcdUnsafeNoFsync})
+		if err != nil {
+			return err
+		}
+		// etcd stops after the API server has drained, so in-flight writes complete.
+		defer etcd.Close()
+		klog.InfoS("Started embedded etcd", "dataDir", o.DataDir, "clientURL", etcd.ClientURL)
+		o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
+	}
+	if o.Standalone {
+		if err := o.applyStandalone(); err != nil {
+			return err
+		}
+	}
+	if errs := o.Recommended.Validate(); len(errs) > 0 {
+		return utilerrors.NewAggregate(errs)
+	}
+	config, err := o.Config()
+	if err != nil {
+		return err
+	}
+	server, err := config.Complete().New()
+	if err != nil {
+		return err
+	}
+	if o.Standalone {
+		f := standalone.FilesIn(o.StandaloneDir)
+		server.GenericAPIServer.AddPostStartHookOrDie("plinth-standalone-kubeconfig", func(genericapiserver.PostStartHookContext) error {
+			fmt.Fprintf(o.Out, "plinth-apiserver is serving; try: kubectl --kubeconfig %s get workloads -A\n", f.Kubeconfig)
+			return nil
+		})
+	}
+	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// applyStandalone configures authentication against the private CA and turns off everything
+// that needs a kube-apiserver: delegated token and access reviews, the core API client,
+// Kubernetes admission plugins and priority-and-fairness.
+func (o *Options) applyStandalone() error {
+	f := standalone.FilesIn(o.StandaloneDir)
+	if err := standalone.EnsurePKI(f); err != nil {
+		return fmt.Errorf("preparing standalone certificates: %w", err)
+	}
+	r := o.Recommended
+	if r.SecureServing.ServerCert.CertKey.CertFile == "" {
+		r.SecureServing.ServerCert.CertKey.CertFile = f.ServingCert
+		r.SecureServing.ServerCert.CertKey.KeyFile = f.ServingKey
+	}
+	r.Authentication.ClientCert.ClientCA = f.CACert
+	r.Authentication.RemoteKubeConfigFileOptional = true
+	r.Authentication.SkipInClusterLookup = true
+	r.Authorization.RemoteKubeConfigFileOptional = true
+	r.CoreAPI = nil
+	r.Admission = nil
+	r.Features.EnablePriorityAndFairness = false
+
+	host := r.SecureServing.BindAddress.String()
+	if r.SecureServing.BindAddress.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	url := "https://" + net.JoinHostPort(host, strconv.Itoa(r.SecureServing.BindPort))
+	return standalone.WriteKubeconfig(f, url)
+}
+
+// Config turns the options into the server's configuration.
+func (o *Options) Config() (*apiserver.Config, error) {
+	if err := o.Recommended.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	cfg.Serializer = apiserver.Serializer
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(plinthopenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "Plinth"
+	cfg.OpenAPIConfig.Info.Version = "v1b1"
+	// Server-side apply builds its type models from OpenAPI v3: without it, apply fails.
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(plinthopenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "Plinth"
+	cfg.OpenAPIV3Config.Info.Version = "v1b1"
+	cfg.FeatureGate = utilfeature.DefaultFeatureGate
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	if err := o.Recommended.ApplyTo(cfg); err != nil {
+		return nil, err
+	}
+	return &apiserver.Config{GenericConfig: cfg}, nil
+}

@@ -1,0 +1,83 @@
+// Package workload is the REST storage of score.dev Workloads.
+package workload
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/apis/score/validation"
+	"github.com/plinth-dev/plinth/pkg/registry/store"
+	"github.com/plinth-dev/plinth/pkg/registry/strategy"
+	"github.com/plinth-dev/plinth/pkg/registry/table"
+)
+
+// Definition is the Workload's validation for the generic strategies.
+var Definition = strategy.Definition[*score.Workload]{
+	NamespaceScoped:      true,
+	APIVersions:          []string{v1b1.SchemeGroupVersion.String()},
+	Validate:             validation.ValidateWorkload,
+	ValidateUpdate:       validation.ValidateWorkloadUpdate,
+	ValidateStatusUpdate: validation.ValidateWorkloadStatusUpdate,
+}
+
+// NewREST returns the workloads resource and its status subresource.
+func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*store.REST, *store.StatusREST, error) {
+	return store.New(scheme, optsGetter, store.Options[*score.Workload]{
+		Resource:    score.Resource("workloads"),
+		Singular:    "workload",
+		NewFunc:     func() *score.Workload { return &score.Workload{} },
+		NewListFunc: func() runtime.Object { return &score.WorkloadList{} },
+		Definition:  Definition,
+		SelectableFields: func(w *score.Workload) fields.Set {
+			return fields.Set{"spec.runtimeClass": w.Spec.RuntimeClass}
+		},
+		Table:      Table,
+		ShortNames: []string{"wl"},
+		Categories: []string{"score"},
+	})
+}
+
+// Table prints RUNTIME, READY and ENDPOINT; -o wide adds INPUTS and BINDINGS.
+var Table = table.New([]table.Column{
+	{Name: "Runtime", Type: "string", Description: "The runtime class that materializes the workload."},
+	{Name: "Ready", Type: "string", Description: "Status of the Ready condition."},
+	{Name: "Endpoint", Type: "string", Description: "The workload's canonical URL."},
+	{Name: "Inputs", Type: "string", Description: "Status of the InputsValid condition.", Wide: true},
+	{Name: "Bindings", Type: "string", Description: "Bound resources out of all declared resources.", Wide: true},
+}, func(w *score.Workload) []interface{} {
+	endpoint := ""
+	if w.Status.Endpoint != nil {
+		endpoint = *w.Status.Endpoint
+	}
+	bound := 0
+	for _, b := range w.Status.Bindings {
+		if b.Phase == score.BindingPhaseBound {
+			bound++
+		}
+	}
+	return []interface{}{
+		table.OrNone(w.Spec.RuntimeClass),
+		conditionStatus(w, score.ConditionReady),
+		table.OrNone(endpoint),
+		conditionStatus(w, score.ConditionInputsValid),
+		fmt.Sprintf("%d/%d", bound, len(w.Spec.Resources)),
+	}
+})
+
+// conditionStatus is the condition's status, with its reason when it is not True.
+func conditionStatus(w *score.Workload, condType string) string {
+	c := meta.FindStatusCondition(w.Status.Conditions, condType)
+	if c == nil {
+		return "Unknown"
+	}
+	if c.Status != "True" && c.Reason != "" {
+		return string(c.Status) + " (" + c.Reason + ")"
+	}
+	return string(c.Status)
+}

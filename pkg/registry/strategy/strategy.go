@@ -1,0 +1,170 @@
+// Package strategy implements the create/update/status strategies every Plinth kind with a spec
+// and a status shares: status is server-owned on the main resource, spec is read-only on the
+// status subresource, and metadata.generation counts spec changes only. A kind supplies its
+// validation through a Definition; the mechanics live here once.
+package strategy
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// Object is an API object with ObjectMeta and Spec and Status fields.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Definition is what a kind tells the generic strategies.
+type Definition[T Object] struct {
+	// NamespaceScoped is true for namespaced kinds.
+	NamespaceScoped bool
+	// APIVersions are the group/versions served, for the reset-field sets of server-side apply.
+	APIVersions []string
+	// Validate checks a new object.
+	Validate func(obj T) field.ErrorList
+	// ValidateUpdate checks an update through the main resource.
+	ValidateUpdate func(obj, old T) field.ErrorList
+	// ValidateStatusUpdate checks an update through the status subresource.
+	ValidateStatusUpdate func(obj, old T) field.ErrorList
+	// WarningsOnCreate and WarningsOnUpdate return optional warnings for the client.
+	WarningsOnCreate func(obj T) []string
+	WarningsOnUpdate func(obj, old T) []string
+}
+
+// Strategy is the strategy of the main resource.
+type Strategy[T Object] struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	def Definition[T]
+}
+
+// New returns the main-resource strategy of a kind.
+func New[T Object](typer runtime.ObjectTyper, def Definition[T]) Strategy[T] {
+	return Strategy[T]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, def: def}
+}
+
+var _ rest.RESTCreateUpdateStrategy = Strategy[Object]{}
+var _ rest.ResetFieldsStrategy = Strategy[Object]{}
+
+// NamespaceScoped tells the store whether objects live in namespaces.
+func (s Strategy[T]) NamespaceScoped() bool { return s.def.NamespaceScoped }
+
+// GetResetFields lists the fields server-side apply must not take from a main-resource request.
+func (s Strategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return resetFields(s.def.APIVersions, fieldpath.MakePathOrDie("status"))
+}
+
+// PrepareForCreate drops any status the client sent and starts the generation at 1.
+func (s Strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
+	field := statusField(obj)
+	field.Set(reflect.Zero(field.Type()))
+	obj.(metav1.Object).SetGeneration(1)
+}
+
+// PrepareForUpdate keeps the stored status and bumps the generation when the spec changed.
+func (s Strategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	statusField(obj).Set(statusField(old))
+	newMeta, oldMeta := obj.(metav1.Object), old.(metav1.Object)
+	newMeta.SetGeneration(oldMeta.GetGeneration())
+	if !apiequality.Semantic.DeepEqual(specField(obj).Interface(), specField(old).Interface()) {
+		newMeta.SetGeneration(oldMeta.GetGeneration() + 1)
+	}
+}
+
+// Validate checks a new object.
+func (s Strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return s.def.Validate(obj.(T))
+}
+
+// WarningsOnCreate returns the kind's warnings for a new object.
+func (s Strategy[T]) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
+	if s.def.WarningsOnCreate == nil {
+		return nil
+	}
+	return s.def.WarningsOnCreate(obj.(T))
+}
+
+// Canonicalize does nothing: the kinds have no alternative spellings to normalise.
+func (s Strategy[T]) Canonicalize(obj runtime.Object) {}
+
+// AllowCreateOnUpdate is false: objects are created with POST (or server-side apply).
+func (s Strategy[T]) AllowCreateOnUpdate(ctx context.Context) bool { return false }
+
+// AllowUnconditionalUpdate is true, as for built-in kinds: an update without a
+// resourceVersion overwrites; with one, a stale version is a conflict.
+func (s Strategy[T]) AllowUnconditionalUpdate(ctx context.Context) bool { return true }
+
+// ValidateUpdate checks an update.
+func (s Strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.def.ValidateUpdate(obj.(T), old.(T))
+}
+
+// WarningsOnUpdate returns the kind's warnings for an update.
+func (s Strategy[T]) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
+	if s.def.WarningsOnUpdate == nil {
+		return nil
+	}
+	return s.def.WarningsOnUpdate(obj.(T), old.(T))
+}
+
+// StatusStrategy is the strategy of the status subresource.
+type StatusStrategy[T Object] struct {
+	Strategy[T]
+}
+
+// NewStatus returns the status-subresource strategy of a kind.
+func NewStatus[T Object](typer runtime.ObjectTyper, def Definition[T]) StatusStrategy[T] {
+	return StatusStrategy[T]{New(typer, def)}
+}
+
+// GetResetFields lists the fields server-side apply must not take from a status request.
+func (s StatusStrategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return resetFields(s.def.APIVersions, fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
+}
+
+// PrepareForUpdate keeps the stored spec and metadata: a status update changes status only.
+func (s StatusStrategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	specField(obj).Set(specField(old))
+	metav1.ResetObjectMetaForStatus(obj.(metav1.Object), old.(metav1.Object))
+}
+
+// ValidateUpdate checks a status update.
+func (s StatusStrategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.def.ValidateStatusUpdate(obj.(T), old.(T))
+}
+
+// WarningsOnUpdate returns no warnings for status updates.
+func (s StatusStrategy[T]) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
+	return nil
+}
+
+func resetFields(versions []string, paths ...fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
+	out := make(map[fieldpath.APIVersion]*fieldpath.Set, len(versions))
+	for _, v := range versions {
+		out[fieldpath.APIVersion(v)] = fieldpath.NewSet(paths...)
+	}
+	return out
+}
+
+func specField(obj runtime.Object) reflect.Value   { return namedField(obj, "Spec") }
+func statusField(obj runtime.Object) reflect.Value { return namedField(obj, "Status") }
+
+// namedField reaches the Spec or Status field of a pointer to an API struct. Every kind that
+// uses these strategies has both; a kind without them is a programming error caught by tests.
+func namedField(obj runtime.Object, name string) reflect.Value {
+	f := reflect.ValueOf(obj).Elem().FieldByName(name)
+	if !f.IsValid() {
+		panic(fmt.Sprintf("%T has no %s field", obj, name))
+	}
+	return f
+}
