@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools records the main packages this module builds (see hack/build-tools.sh).
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
