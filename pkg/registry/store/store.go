@@ -118,9 +118,11 @@ func New[T strategy.Object](scheme *runtime.Scheme, optsGetter generic.RESTOptio
 		return labels.Set(m.GetLabels()), fieldSet, nil
 	}
 	s := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return o.NewFunc() },
-		NewListFunc:               o.NewListFunc,
-		PredicateFunc:             func(l labels.Selector, f fields.Selector) storage.SelectionPredicate { return storage.SelectionPredicate{Label: l, Field: f, GetAttrs: getAttrs} },
+		NewFunc:     func() runtime.Object { return o.NewFunc() },
+		NewListFunc: o.NewListFunc,
+		PredicateFunc: func(l labels.Selector, f fields.Selector) storage.SelectionPredicate {
+			return storage.SelectionPredicate{Label: l, Field: f, GetAttrs: getAttrs}
+		},
 		DefaultQualifiedResource:  o.Resource,
 		SingularQualifiedResource: schema.GroupResource{Group: o.Resource.Group, Resource: o.Singular},
 		CreateStrategy:            mainStrategy,
