@@ -1,0 +1,56 @@
+# Plinth: a Kubernetes aggregated API server for platform APIs.
+#   make run     the local platform (for now: plinth-apiserver standalone, embedded etcd)
+#   make test    unit and integration tests against real etcd, plinth-apiserver and kubectl
+#   make verify  generated code is current, gofmt, go vet
+
+GO          ?= go
+BIN         := _output/bin
+PLINTH_DIR  ?= .plinth
+PLINTH_PORT ?= 8443
+GOTESTFLAGS ?=
+
+.PHONY: all build tools run run-standalone test test-unit test-integration bench verify generate clean clean-all
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/plinth-apiserver ./cmd/apiserver
+
+# Real Kubernetes binaries built from k8s.io/kubernetes v1.37.1 (hack/tools); rebuilt only when
+# hack/tools/go.mod changes.
+tools:
+	hack/build-tools.sh kubectl
+
+run: run-standalone
+
+run-standalone: build tools
+	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR) (make clean removes it)"
+	$(BIN)/plinth-apiserver --standalone --standalone-dir $(PLINTH_DIR) --data-dir $(PLINTH_DIR)/data \
+		--bind-address 127.0.0.1 --secure-port $(PLINTH_PORT)
+
+test: test-unit test-integration
+
+test-unit:
+	$(GO) test $(GOTESTFLAGS) ./pkg/... ./cmd/...
+
+test-integration: build tools
+	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m ./test/integration/...
+
+bench: build tools
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... ./test/integration/...
+
+verify:
+	hack/verify-codegen.sh
+	@unformatted=$$(gofmt -l cmd pkg test hack/tools 2>/dev/null); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+generate:
+	hack/update-codegen.sh
+
+# Removes the local platform's data and credentials; keeps the built binaries.
+clean:
+	rm -rf $(PLINTH_DIR)
+
+clean-all: clean
+	rm -rf _output

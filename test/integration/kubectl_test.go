@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/test/integration/framework"
+)
+
+const workloadManifest = `apiVersion: score.dev/v1b1
+kind: Workload
+metadata:
+  name: hello
+  namespace: demo
+spec:
+  runtimeClass: kubernetes
+  containers:
+    main:
+      image: registry.example.com/hello:1.0
+      variables:
+        DB_HOST: ${resources.db.host}
+  resources:
+    db:
+      type: postgres
+      class: small
+  service:
+    ports:
+      web:
+        port: 80
+        targetPort: 8080
+`
+
+// TestKubectl drives the server with the real kubectl v1.37.1: apply, printer columns,
+// categories, short names, explain and field selectors.
+func TestKubectl(t *testing.T) {
+	p := framework.StartPlinth(t, framework.Options{})
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := framework.Kubectl(p.Kubeconfig, args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	if out, err := framework.KubectlStdin(p.Kubeconfig, workloadManifest, "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	w, err := p.Client.ScoreV1b1().Workloads("demo").Get(ctx, "hello", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Status.Endpoint = ptrTo("http://hello.demo.example.com")
+	w.Status.Conditions = []metav1.Condition{
+		{Type: "Ready", Status: "False", Reason: "BindingPending", Message: "Resources are being provisioned.", LastTransitionTime: metav1.Now()},
+		{Type: "InputsValid", Status: "True", Reason: "Succeeded", Message: "The specification is valid.", LastTransitionTime: metav1.Now()},
+	}
+	w.Status.Bindings = []v1b1.BindingSummary{{Key: "db", Phase: v1b1.BindingPhaseBound}}
+	if _, err := p.Client.ScoreV1b1().Workloads("demo").UpdateStatus(ctx, w, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBinding("hello-db", "hello", "db")
+	if _, err := p.Client.ScoreV1b1().ResourceBindings("demo").Create(ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Client.ScoreV1b1().WorkloadPlans("demo").Create(ctx, newPlan("hello"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Client.ScoreV1b1().PlatformPolicies().Create(ctx, newPolicy("defaults", 7), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("get columns", func(t *testing.T) {
+		expectTable(t, kubectl("get", "workloads", "-n", "demo"),
+			[]string{"NAME", "RUNTIME", "READY", "ENDPOINT", "AGE"},
+			[]string{"hello", "kubernetes", "False (BindingPending)", "http://hello.demo.example.com"})
+		expectTable(t, kubectl("get", "wl", "-n", "demo", "-o", "wide"),
+			[]string{"NAME", "RUNTIME", "READY", "ENDPOINT", "INPUTS", "BINDINGS", "AGE"},
+			[]string{"hello", "kubernetes", "False (BindingPending)", "http://hello.demo.example.com", "True", "1/1"})
+		expectTable(t, kubectl("get", "rb", "-n", "demo"),
+			[]string{"NAME", "TYPE", "CLASS", "PHASE", "AGE"},
+			[]string{"hello-db", "postgres", "small", "<none>"})
+		expectTable(t, kubectl("get", "wp", "-n", "demo"),
+			[]string{"NAME", "RUNTIME", "PHASE", "AGE"},
+			[]string{"hello", "kubernetes", "<none>"})
+		expectTable(t, kubectl("get", "pp"),
+			[]string{"NAME", "PRIORITY", "AGE"},
+			[]string{"defaults", "7"})
+	})
+
+	t.Run("score category lists every kind", func(t *testing.T) {
+		out := kubectl("get", "score", "-A")
+		for _, want := range []string{"workload.score.dev/hello", "resourcebinding.score.dev/hello-db", "workloadplan.score.dev/hello", "platformpolicy.score.dev/defaults"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl get score lacks %s:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("explain shows the doc comments", func(t *testing.T) {
+		out := kubectl("explain", "workloads.spec.containers")
+		for _, want := range []string{
+			"Containers are the workload's containers keyed by container name",
+			"Image is the OCI image reference to run",
+			"Variables are environment variables",
+		} {
+			if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+				t.Errorf("kubectl explain workloads.spec.containers lacks %q:\n%s", want, out)
+			}
+		}
+		out = kubectl("explain", "resourcebindings.status.phase")
+		if !strings.Contains(out, "Pending, Binding, Bound or Failed") {
+			t.Errorf("explain resourcebindings.status.phase:\n%s", out)
+		}
+		out = kubectl("explain", "workloads.spec.source.inline")
+		if !strings.Contains(out, "Score document") {
+			t.Errorf("explain workloads.spec.source.inline:\n%s", out)
+		}
+	})
+
+	t.Run("field selector", func(t *testing.T) {
+		out := kubectl("get", "resourcebindings", "-n", "demo", "--field-selector", "spec.workloadRef.name=hello", "-o", "name")
+		if strings.TrimSpace(out) != "resourcebinding.score.dev/hello-db" {
+			t.Errorf("field selector output: %q", out)
+		}
+	})
+
+	t.Run("invalid apply is refused with field paths", func(t *testing.T) {
+		bad := strings.Replace(workloadManifest, "port: 80", "port: 0", 1)
+		bad = strings.Replace(bad, "name: hello", "name: broken", 1)
+		out, err := framework.KubectlStdin(p.Kubeconfig, bad, "apply", "-f", "-")
+		if err == nil || !strings.Contains(out, "spec.service.ports[web].port: Required value") {
+			t.Errorf("kubectl apply of an invalid workload: %v\n%s", err, out)
+		}
+		if out, _ := framework.Kubectl(p.Kubeconfig, "get", "wl", "broken", "-n", "demo"); !strings.Contains(out, "NotFound") {
+			t.Errorf("invalid workload was stored: %s", out)
+		}
+	})
+
+	t.Run("wait and jsonpath", func(t *testing.T) {
+		out := kubectl("wait", "--for=jsonpath={.status.endpoint}=http://hello.demo.example.com", "workload/hello", "-n", "demo", "--timeout=10s")
+		if !strings.Contains(out, "condition met") {
+			t.Errorf("kubectl wait: %s", out)
+		}
+		out = kubectl("get", "wl", "hello", "-n", "demo", "-o", "jsonpath={.metadata.generation}")
+		if out != "1" {
+			t.Errorf("generation = %q", out)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		kubectl("delete", "workload", "hello", "-n", "demo")
+		if out, _ := framework.Kubectl(p.Kubeconfig, "get", "wl", "-n", "demo", "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("workloads left after delete: %q", out)
+		}
+	})
+}
+
+// expectTable checks the header and first row of kubectl get output, ignoring the AGE value.
+func expectTable(t *testing.T, out string, header, row []string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("table has no rows:\n%s", out)
+	}
+	split := regexp.MustCompile(`\s{2,}`)
+	if got := split.Split(strings.TrimSpace(lines[0]), -1); strings.Join(got, "|") != strings.Join(header, "|") {
+		t.Errorf("header %q, want %q", got, header)
+	}
+	got := split.Split(strings.TrimSpace(lines[1]), -1)
+	if len(got) != len(header) || strings.Join(got[:len(row)], "|") != strings.Join(row, "|") {
+		t.Errorf("row %q, want %q then AGE", got, row)
+	}
+}
