@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -153,8 +154,17 @@ func TestKubectl(t *testing.T) {
 		}
 	})
 
+	t.Run("the examples in artifacts apply", func(t *testing.T) {
+		out := kubectl("apply", "--server-side", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples"))
+		for _, want := range []string{"workload.score.dev/hello", "workload.score.dev/inline", "platformpolicy.score.dev/team-a-defaults"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("apply output lacks %s:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("delete", func(t *testing.T) {
-		kubectl("delete", "workload", "hello", "-n", "demo")
+		kubectl("delete", "workloads", "--all", "-n", "demo")
 		if out, _ := framework.Kubectl(p.Kubeconfig, "get", "wl", "-n", "demo", "-o", "name"); strings.TrimSpace(out) != "" {
 			t.Errorf("workloads left after delete: %q", out)
 		}

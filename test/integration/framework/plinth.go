@@ -158,8 +158,9 @@ func StartPlinth(t testing.TB, o Options) *Plinth {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Tests issue bursts of requests; client-go's default 5 QPS would only slow them down.
-	p.Config.QPS, p.Config.Burst = 200, 400
+	// No client-side throttling: tests issue bursts, and benchmarks must measure the server,
+	// not client-go's token bucket (a negative QPS turns it off).
+	p.Config.QPS = -1
 	p.Client = clientset.NewForConfigOrDie(p.Config)
 	return p
 }
