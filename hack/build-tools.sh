@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes binaries the tests and the local platform use, from the Go module
-# proxy only, into _output/bin: kubectl and kube-apiserver from k8s.io/kubernetes (hack/tools
-# module). Each is rebuilt only when missing or when hack/tools/go.mod changed.
-#   hack/build-tools.sh kubectl [kube-apiserver ...]
+# proxy only, into _output/bin: kubectl, kube-apiserver and kube-controller-manager from
+# k8s.io/kubernetes (hack/tools module) and etcd (hack/tools/etcd module). Each is rebuilt only
+# when missing or older than its module's go.mod.
+#   hack/build-tools.sh kubectl [kube-apiserver kube-controller-manager etcd]
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +20,13 @@ done
 declare -A PACKAGES=(
     [kubectl]=k8s.io/kubernetes/cmd/kubectl
     [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+    [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+    [etcd]=go.etcd.io/etcd/server/v3
+)
+# etcd has its own module (hack/tools/etcd): k8s.io/kubernetes pins etcd's v3.7 client
+# libraries, and the server Plinth runs is v3.6.
+declare -A MODULES=(
+    [etcd]=hack/tools/etcd
 )
 
 for tool in "$@"; do
@@ -27,9 +35,10 @@ for tool in "$@"; do
         echo "unknown tool ${tool}; known: ${!PACKAGES[*]}" >&2
         exit 2
     fi
-    if [ -x "${BIN}/${tool}" ] && [ "${BIN}/${tool}" -nt "${ROOT}/hack/tools/go.mod" ]; then
+    module="${ROOT}/${MODULES[$tool]:-hack/tools}"
+    if [ -x "${BIN}/${tool}" ] && [ "${BIN}/${tool}" -nt "${module}/go.mod" ]; then
         continue
     fi
-    echo "building ${tool} ${KUBE_VERSION} from ${pkg}"
-    (cd "${ROOT}/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "${LDFLAGS}" -o "${BIN}/${tool}" "${pkg}")
+    echo "building ${tool} from ${pkg}"
+    (cd "${module}" && CGO_ENABLED=0 go build -trimpath -ldflags "${LDFLAGS}" -o "${BIN}/${tool}" "${pkg}")
 done

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/apiserver"
+	"github.com/plinth-dev/plinth/pkg/authorization"
 	"github.com/plinth-dev/plinth/pkg/embeddedetcd"
 	plinthopenapi "github.com/plinth-dev/plinth/pkg/generated/openapi"
 	"github.com/plinth-dev/plinth/pkg/standalone"
@@ -42,6 +44,10 @@ type Options struct {
 	// certificate and an admin kubeconfig under StandaloneDir.
 	Standalone    bool
 	StandaloneDir string
+	// PlatformGroups and PlatformUsers may reach the internal APIs (PlatformPolicy,
+	// ResourceBinding, WorkloadPlan); everyone else is denied before RBAC is asked.
+	PlatformGroups []string
+	PlatformUsers  []string
 
 	Out io.Writer
 }
@@ -49,10 +55,12 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions(out io.Writer) *Options {
 	o := &Options{
-		Recommended:   genericoptions.NewRecommendedOptions(etcdPathPrefix, apiserver.Codecs.LegacyCodec(v1b1.SchemeGroupVersion)),
-		DataDir:       filepath.Join(".plinth", "data"),
-		StandaloneDir: ".plinth",
-		Out:           out,
+		Recommended:    genericoptions.NewRecommendedOptions(etcdPathPrefix, apiserver.Codecs.LegacyCodec(v1b1.SchemeGroupVersion)),
+		DataDir:        filepath.Join(".plinth", "data"),
+		StandaloneDir:  ".plinth",
+		PlatformGroups: []string{"system:masters", "platform:admins"},
+		PlatformUsers:  []string{"system:serviceaccount:plinth-system:plinth-controller"},
+		Out:            out,
 	}
 	// Store objects as v1b1 JSON: readable with etcdctl, and the only version served.
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(v1b1.SchemeGroupVersion, schema.GroupKind{Group: v1b1.GroupName})
@@ -84,6 +92,8 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 	flags.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Faster, but a crash can lose recent writes; for tests only.")
 	flags.BoolVar(&o.Standalone, "standalone", false, "Serve without a kube-apiserver: client-certificate authentication against a private CA, system:masters allowed, no delegated checks.")
 	flags.StringVar(&o.StandaloneDir, "standalone-dir", o.StandaloneDir, "Directory of the standalone CA, certificates and admin.kubeconfig.")
+	flags.StringSliceVar(&o.PlatformGroups, "platform-groups", o.PlatformGroups, "Groups that may use the internal APIs (PlatformPolicy, ResourceBinding, WorkloadPlan), subject to RBAC. Everyone else is denied whatever RBAC grants.")
+	flags.StringSliceVar(&o.PlatformUsers, "platform-users", o.PlatformUsers, "Users (such as the controller's service account) that may use the internal APIs, subject to RBAC.")
 	return cmd
 }
 
@@ -135,10 +145,10 @@ func (o *Options) applyStandalone() error {
 	}
 	r := o.Recommended
 	if r.SecureServing.ServerCert.CertKey.CertFile == "" {
-		r.SecureServing.ServerCert.CertKey.CertFile = f.ServingCert
-		r.SecureServing.ServerCert.CertKey.KeyFile = f.ServingKey
+		r.SecureServing.ServerCert.CertKey.CertFile = f.Serving.Cert
+		r.SecureServing.ServerCert.CertKey.KeyFile = f.Serving.Key
 	}
-	r.Authentication.ClientCert.ClientCA = f.CACert
+	r.Authentication.ClientCert.ClientCA = f.CA.Cert
 	r.Authentication.RemoteKubeConfigFileOptional = true
 	r.Authentication.SkipInClusterLookup = true
 	r.Authorization.RemoteKubeConfigFileOptional = true
@@ -174,5 +184,16 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.Recommended.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
+	// The internal-API authorizer runs first: it can only deny, so RBAC still decides for
+	// platform identities and for every public API.
+	internal := authorization.NewInternalAPIAuthorizer(authorization.InternalAPIs, o.PlatformUsers, o.PlatformGroups)
+	chained, err := union.New(
+		union.NamedAuthorizer{AuthorizerName: "plinth-internal-api", Authorizer: internal},
+		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: cfg.Authorization.Authorizer},
+	)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Authorization.Authorizer = chained
 	return &apiserver.Config{GenericConfig: cfg}, nil
 }

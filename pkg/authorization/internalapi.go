@@ -1,0 +1,82 @@
+// Package authorization holds plinth-apiserver's own authorizer, which runs before the
+// delegated (RBAC) authorizer.
+package authorization
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+// DeniedReason is the whole explanation a denied request gets. It is the same for every
+// resource, verb and object, so a denial reveals nothing about what exists.
+const DeniedReason = "this API is reserved for platform operators"
+
+// Resource is an API group and a resource in it.
+type Resource struct {
+	Group    string
+	Resource string
+}
+
+// InternalAPIs are the platform-only resources of every Plinth group: tenants never reach them,
+// whatever RBAC grants.
+var InternalAPIs = []Resource{
+	{Group: "score.dev", Resource: "platformpolicies"},
+	{Group: "score.dev", Resource: "resourcebindings"},
+	{Group: "score.dev", Resource: "workloadplans"},
+}
+
+// InternalAPIAuthorizer denies every verb on internal resources (and their subresources) to
+// anyone outside the platform's users and groups, and has no opinion otherwise: platform
+// identities still need RBAC to be allowed.
+type InternalAPIAuthorizer struct {
+	resources sets.Set[Resource]
+	users     sets.Set[string]
+	groups    sets.Set[string]
+}
+
+var _ authorizer.Authorizer = &InternalAPIAuthorizer{}
+
+// NewInternalAPIAuthorizer guards resources for the given platform users and groups.
+func NewInternalAPIAuthorizer(resources []Resource, platformUsers, platformGroups []string) *InternalAPIAuthorizer {
+	return &InternalAPIAuthorizer{
+		resources: sets.New(resources...),
+		users:     sets.New(platformUsers...),
+		groups:    sets.New(platformGroups...),
+	}
+}
+
+// Authorize implements authorizer.Authorizer.
+func (a *InternalAPIAuthorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	if !attrs.IsResourceRequest() || !a.guards(attrs) {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	if u := attrs.GetUser(); u != nil && (a.users.Has(u.GetName()) || a.groups.HasAny(u.GetGroups()...)) {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	return authorizer.DecisionDeny, DeniedReason, nil
+}
+
+// guards reports whether the request targets an internal resource. A wildcard group or
+// resource (as in a SubjectAccessReview for "*") is guarded too.
+func (a *InternalAPIAuthorizer) guards(attrs authorizer.Attributes) bool {
+	group, resource := attrs.GetAPIGroup(), attrs.GetResource()
+	for r := range a.resources {
+		if (group == r.Group || group == "*") && (resource == r.Resource || resource == "*") {
+			return true
+		}
+	}
+	return false
+}
+
+// ConditionsAwareAuthorize gives the same decision as Authorize: this authorizer never
+// returns conditions.
+func (a *InternalAPIAuthorizer) ConditionsAwareAuthorize(ctx context.Context, attrs authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(a.Authorize(ctx, attrs))
+}
+
+// EvaluateConditions fails closed: there are no conditions to evaluate.
+func (a *InternalAPIAuthorizer) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}

@@ -1,0 +1,50 @@
+package authorization
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+func TestInternalAPIAuthorizer(t *testing.T) {
+	a := NewInternalAPIAuthorizer(InternalAPIs,
+		[]string{"system:serviceaccount:plinth-system:plinth-controller"},
+		[]string{"system:masters", "platform:admins"})
+	alice := &user.DefaultInfo{Name: "alice", Groups: []string{"system:authenticated", "tenants"}}
+	dana := &user.DefaultInfo{Name: "dana", Groups: []string{"system:authenticated", "platform:admins"}}
+	controller := &user.DefaultInfo{Name: "system:serviceaccount:plinth-system:plinth-controller", Groups: []string{"system:serviceaccounts"}}
+	request := func(u user.Info, group, resource, sub string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{User: u, Verb: "get", Namespace: "team-a", APIGroup: group, APIVersion: "v1b1",
+			Resource: resource, Subresource: sub, Name: "web", ResourceRequest: true}
+	}
+	cases := []struct {
+		name  string
+		attrs authorizer.AttributesRecord
+		want  authorizer.Decision
+	}{
+		{"tenant on workloads: RBAC decides", request(alice, "score.dev", "workloads", ""), authorizer.DecisionNoOpinion},
+		{"tenant on resourcebindings", request(alice, "score.dev", "resourcebindings", ""), authorizer.DecisionDeny},
+		{"tenant on workloadplans status", request(alice, "score.dev", "workloadplans", "status"), authorizer.DecisionDeny},
+		{"tenant on platformpolicies", request(alice, "score.dev", "platformpolicies", ""), authorizer.DecisionDeny},
+		{"tenant asking for every resource", request(alice, "score.dev", "*", ""), authorizer.DecisionDeny},
+		{"tenant asking for every group", request(alice, "*", "resourcebindings", ""), authorizer.DecisionDeny},
+		{"anonymous on resourcebindings", request(nil, "score.dev", "resourcebindings", ""), authorizer.DecisionDeny},
+		{"platform admin: RBAC decides", request(dana, "score.dev", "resourcebindings", ""), authorizer.DecisionNoOpinion},
+		{"controller user: RBAC decides", request(controller, "score.dev", "workloadplans", ""), authorizer.DecisionNoOpinion},
+		{"same resource name, other group", request(alice, "example.com", "resourcebindings", ""), authorizer.DecisionNoOpinion},
+		{"non-resource request", authorizer.AttributesRecord{User: alice, Verb: "get", Path: "/apis/score.dev/v1b1"}, authorizer.DecisionNoOpinion},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			decision, reason, err := a.Authorize(context.Background(), tc.attrs)
+			if err != nil || decision != tc.want {
+				t.Fatalf("decision = %v (%q, %v), want %v", decision, reason, err, tc.want)
+			}
+			if decision == authorizer.DecisionDeny && reason != DeniedReason {
+				t.Errorf("reason %q reveals more than the fixed text", reason)
+			}
+		})
+	}
+}
