@@ -1,12 +1,17 @@
 # Plinth: a Kubernetes aggregated API server for platform APIs.
-#   make run     the local platform (for now: plinth-apiserver standalone, embedded etcd)
+#   make run     the local platform: etcd, kube-apiserver, kube-controller-manager and
+#                plinth-apiserver behind an APIService (make run-standalone: plinth alone)
 #   make test    unit and integration tests against real etcd, plinth-apiserver and kubectl
 #   make verify  generated code is current, gofmt, go vet
 
 GO          ?= go
 BIN         := _output/bin
 PLINTH_DIR  ?= .plinth
-PLINTH_PORT ?= 8443
+ETCD_PORT   ?= 12379
+ETCD_PEER_PORT ?= 12380
+KUBE_PORT   ?= 16443
+PLINTH_PORT ?= 18443
+KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager etcd
 GOTESTFLAGS ?=
 
 .PHONY: all build tools run run-standalone test test-unit test-integration bench verify generate clean clean-all
@@ -15,13 +20,17 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/plinth-apiserver ./cmd/apiserver
+	$(GO) build -o $(BIN)/plinth-local-up ./hack/local-up
 
-# Real Kubernetes binaries built from k8s.io/kubernetes v1.37.1 (hack/tools); rebuilt only when
-# hack/tools/go.mod changes.
+# Real Kubernetes binaries built from the Go module proxy (hack/tools): kubectl, kube-apiserver
+# and kube-controller-manager v1.37.1, etcd v3.6; rebuilt only when their go.mod changes.
 tools:
-	hack/build-tools.sh kubectl
+	hack/build-tools.sh $(KUBE_TOOLS)
 
-run: run-standalone
+run: build tools
+	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR)/local (make clean removes it)"
+	$(BIN)/plinth-local-up --dir $(PLINTH_DIR)/local --etcd-port $(ETCD_PORT) --etcd-peer-port $(ETCD_PEER_PORT) \
+		--kube-port $(KUBE_PORT) --plinth-port $(PLINTH_PORT)
 
 run-standalone: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR) (make clean removes it)"
@@ -48,7 +57,7 @@ verify:
 generate:
 	hack/update-codegen.sh
 
-# Removes the local platform's data and credentials; keeps the built binaries.
+# Removes the platforms' data and credentials; keeps the built binaries.
 clean:
 	rm -rf $(PLINTH_DIR)
 

@@ -155,7 +155,7 @@ func TestKubectl(t *testing.T) {
 	})
 
 	t.Run("the examples in artifacts apply", func(t *testing.T) {
-		out := kubectl("apply", "--server-side", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples"))
+		out := kubectl("apply", "--server-side", "-n", "demo", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples"))
 		for _, want := range []string{"workload.score.dev/hello", "workload.score.dev/inline", "platformpolicy.score.dev/team-a-defaults"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("apply output lacks %s:\n%s", want, out)

@@ -1,0 +1,503 @@
+// Package localplatform runs Plinth the way a cluster runs it, on one machine and without
+// containers: etcd, kube-apiserver (RBAC, front-proxy), kube-controller-manager, and
+// plinth-apiserver registered through APIService objects with delegated authentication and
+// authorization. `make run` and the integration tests both start it from here.
+package localplatform
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/plinth-dev/plinth/pkg/pki"
+)
+
+// Demo identities, each with a kubeconfig in the platform directory.
+var Identities = []Identity{
+	{User: "admin", Groups: []string{"system:masters"}},
+	{User: "alice", Namespace: "team-a"},
+	{User: "bob", Namespace: "team-b"},
+	{User: "carol", Groups: []string{"platform:approvers"}},
+	{User: "dana", Groups: []string{"platform:admins"}},
+	// The controller's service account, authenticated by certificate so the local platform
+	// needs no token machinery; RBAC matches it like the real service account.
+	{User: ControllerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:plinth-system"}, Namespace: "plinth-system"},
+}
+
+// ControllerUser is plinth-controller's service account identity.
+const ControllerUser = "system:serviceaccount:plinth-system:plinth-controller"
+
+const apiserverUser = "system:serviceaccount:plinth-system:plinth-apiserver"
+
+// Identity is a user of the local platform.
+type Identity struct {
+	User      string
+	Groups    []string
+	Namespace string
+}
+
+// KubeconfigName is the file name of an identity's kubeconfig.
+func KubeconfigName(user string) string {
+	if user == ControllerUser {
+		return "plinth-controller.kubeconfig"
+	}
+	return user + ".kubeconfig"
+}
+
+// Config is where the platform lives and which ports it uses.
+type Config struct {
+	// Dir holds certificates, kubeconfigs, etcd data and logs; it survives restarts.
+	Dir string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kubectl and plinth-apiserver.
+	BinDir string
+	// ArtifactsDir is artifacts/deploy: the manifests a cluster admin applies.
+	ArtifactsDir string
+	// Ports; zero values are not allowed (see DefaultPorts and FreePorts).
+	EtcdPort, EtcdPeerPort, KubePort, PlinthPort int
+	// EtcdUnsafeNoFsync makes etcd skip fsync (tests only).
+	EtcdUnsafeNoFsync bool
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+// Platform is a running local platform.
+type Platform struct {
+	cfg     Config
+	etcd    *process
+	kube    *process
+	kcm     *process
+	plinth  *process
+	pkiDir  string
+	kubeURL string
+}
+
+// AdminKubeconfig is the system:masters kubeconfig.
+func (p *Platform) AdminKubeconfig() string { return p.Kubeconfig("admin") }
+
+// Kubeconfig is the kubeconfig of a demo identity.
+func (p *Platform) Kubeconfig(user string) string { return filepath.Join(p.cfg.Dir, KubeconfigName(user)) }
+
+// PlinthURL is plinth-apiserver's own address, bypassing kube-apiserver.
+func (p *Platform) PlinthURL() string { return fmt.Sprintf("https://127.0.0.1:%d", p.cfg.PlinthPort) }
+
+// KubeURL is kube-apiserver's address.
+func (p *Platform) KubeURL() string { return p.kubeURL }
+
+// PKIDir holds every certificate of the platform.
+func (p *Platform) PKIDir() string { return p.pkiDir }
+
+// LogDir holds each component's log.
+func (p *Platform) LogDir() string { return filepath.Join(p.cfg.Dir, "logs") }
+
+// Start brings the platform up and returns once the APIService is Available and the
+// score.dev OpenAPI is served through kube-apiserver. On error, whatever started is stopped.
+func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	p := &Platform{cfg: cfg, pkiDir: filepath.Join(cfg.Dir, "pki"), kubeURL: fmt.Sprintf("https://127.0.0.1:%d", cfg.KubePort)}
+	defer func() {
+		if err != nil {
+			p.Stop()
+		}
+	}()
+	if err := p.ensurePKI(); err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	p.step("etcd on 127.0.0.1:%d", cfg.EtcdPort)
+	if err := p.startEtcd(); err != nil {
+		return nil, err
+	}
+	p.step("kube-apiserver on %s", p.kubeURL)
+	if err := p.startKubeAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	p.step("kube-controller-manager")
+	if err := p.startControllerManager(); err != nil {
+		return nil, err
+	}
+	p.step("applying %s and the demo tenants", cfg.ArtifactsDir)
+	if err := p.install(ctx); err != nil {
+		return nil, err
+	}
+	p.step("plinth-apiserver on %s", p.PlinthURL())
+	if err := p.StartPlinth(ctx); err != nil {
+		return nil, err
+	}
+	// Ready means tenants can work: the controller manager has folded plinth's roles into
+	// the built-in edit role.
+	if err := p.waitRoleAggregation(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Stop shuts the platform down: plinth-apiserver first (so kube-apiserver does not wait on its
+// watches), then kube-controller-manager, kube-apiserver and etcd.
+func (p *Platform) Stop() {
+	p.StopPlinth()
+	p.kcm.stop(20 * time.Second)
+	p.kube.stop(60 * time.Second)
+	p.etcd.stop(20 * time.Second)
+	p.kcm, p.kube, p.etcd = nil, nil, nil
+}
+
+// StopPlinth stops plinth-apiserver only.
+func (p *Platform) StopPlinth() {
+	p.plinth.stop(30 * time.Second)
+	p.plinth = nil
+}
+
+// StartPlinth starts plinth-apiserver and waits for its APIService.
+func (p *Platform) StartPlinth(ctx context.Context) error {
+	serving := pki.PairIn(p.pkiDir, "plinth-serving")
+	kubeconfig := filepath.Join(p.cfg.Dir, "plinth-apiserver.kubeconfig")
+	var err error
+	p.plinth, err = startProcess("plinth-apiserver", p.bin("plinth-apiserver"), p.LogDir(),
+		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort),
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.PlinthPort),
+		"--tls-cert-file", serving.Cert, "--tls-private-key-file", serving.Key,
+		"--kubeconfig", kubeconfig,
+		"--authentication-kubeconfig", kubeconfig,
+		"--authorization-kubeconfig", kubeconfig,
+	)
+	if err != nil {
+		return err
+	}
+	if err := p.kubectl(ctx, "wait", "--for=condition=Available", "apiservice/v1b1.score.dev", "--timeout=90s"); err != nil {
+		return fmt.Errorf("APIService v1b1.score.dev did not become Available: %w (log: %s)", err, p.plinth.logPath())
+	}
+	// The aggregated OpenAPI appears shortly after the APIService turns Available; kubectl
+	// explain and server-side apply need it.
+	client, err := p.adminClient()
+	if err != nil {
+		return err
+	}
+	return poll(ctx, 60*time.Second, func() error {
+		return client.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/score.dev/v1b1").Do(ctx).Error()
+	})
+}
+
+func (p *Platform) step(format string, args ...interface{}) {
+	fmt.Fprintf(p.cfg.Progress, "plinth: starting "+format+"\n", args...)
+}
+
+func (p *Platform) bin(name string) string { return filepath.Join(p.cfg.BinDir, name) }
+
+// ensurePKI creates, once, the cluster CA (client certificates of every identity and
+// kube-apiserver's serving certificate), the front-proxy CA and client, the service-account
+// signing key, and plinth-apiserver's own CA and serving certificate.
+func (p *Platform) ensurePKI() error {
+	ca, err := pki.LoadOrCreateCA(pki.PairIn(p.pkiDir, "ca"), "plinth-local-cluster-ca")
+	if err != nil {
+		return err
+	}
+	if err := ca.EnsureServing(pki.PairIn(p.pkiDir, "kube-apiserver"), "kube-apiserver",
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}); err != nil {
+		return err
+	}
+	for _, id := range Identities {
+		pair := pki.PairIn(p.pkiDir, strings.TrimSuffix(KubeconfigName(id.User), ".kubeconfig"))
+		if err := ca.EnsureClient(pair, id.User, id.Groups...); err != nil {
+			return err
+		}
+		ns := id.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		if err := pki.WriteKubeconfig(p.Kubeconfig(id.User), p.kubeURL, ca.Cert, pair, id.User, ns); err != nil {
+			return err
+		}
+	}
+	apiserverClient := pki.PairIn(p.pkiDir, "plinth-apiserver-client")
+	if err := ca.EnsureClient(apiserverClient, apiserverUser, "system:serviceaccounts", "system:serviceaccounts:plinth-system"); err != nil {
+		return err
+	}
+	if err := pki.WriteKubeconfig(filepath.Join(p.cfg.Dir, "plinth-apiserver.kubeconfig"), p.kubeURL, ca.Cert, apiserverClient, apiserverUser, "plinth-system"); err != nil {
+		return err
+	}
+	frontProxy, err := pki.LoadOrCreateCA(pki.PairIn(p.pkiDir, "front-proxy-ca"), "plinth-local-front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	if err := frontProxy.EnsureClient(pki.PairIn(p.pkiDir, "front-proxy-client"), "front-proxy-client"); err != nil {
+		return err
+	}
+	if err := pki.EnsureSigningKey(filepath.Join(p.pkiDir, "sa.key"), filepath.Join(p.pkiDir, "sa.pub")); err != nil {
+		return err
+	}
+	plinthCA, err := pki.LoadOrCreateCA(pki.PairIn(p.pkiDir, "plinth-ca"), "plinth-apiserver-ca")
+	if err != nil {
+		return err
+	}
+	return plinthCA.EnsureServing(pki.PairIn(p.pkiDir, "plinth-serving"), "plinth-apiserver",
+		[]string{"plinth-apiserver.plinth-system.svc", "plinth-apiserver.plinth-system.svc.cluster.local", "localhost"},
+		[]net.IP{net.ParseIP("127.0.0.1")})
+}
+
+func (p *Platform) startEtcd() error {
+	client := fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPeerPort)
+	args := []string{
+		"--name", "plinth-local", "--data-dir", filepath.Join(p.cfg.Dir, "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "plinth-local=" + peer,
+		"--log-level", "warn",
+	}
+	if p.cfg.EtcdUnsafeNoFsync {
+		args = append(args, "--unsafe-no-fsync")
+	}
+	var err error
+	if p.etcd, err = startProcess("etcd", p.bin("etcd"), p.LogDir(), args...); err != nil {
+		return err
+	}
+	return waitTCP(p.etcd, fmt.Sprintf("127.0.0.1:%d", p.cfg.EtcdPort), 30*time.Second)
+}
+
+func (p *Platform) startKubeAPIServer(ctx context.Context) error {
+	path := func(name string) string { return filepath.Join(p.pkiDir, name) }
+	var err error
+	p.kube, err = startProcess("kube-apiserver", p.bin("kube-apiserver"), p.LogDir(),
+		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort),
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.KubePort),
+		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
+		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--authorization-mode", "RBAC",
+		"--client-ca-file", path("ca.crt"),
+		"--tls-cert-file", path("kube-apiserver.crt"), "--tls-private-key-file", path("kube-apiserver.key"),
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", path("sa.pub"), "--service-account-signing-key-file", path("sa.key"),
+		// The front proxy: kube-apiserver authenticates to aggregated servers with this client
+		// certificate and passes the user in these headers; they trust only this CA and name.
+		"--requestheader-client-ca-file", path("front-proxy-ca.crt"),
+		"--requestheader-allowed-names", "front-proxy-client",
+		"--requestheader-username-headers", "X-Remote-User",
+		"--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", path("front-proxy-client.crt"), "--proxy-client-key-file", path("front-proxy-client.key"),
+	)
+	if err != nil {
+		return err
+	}
+	client, err := p.adminClient()
+	if err != nil {
+		return err
+	}
+	return poll(ctx, 120*time.Second, func() error {
+		if !p.kube.running() {
+			return stopError{fmt.Errorf("kube-apiserver exited: %v (log: %s)", p.kube.exitErr, p.kube.logPath())}
+		}
+		return client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	})
+}
+
+func (p *Platform) waitRoleAggregation(ctx context.Context) error {
+	client, err := p.adminClient()
+	if err != nil {
+		return err
+	}
+	return poll(ctx, 60*time.Second, func() error {
+		if !p.kcm.running() {
+			return stopError{fmt.Errorf("kube-controller-manager exited: %v (log: %s)", p.kcm.exitErr, p.kcm.logPath())}
+		}
+		edit, err := client.RbacV1().ClusterRoles().Get(ctx, "edit", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, rule := range edit.Rules {
+			for _, group := range rule.APIGroups {
+				if group == "score.dev" {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("the edit role does not include score.dev yet")
+	})
+}
+
+func (p *Platform) startControllerManager() error {
+	var err error
+	p.kcm, err = startProcess("kube-controller-manager", p.bin("kube-controller-manager"), p.LogDir(),
+		"--kubeconfig", p.AdminKubeconfig(),
+		"--authentication-kubeconfig", p.AdminKubeconfig(),
+		"--authorization-kubeconfig", p.AdminKubeconfig(),
+		"--bind-address", "127.0.0.1", "--secure-port", "0",
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file", filepath.Join(p.pkiDir, "sa.key"),
+		"--root-ca-file", filepath.Join(p.pkiDir, "ca.crt"),
+		// Role aggregation makes plinth's tenant roles part of admin/edit/view; the others
+		// give namespaces, owner references and Deployments their usual behaviour.
+		"--controllers", "clusterrole-aggregation-controller,garbage-collector-controller,namespace-controller,"+
+			"serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,"+
+			"deployment-controller,replicaset-controller",
+	)
+	return err
+}
+
+// install applies artifacts/deploy as a cluster admin would, then what only the local platform
+// needs: the Service resolves to this machine (ExternalName localhost) because no pod runs
+// plinth-apiserver, and the APIService gets the local CA bundle and port.
+func (p *Platform) install(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(p.cfg.ArtifactsDir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if replacedLocally[filepath.Base(f)] {
+			continue
+		}
+		if err := p.kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", f); err != nil {
+			return err
+		}
+	}
+	if err := p.kubectlStdin(ctx, localManifest(p.cfg.PlinthPort), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(p.pkiDir, "plinth-ca.crt"))
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"spec":{"caBundle":%q,"service":{"port":%d}}}`, base64.StdEncoding.EncodeToString(caPEM), p.cfg.PlinthPort)
+	return p.kubectl(ctx, "patch", "apiservice", "v1b1.score.dev", "--type", "merge", "-p", patch)
+}
+
+// replacedLocally are the artifacts the local platform replaces: no pod runs plinth-apiserver,
+// so there is no Deployment, and its Service points at this machine.
+var replacedLocally = map[string]bool{"60-service.yaml": true, "70-deployment.yaml": true}
+
+func localManifest(plinthPort int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata:
+  name: plinth-apiserver
+  namespace: plinth-system
+spec:
+  type: ExternalName
+  externalName: localhost
+  ports:
+  - name: https
+    port: %d
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team-a
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team-b
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: alice-edit
+  namespace: team-a
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: bob-edit
+  namespace: team-b
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+`, plinthPort)
+}
+
+func (p *Platform) kubectl(ctx context.Context, args ...string) error {
+	return p.kubectlStdin(ctx, "", args...)
+}
+
+func (p *Platform) kubectlStdin(ctx context.Context, stdin string, args ...string) error {
+	cmd := exec.CommandContext(ctx, p.bin("kubectl"), append([]string{"--kubeconfig", p.AdminKubeconfig()}, args...)...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+func (p *Platform) adminClient() (kubernetes.Interface, error) {
+	cfg, err := p.AdminConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// AdminConfig is a REST config for the admin identity.
+func (p *Platform) AdminConfig() (*rest.Config, error) { return p.ConfigFor("admin") }
+
+// ConfigFor is a REST config for a demo identity, without client-side throttling.
+func (p *Platform) ConfigFor(user string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig(user))
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS = -1
+	cfg.Timeout = 30 * time.Second
+	return cfg, nil
+}
+
+// stopError ends a poll early: the thing waited for can no longer happen.
+type stopError struct{ error }
+
+// poll retries check until it succeeds, returns a stopError, or the timeout passes.
+func poll(ctx context.Context, timeout time.Duration, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = check(); last == nil {
+			return nil
+		}
+		if _, stop := last.(stopError); stop {
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out after %s: %w", timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func waitTCP(proc *process, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if !proc.running() {
+			return fmt.Errorf("%s exited: %v (log: %s)", proc.name, proc.exitErr, proc.logPath())
+		}
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			conn.Close()
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not listen on %s within %s (log: %s)", proc.name, addr, timeout, proc.logPath())
+}

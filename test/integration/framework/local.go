@@ -1,0 +1,88 @@
+package framework
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/plinth-dev/plinth/internal/localplatform"
+)
+
+var toolsOnce = struct {
+	done bool
+	err  error
+}{}
+
+// EnsurePlatformBinaries builds everything the local platform runs, as `make run` does.
+func EnsurePlatformBinaries() error {
+	if err := EnsureBinaries(); err != nil {
+		return err
+	}
+	if toolsOnce.done {
+		return toolsOnce.err
+	}
+	toolsOnce.done = true
+	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "build-tools.sh"), "kubectl", "kube-apiserver", "kube-controller-manager", "etcd")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		toolsOnce.err = err
+		return &buildError{what: "Kubernetes tools", out: string(out), err: err}
+	}
+	return nil
+}
+
+type buildError struct {
+	what, out string
+	err       error
+}
+
+func (e *buildError) Error() string { return "building " + e.what + ": " + e.err.Error() + "\n" + e.out }
+
+// StartLocalPlatform starts the same platform as `make run` on free ports in a temp dir, and
+// stops it when the test ends. Component logs are printed if the test failed.
+func StartLocalPlatform(t testing.TB) *localplatform.Platform {
+	t.Helper()
+	if err := EnsurePlatformBinaries(); err != nil {
+		t.Fatal(err)
+	}
+	ports := make([]int, 4)
+	for i := range ports {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = port
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p, err := localplatform.Start(ctx, localplatform.Config{
+		Dir: dir, BinDir: BinDir(), ArtifactsDir: filepath.Join(RepoRoot(), "artifacts", "deploy"),
+		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3],
+		EtcdUnsafeNoFsync: true,
+	})
+	if err != nil {
+		dumpLogs(t, filepath.Join(dir, "logs"))
+		t.Fatalf("local platform: %v", err)
+	}
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			dumpLogs(t, p.LogDir())
+		}
+	})
+	return p
+}
+
+func dumpLogs(t testing.TB, dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if len(data) > 20000 {
+			data = data[len(data)-20000:]
+		}
+		t.Logf("==== %s (tail)\n%s", filepath.Base(f), data)
+	}
+}
