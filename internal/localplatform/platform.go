@@ -89,7 +89,9 @@ type Platform struct {
 func (p *Platform) AdminKubeconfig() string { return p.Kubeconfig("admin") }
 
 // Kubeconfig is the kubeconfig of a demo identity.
-func (p *Platform) Kubeconfig(user string) string { return filepath.Join(p.cfg.Dir, KubeconfigName(user)) }
+func (p *Platform) Kubeconfig(user string) string {
+	return filepath.Join(p.cfg.Dir, KubeconfigName(user))
+}
 
 // PlinthURL is plinth-apiserver's own address, bypassing kube-apiserver.
 func (p *Platform) PlinthURL() string { return fmt.Sprintf("https://127.0.0.1:%d", p.cfg.PlinthPort) }

@@ -38,7 +38,9 @@ type buildError struct {
 	err       error
 }
 
-func (e *buildError) Error() string { return "building " + e.what + ": " + e.err.Error() + "\n" + e.out }
+func (e *buildError) Error() string {
+	return "building " + e.what + ": " + e.err.Error() + "\n" + e.out
+}
 
 // StartLocalPlatform starts the same platform as `make run` on free ports in a temp dir, and
 // stops it when the test ends. Component logs are printed if the test failed.
