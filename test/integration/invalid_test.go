@@ -56,7 +56,7 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"port out of range", workload(func(w *v1b1.Workload) { w.Spec.Service.Ports["web"] = v1b1.ServicePort{Port: 70000} }), []string{"spec.service.ports[web].port"}},
 		{"port missing", workload(func(w *v1b1.Workload) { w.Spec.Service.Ports["web"] = v1b1.ServicePort{TargetPort: 8080} }), []string{"spec.service.ports[web].port"}},
 		{"port protocol unsupported", workload(func(w *v1b1.Workload) { w.Spec.Service.Ports["web"] = v1b1.ServicePort{Port: 80, Protocol: "SCTP"} }), []string{"spec.service.ports[web].protocol"}},
-		{"variable name invalid", workload(func(w *v1b1.Workload) { w.Spec.Containers["main"].Variables["1X"] = "y" }), []string{"spec.containers[main].variables[1X]"}},
+		{"variable name invalid", workload(func(w *v1b1.Workload) { w.Spec.Containers["main"].Variables["1X"] = "y" }), []string{"spec.containers[main].variables.1X"}},
 		{"several errors at once", workload(func(w *v1b1.Workload) {
 			w.Spec.RuntimeClass = "Not A Label"
 			w.Spec.Containers["main"] = v1b1.Container{}

@@ -261,6 +261,9 @@ type PlatformPolicy struct {
 type PlatformPolicySpec struct {
 	// Selector matches workload labels. An empty or absent selector matches every workload.
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// NamespaceSelector matches the labels of the workload's namespace, so a policy can target
+	// teams. An absent selector matches every namespace. A Plinth extension of the Score spec.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// Defaults are applied to a matching workload when it is admitted, for fields it leaves unset.
 	Defaults *PolicyDefaults `json:"defaults,omitempty"`
 	// Constraints reject a matching workload that does not satisfy them.

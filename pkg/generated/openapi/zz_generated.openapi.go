@@ -1349,6 +1349,12 @@ func schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref common.ReferenceCallback)
 							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
+					"namespaceSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NamespaceSelector matches the labels of the workload's namespace, so a policy can target teams. An absent selector matches every namespace. A Plinth extension of the Score spec.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
 					"defaults": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Defaults are applied to a matching workload when it is admitted, for fields it leaves unset.",

@@ -659,6 +659,11 @@ func (in *PlatformPolicySpec) DeepCopyInto(out *PlatformPolicySpec) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.NamespaceSelector != nil {
+		in, out := &in.NamespaceSelector, &out.NamespaceSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Defaults != nil {
 		in, out := &in.Defaults, &out.Defaults
 		*out = new(PolicyDefaults)

@@ -17,6 +17,7 @@ import (
 
 	cv "github.com/plinth-dev/plinth/pkg/apis/common/validation"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
+	scorespec "github.com/plinth-dev/plinth/pkg/score"
 )
 
 // Workload condition types and reasons: the seed's fixed, runtime-neutral vocabulary.
@@ -42,13 +43,23 @@ var (
 // ValidateWorkload checks a new workload.
 func ValidateWorkload(w *score.Workload) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMeta(&w.ObjectMeta, true, apimachineryvalidation.NameIsDNSLabel, field.NewPath("metadata"))
-	return append(errs, validateWorkloadSpec(&w.Spec, field.NewPath("spec"))...)
+	return append(errs, validateWorkloadSpecAndScore(w)...)
 }
 
 // ValidateWorkloadUpdate checks an update of a workload's metadata and spec.
 func ValidateWorkloadUpdate(w, old *score.Workload) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&w.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	return append(errs, validateWorkloadSpec(&w.Spec, field.NewPath("spec"))...)
+	return append(errs, validateWorkloadSpecAndScore(w)...)
+}
+
+// validateWorkloadSpecAndScore checks the spec's shape, then — only if that is sound — the Score
+// workload it describes: the inline document, its agreement with the spec, and placeholders.
+func validateWorkloadSpecAndScore(w *score.Workload) field.ErrorList {
+	if errs := validateWorkloadSpec(&w.Spec, field.NewPath("spec")); len(errs) > 0 {
+		return errs
+	}
+	_, errs := scorespec.Resolve(w)
+	return errs
 }
 
 // ValidateWorkloadStatusUpdate checks an update of a workload's status.
@@ -143,7 +154,7 @@ func validateContainer(name string, c score.Container, fldPath *field.Path) fiel
 	errs = append(errs, validateImage(c.Image, fldPath.Child("image"))...)
 	for _, key := range sets.List(sets.KeySet(c.Variables)) {
 		for _, msg := range utilvalidation.IsEnvVarName(key) {
-			errs = append(errs, field.Invalid(fldPath.Child("variables").Key(key), key, "the variable name "+msg))
+			errs = append(errs, field.Invalid(fldPath.Child("variables", key), key, "the variable name "+msg))
 		}
 	}
 	errs = append(errs, validateFiles(c.Files, fldPath.Child("files"))...)
@@ -337,6 +348,9 @@ func validatePlatformPolicySpec(spec *score.PlatformPolicySpec, fldPath *field.P
 	var errs field.ErrorList
 	if spec.Selector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(spec.Selector, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("selector"))...)
+	}
+	if spec.NamespaceSelector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(spec.NamespaceSelector, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("namespaceSelector"))...)
 	}
 	if d := spec.Defaults; d != nil {
 		p := fldPath.Child("defaults")

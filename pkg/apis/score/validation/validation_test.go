@@ -21,7 +21,8 @@ func validWorkload() *score.Workload {
 		Spec: score.WorkloadSpec{
 			RuntimeClass: "kubernetes",
 			Resources: map[string]score.ResourceSpec{
-				"db": {Type: "postgres", Class: "default", Params: &common.RawObject{Raw: []byte(`{"version":16}`)}},
+				"db":   {Type: "postgres", Class: "default", Params: &common.RawObject{Raw: []byte(`{"version":16}`)}},
+				"data": {Type: "volume"},
 			},
 			Containers: map[string]score.Container{
 				"main": {
@@ -66,14 +67,14 @@ func TestValidateWorkload(t *testing.T) {
 	}{
 		"valid": {func(w *score.Workload) {}, nil},
 		"valid with inline source": {func(w *score.Workload) {
-			w.Spec.Source = &score.WorkloadSource{Inline: &common.RawObject{Raw: []byte(`{"apiVersion":"score.dev/v1b1"}`)}}
+			w.Spec.Source = &score.WorkloadSource{Inline: &common.RawObject{Raw: []byte(`{"apiVersion":"score.dev/v1b1","metadata":{"name":"web"},"containers":{"main":{"image":"registry.example.com/web:1.0"}}}`)}}
 		}, nil},
 		"valid with configMapRef": {func(w *score.Workload) {
 			w.Spec.Source = &score.WorkloadSource{ConfigMapRef: &score.ConfigMapKeyReference{Name: "score", Key: "score.yaml"}}
 		}, nil},
 		"source only, no containers": {func(w *score.Workload) {
 			w.Spec.Containers = nil
-			w.Spec.Source = &score.WorkloadSource{Inline: &common.RawObject{Raw: []byte(`{}`)}}
+			w.Spec.Source = &score.WorkloadSource{Inline: &common.RawObject{Raw: []byte(`{"apiVersion":"score.dev/v1b1","metadata":{"name":"web"},"containers":{"main":{"image":"nginx"}}}`)}}
 		}, nil},
 		"name not a DNS label":    {func(w *score.Workload) { w.Name = "Web_1" }, []string{"FieldValueInvalid metadata.name"}},
 		"namespace missing":       {func(w *score.Workload) { w.Namespace = "" }, []string{"FieldValueRequired metadata.namespace"}},
@@ -113,7 +114,7 @@ func TestValidateWorkload(t *testing.T) {
 		"container bad name": {func(w *score.Workload) { w.Spec.Containers["Main"] = w.Spec.Containers["main"] }, []string{"FieldValueInvalid spec.containers[Main]"}},
 		"bad variable name": {func(w *score.Workload) {
 			w.Spec.Containers["main"].Variables["1BAD"] = "x"
-		}, []string{"FieldValueInvalid spec.containers[main].variables[1BAD]"}},
+		}, []string{"FieldValueInvalid spec.containers[main].variables.1BAD"}},
 		"file with two sources": {func(w *score.Workload) {
 			w.Spec.Containers["main"].Files[0].Source = ptr.To("app.conf")
 		}, []string{"FieldValueInvalid spec.containers[main].files[0]"}},

@@ -29,6 +29,9 @@ import (
 type PlatformPolicySpecApplyConfiguration struct {
 	// Selector matches workload labels. An empty or absent selector matches every workload.
 	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
+	// NamespaceSelector matches the labels of the workload's namespace, so a policy can target
+	// teams. An absent selector matches every namespace. A Plinth extension of the Score spec.
+	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 	// Defaults are applied to a matching workload when it is admitted, for fields it leaves unset.
 	Defaults *PolicyDefaultsApplyConfiguration `json:"defaults,omitempty"`
 	// Constraints reject a matching workload that does not satisfy them.
@@ -49,6 +52,14 @@ func PlatformPolicySpec() *PlatformPolicySpecApplyConfiguration {
 // If called multiple times, the Selector field is set to the value of the last call.
 func (b *PlatformPolicySpecApplyConfiguration) WithSelector(value *v1.LabelSelectorApplyConfiguration) *PlatformPolicySpecApplyConfiguration {
 	b.Selector = value
+	return b
+}
+
+// WithNamespaceSelector sets the NamespaceSelector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NamespaceSelector field is set to the value of the last call.
+func (b *PlatformPolicySpecApplyConfiguration) WithNamespaceSelector(value *v1.LabelSelectorApplyConfiguration) *PlatformPolicySpecApplyConfiguration {
+	b.NamespaceSelector = value
 	return b
 }
 
