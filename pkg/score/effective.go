@@ -172,4 +172,3 @@ func copyMap[V any](m map[string]V) map[string]V {
 	}
 	return out
 }
-

@@ -107,4 +107,3 @@ func checkValue(v interface{}, declared sets.Set[string], fldPath *field.Path) f
 	}
 	return nil
 }
-
