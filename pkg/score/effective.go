@@ -30,6 +30,16 @@ type Workload struct {
 // the schema, its metadata.name, its agreement with the spec sections, and every placeholder.
 // configMapRef sources are resolved by the controller; only their shape is checked here.
 func Resolve(w *score.Workload) (*Workload, field.ErrorList) {
+	out, errs := Merge(w)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, out.checkPlaceholders(field.NewPath("spec"))
+}
+
+// Merge is Resolve without the placeholder checks, for callers that work on a workload the API
+// has already validated.
+func Merge(w *score.Workload) (*Workload, field.ErrorList) {
 	spec := field.NewPath("spec")
 	out := &Workload{
 		Containers: copyMap(w.Spec.Containers),
@@ -67,7 +77,7 @@ func Resolve(w *score.Workload) (*Workload, field.ErrorList) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	return out, out.checkPlaceholders(spec)
+	return out, nil
 }
 
 // mergeInto adds the inline elements to the spec's, reporting disagreements at the spec path.

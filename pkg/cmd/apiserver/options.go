@@ -13,19 +13,25 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
+	plinthinitializer "github.com/plinth-dev/plinth/pkg/admission/initializer"
+	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/apiserver"
 	"github.com/plinth-dev/plinth/pkg/authorization"
 	"github.com/plinth-dev/plinth/pkg/embeddedetcd"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	plinthopenapi "github.com/plinth-dev/plinth/pkg/generated/openapi"
 	"github.com/plinth-dev/plinth/pkg/standalone"
 )
@@ -50,6 +56,9 @@ type Options struct {
 	PlatformUsers  []string
 
 	Out io.Writer
+
+	// informers feeds the admission plugins; started after the server starts.
+	informers informers.SharedInformerFactory
 }
 
 // NewOptions returns the defaults.
@@ -67,6 +76,18 @@ func NewOptions(out io.Writer) *Options {
 	o.Recommended.Etcd.DefaultStorageMediaType = runtime.ContentTypeJSON
 	// Without a secure port flag the server listens on 8443 like sample-apiserver.
 	o.Recommended.SecureServing.BindPort = 8443
+	// PlatformPolicy runs after namespace lifecycle and before webhooks and admission
+	// policies, so they see the defaulted workload.
+	platformpolicy.Register(o.Recommended.Admission.Plugins)
+	order := o.Recommended.Admission.RecommendedPluginOrder
+	o.Recommended.Admission.RecommendedPluginOrder = append([]string{order[0], platformpolicy.PluginName}, order[1:]...)
+	o.Recommended.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		f, err := o.plinthInformers(c.LoopbackClientConfig)
+		if err != nil {
+			return nil, err
+		}
+		return []admission.PluginInitializer{plinthinitializer.New(f)}, nil
+	}
 	return o
 }
 
@@ -124,6 +145,14 @@ func (o *Options) Run(ctx context.Context) error {
 	server, err := config.Complete().New()
 	if err != nil {
 		return err
+	}
+	if o.informers != nil {
+		// Readiness waits for this hook: admission never runs on a half-filled policy cache.
+		server.GenericAPIServer.AddPostStartHookOrDie("plinth-start-informers", func(ctx genericapiserver.PostStartHookContext) error {
+			o.informers.Start(ctx.Done())
+			o.informers.WaitForCacheSync(ctx.Done())
+			return nil
+		})
 	}
 	if o.Standalone {
 		f := standalone.FilesIn(o.StandaloneDir)
@@ -195,5 +224,41 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, err
 	}
 	cfg.Authorization.Authorizer = chained
+	if o.Standalone {
+		// No kube-apiserver means no Kubernetes admission chain; Plinth's own plugins still run.
+		if cfg.AdmissionControl, err = o.standaloneAdmission(cfg); err != nil {
+			return nil, err
+		}
+	}
 	return &apiserver.Config{GenericConfig: cfg}, nil
+}
+
+// plinthInformers returns the informer factory admission plugins share, created once from the
+// loopback client. Plinth types are JSON only, so the client must not ask for protobuf.
+func (o *Options) plinthInformers(loopback *rest.Config) (informers.SharedInformerFactory, error) {
+	if o.informers != nil {
+		return o.informers, nil
+	}
+	cfg := rest.CopyConfig(loopback)
+	cfg.ContentType = runtime.ContentTypeJSON
+	cfg.AcceptContentTypes = runtime.ContentTypeJSON
+	client, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.informers = informers.NewSharedInformerFactory(client, 0)
+	return o.informers, nil
+}
+
+func (o *Options) standaloneAdmission(cfg *genericapiserver.RecommendedConfig) (admission.Interface, error) {
+	f, err := o.plinthInformers(cfg.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	plugin := platformpolicy.New()
+	plinthinitializer.New(f).Initialize(plugin)
+	if err := plugin.ValidateInitialization(); err != nil {
+		return nil, err
+	}
+	return admission.NewChainHandler(plugin), nil
 }

@@ -1,0 +1,238 @@
+// Package platformpolicy is the PlatformPolicy admission plugin: on every Workload create and
+// update (dry runs included) it applies the defaults of the matching policies, highest priority
+// first, and then rejects a Workload that breaks any matching policy's constraints. Policies
+// come from an informer, compiled once per change, never from etcd per request.
+package platformpolicy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	kubeinformers "k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/admission/initializer"
+	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+	scorespec "github.com/plinth-dev/plinth/pkg/score"
+)
+
+// PluginName is the plugin's name in --enable-admission-plugins and the plugin order.
+const PluginName = "PlatformPolicy"
+
+// AppliedPoliciesAnnotation lists, comma separated and in the order applied, the policies whose
+// defaults changed the workload.
+const AppliedPoliciesAnnotation = "score.dev/applied-policies"
+
+// ReasonPolicyViolation is the cause type of a policy rejection, from the Score vocabulary.
+const ReasonPolicyViolation metav1.CauseType = "PolicyViolation"
+
+// Register adds the plugin to a registry.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) { return New(), nil })
+}
+
+// Plugin is the PlatformPolicy admission plugin.
+type Plugin struct {
+	*admission.Handler
+	// snapshot is the compiled, ordered policy list, replaced whole on every policy change.
+	snapshot   atomic.Pointer[[]*Compiled]
+	namespaces corelisters.NamespaceLister
+	synced     []cache.InformerSynced
+}
+
+var (
+	_ admission.MutationInterface            = &Plugin{}
+	_ admission.ValidationInterface          = &Plugin{}
+	_ initializer.WantsPlinthInformerFactory = &Plugin{}
+	_ interface {
+		SetExternalKubeInformerFactory(kubeinformers.SharedInformerFactory)
+	} = &Plugin{}
+)
+
+// New returns a plugin for Workload creates and updates.
+func New() *Plugin {
+	p := &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update)}
+	empty := []*Compiled{}
+	p.snapshot.Store(&empty)
+	return p
+}
+
+// SetPlinthInformerFactory watches PlatformPolicies.
+func (p *Plugin) SetPlinthInformerFactory(f informers.SharedInformerFactory) {
+	informer := f.Score().V1b1().PlatformPolicies()
+	lister := informer.Lister()
+	rebuild := func() {
+		all, err := lister.List(labels.Everything())
+		if err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
+		p.SetPolicies(all)
+	}
+	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { rebuild() },
+		UpdateFunc: func(interface{}, interface{}) { rebuild() },
+		DeleteFunc: func(interface{}) { rebuild() },
+	})
+	utilruntime.Must(err)
+	p.synced = append(p.synced, informer.Informer().HasSynced)
+	p.SetReadyFunc(p.allSynced)
+}
+
+// SetExternalKubeInformerFactory gives namespace labels for namespaceSelector. Without it (the
+// standalone server has no core API) namespaces have no labels.
+func (p *Plugin) SetExternalKubeInformerFactory(f kubeinformers.SharedInformerFactory) {
+	informer := f.Core().V1().Namespaces()
+	p.namespaces = informer.Lister()
+	p.synced = append(p.synced, informer.Informer().HasSynced)
+	p.SetReadyFunc(p.allSynced)
+}
+
+func (p *Plugin) allSynced() bool {
+	for _, s := range p.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateInitialization requires the policy informer.
+func (p *Plugin) ValidateInitialization() error {
+	if len(p.synced) == 0 {
+		return fmt.Errorf("%s admission plugin needs the Plinth informer factory", PluginName)
+	}
+	return nil
+}
+
+// SetPolicies replaces the compiled policy list. A policy that does not compile (impossible
+// for stored policies, which were validated) is skipped and logged.
+func (p *Plugin) SetPolicies(policies []*v1b1.PlatformPolicy) {
+	compiled := make([]*Compiled, 0, len(policies))
+	for _, policy := range policies {
+		c, err := Compile(policy)
+		if err != nil {
+			klog.ErrorS(err, "Skipping PlatformPolicy", "policy", policy.Name)
+			continue
+		}
+		compiled = append(compiled, c)
+	}
+	Order(compiled)
+	p.snapshot.Store(&compiled)
+}
+
+// handles is true for the main workloads resource of score.dev.
+func handles(a admission.Attributes) bool {
+	return a.GetResource().GroupResource() == score.Resource("workloads") && a.GetSubresource() == ""
+}
+
+func (p *Plugin) matching(ctx context.Context, a admission.Attributes, w *score.Workload) ([]*Compiled, error) {
+	if !p.WaitForReady() {
+		return nil, admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
+	}
+	var nsLabels labels.Set
+	if p.namespaces != nil {
+		if ns, err := p.namespaces.Get(w.Namespace); err == nil {
+			nsLabels = ns.Labels
+		}
+	}
+	var out []*Compiled
+	for _, c := range *p.snapshot.Load() {
+		if c.Matches(w.Labels, nsLabels) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Admit applies the matching policies' defaults and records them in an annotation.
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if !handles(a) {
+		return nil
+	}
+	w, ok := a.GetObject().(*score.Workload)
+	if !ok {
+		return nil
+	}
+	matching, err := p.matching(ctx, a, w)
+	if err != nil {
+		return err
+	}
+	// Only an inline document can declare resources the spec does not; an invalid one is
+	// reported by validation, and defaults then use the spec alone.
+	var resolved *scorespec.Workload
+	if w.Spec.Source != nil && w.Spec.Source.Inline != nil {
+		resolved, _ = scorespec.Merge(w)
+	}
+	applied := ApplyDefaults(w, resolved, matching)
+	if len(applied) > 0 {
+		if w.Annotations == nil {
+			w.Annotations = map[string]string{}
+		}
+		w.Annotations[AppliedPoliciesAnnotation] = strings.Join(applied, ",")
+	} else {
+		delete(w.Annotations, AppliedPoliciesAnnotation)
+	}
+	return nil
+}
+
+// Validate rejects a workload that breaks a matching policy's constraints: 403 Forbidden, the
+// first violation as the message, every violation as a PolicyViolation cause.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if !handles(a) {
+		return nil
+	}
+	w, ok := a.GetObject().(*score.Workload)
+	if !ok {
+		return nil
+	}
+	matching, err := p.matching(ctx, a, w)
+	if err != nil || len(matching) == 0 {
+		return err
+	}
+	resolved, errs := scorespec.Merge(w)
+	if len(errs) > 0 {
+		// Strategy validation ran first and accepted the object; this is not expected.
+		return apierrors.NewInvalid(score.Kind("Workload"), w.Name, errs)
+	}
+	facts := NewFacts(w, resolved)
+	var violations []Violation
+	for _, c := range matching {
+		violations = append(violations, c.Violations(facts)...)
+	}
+	if len(violations) == 0 {
+		return nil
+	}
+	return violationError(w, violations)
+}
+
+func violationError(w *score.Workload, violations []Violation) error {
+	first := violations[0]
+	causes := make([]metav1.StatusCause, 0, len(violations))
+	for _, v := range violations {
+		causes = append(causes, metav1.StatusCause{
+			Type:    ReasonPolicyViolation,
+			Field:   v.Field.String(),
+			Message: fmt.Sprintf("PlatformPolicy %q: %s.", v.Policy, v.Message),
+		})
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    403,
+		Reason:  metav1.StatusReasonForbidden,
+		Message: fmt.Sprintf("Workload %q violates PlatformPolicy %q: %s.", w.Name, first.Policy, first.Message),
+		Details: &metav1.StatusDetails{Group: score.GroupName, Kind: "workloads", Name: w.Name, Causes: causes},
+	}}
+}
