@@ -156,9 +156,13 @@ func TestConstraints(t *testing.T) {
 			func(w *score.Workload) { w.Spec.Containers["main"] = score.Container{Image: "ghcr.io/acme-evil/app:1"} }, []string{"spec.containers[main].image"}},
 		{"tag pattern matches", v1b1.PolicyConstraints{Images: &v1b1.ImageConstraints{RequiredTags: []string{"v*"}}}, nil, nil},
 		{"tag pattern fails", v1b1.PolicyConstraints{Images: &v1b1.ImageConstraints{RequiredTags: []string{"v*"}}},
-			func(w *score.Workload) { w.Spec.Containers["main"] = score.Container{Image: "registry.example.com/web:latest"} }, []string{"spec.containers[main].image"}},
+			func(w *score.Workload) {
+				w.Spec.Containers["main"] = score.Container{Image: "registry.example.com/web:latest"}
+			}, []string{"spec.containers[main].image"}},
 		{"no tag means latest", v1b1.PolicyConstraints{Images: &v1b1.ImageConstraints{RequiredTags: []string{"v*"}}},
-			func(w *score.Workload) { w.Spec.Containers["main"] = score.Container{Image: "registry.example.com/web"} }, []string{"spec.containers[main].image"}},
+			func(w *score.Workload) {
+				w.Spec.Containers["main"] = score.Container{Image: "registry.example.com/web"}
+			}, []string{"spec.containers[main].image"}},
 		{"digest satisfies tags", v1b1.PolicyConstraints{Images: &v1b1.ImageConstraints{RequiredTags: []string{"v*"}}},
 			func(w *score.Workload) {
 				w.Spec.Containers["main"] = score.Container{Image: "registry.example.com/web@sha256:" + strings.Repeat("a", 64)}
