@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes binaries the tests and the local platform use, from the Go module
 # proxy only, into _output/bin: kubectl, kube-apiserver and kube-controller-manager from
-# k8s.io/kubernetes (hack/tools module) and etcd (hack/tools/etcd module). Each is rebuilt only
+# k8s.io/kubernetes (hack/tools module), kube-scheduler likewise, etcd (hack/tools/etcd) and
+# kwok (hack/tools/kwok), which turns fake nodes Ready so Pods run without containers. Each is rebuilt only
 # when missing or older than its module's go.mod.
 #   hack/build-tools.sh kubectl [kube-apiserver kube-controller-manager etcd]
 set -o errexit -o nounset -o pipefail
@@ -21,12 +22,16 @@ declare -A PACKAGES=(
     [kubectl]=k8s.io/kubernetes/cmd/kubectl
     [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
     [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+    [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
     [etcd]=go.etcd.io/etcd/server/v3
+    [kwok]=sigs.k8s.io/kwok/cmd/kwok
 )
-# etcd has its own module (hack/tools/etcd): k8s.io/kubernetes pins etcd's v3.7 client
-# libraries, and the server Plinth runs is v3.6.
+# etcd and kwok have their own modules (hack/tools/etcd, hack/tools/kwok): k8s.io/kubernetes pins
+# etcd's v3.7 client libraries while the server Plinth runs is v3.6, and kwok pins its own k8s.io
+# versions.
 declare -A MODULES=(
     [etcd]=hack/tools/etcd
+    [kwok]=hack/tools/kwok
 )
 
 for tool in "$@"; do

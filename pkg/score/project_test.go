@@ -1,0 +1,128 @@
+package score
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score"
+)
+
+func projectFixture() (*score.Workload, map[string]Outputs) {
+	w := &score.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a"},
+		Spec: score.WorkloadSpec{
+			Containers: map[string]score.Container{"main": {
+				Image: "registry.example.com/shop:1",
+				Variables: map[string]string{
+					"DB_HOST":     "${resources.db.host}",
+					"DB_PASSWORD": "${resources.db.password}",
+					"DB_URL":      "postgres://${resources.db.username}:${resources.db.password}@${resources.db.host}:${resources.db.port}/app",
+					"GREETING":    "hello from ${metadata.name} in $(shell) and $${literal}",
+				},
+				Files:   []score.ContainerFile{{Target: "/etc/app.conf", Content: ptr.To("host=${resources.db.host}\npassword=${resources.db.password}\n")}},
+				Volumes: []score.ContainerVolume{{Target: "/data", Source: "${resources.data}"}},
+			}},
+			Resources: map[string]score.ResourceSpec{"db": {Type: "postgres"}, "data": {Type: "volume"}},
+			Service:   &score.ServiceSpec{Ports: map[string]score.ServicePort{"web": {Port: 8080}}},
+		},
+	}
+	outputs := map[string]Outputs{
+		"db":   {Values: map[string]string{"host": "shop-db.team-a.svc", "port": "5432"}, Secrets: sets.New("username", "password")},
+		"data": {Values: map[string]string{"source": "shop-data"}},
+	}
+	return w, outputs
+}
+
+func TestProject(t *testing.T) {
+	w, outputs := projectFixture()
+	resolved, errs := Resolve(w)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	p, err := Project(w, resolved, outputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Projection.Containers["main"]
+	env := map[string]score.EnvProjection{}
+	var order []string
+	for _, e := range c.Env {
+		env[e.Name] = e
+		order = append(order, e.Name)
+	}
+	if v := env["DB_HOST"].Value; v == nil || *v != "shop-db.team-a.svc" {
+		t.Errorf("DB_HOST = %+v", env["DB_HOST"])
+	}
+	if f := env["DB_PASSWORD"].From; f == nil || f.BindingKey != "db" || f.OutputKey != "password" || env["DB_PASSWORD"].Value != nil {
+		t.Errorf("DB_PASSWORD must reference the secret, got %+v", env["DB_PASSWORD"])
+	}
+	wantURL := "postgres://$(PLINTH_SECRET_DB_USERNAME):$(PLINTH_SECRET_DB_PASSWORD)@shop-db.team-a.svc:5432/app"
+	if v := env["DB_URL"].Value; v == nil || *v != wantURL {
+		t.Errorf("DB_URL = %v, want %s", v, wantURL)
+	}
+	if f := env["PLINTH_SECRET_DB_PASSWORD"].From; f == nil || f.OutputKey != "password" {
+		t.Errorf("hidden secret variable missing: %v", order)
+	}
+	if !strings.HasPrefix(order[0], "PLINTH_SECRET_") || !strings.HasPrefix(order[1], "PLINTH_SECRET_") {
+		t.Errorf("hidden variables must come first: %v", order)
+	}
+	if v := env["GREETING"].Value; v == nil || *v != "hello from shop in $$(shell) and ${literal}" {
+		t.Errorf("GREETING = %q", *v)
+	}
+	if got := *c.Files[0].Content; got != "host=shop-db.team-a.svc\npassword=${resources.db.password}\n" {
+		t.Errorf("file content = %q: plain outputs resolved, secrets left for the runtime", got)
+	}
+	if c.Volumes[0].Source != "shop-data" {
+		t.Errorf("volume source = %q", c.Volumes[0].Source)
+	}
+	for _, b := range p.Bindings {
+		if b.Key == "db" && strings.Join(b.Outputs, ",") != "host,password,port,username" {
+			t.Errorf("db binding outputs = %v", b.Outputs)
+		}
+	}
+	for _, e := range c.Env {
+		if e.Value != nil && strings.Contains(*e.Value, "secret") {
+			t.Errorf("a secret value leaked into %s", e.Name)
+		}
+	}
+}
+
+func TestProjectMissingOutput(t *testing.T) {
+	w, outputs := projectFixture()
+	resolved, _ := Resolve(w)
+	delete(outputs["db"].Values, "host")
+	_, err := Project(w, resolved, outputs)
+	perr, ok := err.(*ProjectionError)
+	if !ok || perr.Path.String() != "spec.containers[main].variables.DB_HOST" && perr.Path.String() != "spec.containers[main].variables.DB_URL" {
+		t.Fatalf("missing output: %v", err)
+	}
+}
+
+func TestEndpoint(t *testing.T) {
+	ports := func(p map[string]score.ServicePort) *score.ServiceSpec { return &score.ServiceSpec{Ports: p} }
+	for _, tc := range []struct {
+		service *score.ServiceSpec
+		want    string
+	}{
+		{nil, ""},
+		{ports(map[string]score.ServicePort{"web": {Port: 80}}), "http://h"},
+		{ports(map[string]score.ServicePort{"web": {Port: 8080}}), "http://h:8080"},
+		{ports(map[string]score.ServicePort{"https": {Port: 443}, "web": {Port: 80}}), "https://h"},
+		{ports(map[string]score.ServicePort{"metrics": {Port: 9090}, "main": {Port: 3000}}), "http://h:3000"},
+		{ports(map[string]score.ServicePort{"grpc": {Port: 443}}), "https://h"},
+		{ports(map[string]score.ServicePort{"a": {Port: 1}, "b": {Port: 2}}), ""},
+		{ports(map[string]score.ServicePort{"dns": {Port: 53, Protocol: "UDP"}}), ""},
+	} {
+		got := ""
+		if e := Endpoint("h", tc.service); e != nil {
+			got = *e
+		}
+		if got != tc.want {
+			t.Errorf("Endpoint(%v) = %q, want %q", tc.service, got, tc.want)
+		}
+	}
+}
