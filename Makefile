@@ -11,7 +11,8 @@ ETCD_PORT   ?= 12379
 ETCD_PEER_PORT ?= 12380
 KUBE_PORT   ?= 16443
 PLINTH_PORT ?= 18443
-KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager etcd
+CONTROLLER_PORT ?= 18280
+KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd kwok
 GOTESTFLAGS ?=
 
 .PHONY: all build tools run run-standalone test test-unit test-integration bench verify generate clean clean-all
@@ -20,17 +21,19 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/plinth-apiserver ./cmd/apiserver
+	$(GO) build -o $(BIN)/plinth-controller ./cmd/controller
 	$(GO) build -o $(BIN)/plinth-local-up ./hack/local-up
 
-# Real Kubernetes binaries built from the Go module proxy (hack/tools): kubectl, kube-apiserver
-# and kube-controller-manager v1.37.1, etcd v3.6; rebuilt only when their go.mod changes.
+# Real Kubernetes binaries built from the Go module proxy (hack/tools): kubectl, kube-apiserver,
+# kube-controller-manager and kube-scheduler v1.37.1, etcd v3.6, kwok v0.8; rebuilt only when
+# their go.mod changes.
 tools:
 	hack/build-tools.sh $(KUBE_TOOLS)
 
 run: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR)/local (make clean removes it)"
 	$(BIN)/plinth-local-up --dir $(PLINTH_DIR)/local --etcd-port $(ETCD_PORT) --etcd-peer-port $(ETCD_PEER_PORT) \
-		--kube-port $(KUBE_PORT) --plinth-port $(PLINTH_PORT)
+		--kube-port $(KUBE_PORT) --plinth-port $(PLINTH_PORT) --controller-port $(CONTROLLER_PORT)
 
 run-standalone: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR) (make clean removes it)"

@@ -47,3 +47,17 @@ for tool in "$@"; do
     echo "building ${tool} from ${pkg}"
     (cd "${module}" && CGO_ENABLED=0 go build -trimpath -ldflags "${LDFLAGS}" -o "${BIN}/${tool}" "${pkg}")
 done
+
+# kwok needs stages that say how fake nodes and pods progress; use the ones kwok ships ("fast":
+# nodes Ready at once with lease heartbeats, pods Ready as soon as they are scheduled).
+for tool in "$@"; do
+    if [ "${tool}" = kwok ] && [ ! -d "${ROOT}/_output/kwok-stages" ]; then
+        kwok_dir=$(cd "${ROOT}/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+        mkdir -p "${ROOT}/_output/kwok-stages"
+        for stage in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+                     pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+            cp "${kwok_dir}/kustomize/stage/${stage}.yaml" "${ROOT}/_output/kwok-stages/"
+        done
+        chmod u+w "${ROOT}/_output/kwok-stages/"*
+    fi
+done

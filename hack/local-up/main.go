@@ -25,6 +25,8 @@ func main() {
 	flag.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 12380, "etcd peer port")
 	flag.IntVar(&cfg.KubePort, "kube-port", 16443, "kube-apiserver secure port")
 	flag.IntVar(&cfg.PlinthPort, "plinth-port", 18443, "plinth-apiserver secure port")
+	flag.IntVar(&cfg.ControllerPort, "controller-port", 18280, "plinth-controller health and metrics port (kwok uses the next one)")
+	flag.IntVar(&cfg.Nodes, "nodes", 3, "fake nodes that run pods")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -39,6 +41,6 @@ func main() {
 	fmt.Printf("plinth is ready in %s: export KUBECONFIG=%s (demo users: alice, bob, carol, dana in %s; Ctrl-C stops)\n",
 		time.Since(started).Round(100*time.Millisecond), abs, filepath.Dir(abs))
 	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "plinth: stopping plinth-apiserver, kube-controller-manager, kube-apiserver, etcd")
+	fmt.Fprintln(os.Stderr, "plinth: stopping plinth-controller, plinth-apiserver, kwok, kube-scheduler, kube-controller-manager, kube-apiserver, etcd")
 	platform.Stop()
 }

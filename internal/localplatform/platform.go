@@ -66,8 +66,10 @@ type Config struct {
 	BinDir string
 	// ArtifactsDir is artifacts/deploy: the manifests a cluster admin applies.
 	ArtifactsDir string
-	// Ports; zero values are not allowed (see DefaultPorts and FreePorts).
-	EtcdPort, EtcdPeerPort, KubePort, PlinthPort int
+	// Ports; zero values are not allowed.
+	EtcdPort, EtcdPeerPort, KubePort, PlinthPort, ControllerPort int
+	// Nodes is how many fake (kwok) nodes run pods; zero means 3.
+	Nodes int
 	// EtcdUnsafeNoFsync makes etcd skip fsync (tests only).
 	EtcdUnsafeNoFsync bool
 	// Progress receives one line per step.
@@ -79,8 +81,11 @@ type Platform struct {
 	cfg     Config
 	etcd    *process
 	kube    *process
-	kcm     *process
-	plinth  *process
+	kcm        *process
+	scheduler  *process
+	kwok       *process
+	plinth     *process
+	controller *process
 	pkiDir  string
 	kubeURL string
 }
@@ -102,6 +107,9 @@ func (p *Platform) KubeURL() string { return p.kubeURL }
 // PKIDir holds every certificate of the platform.
 func (p *Platform) PKIDir() string { return p.pkiDir }
 
+// KwokPort is where kwok serves; derived so callers need not pick another port.
+func (c Config) KwokPort() int { return c.ControllerPort + 1 }
+
 // LogDir holds each component's log.
 func (p *Platform) LogDir() string { return filepath.Join(p.cfg.Dir, "logs") }
 
@@ -117,6 +125,13 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 			p.Stop()
 		}
 	}()
+	// A port still held (say, by a platform that is still shutting down) would make the
+	// readiness checks below talk to the wrong process.
+	for _, port := range []int{cfg.EtcdPort, cfg.EtcdPeerPort, cfg.KubePort, cfg.PlinthPort, cfg.ControllerPort, cfg.KwokPort()} {
+		if err := portFree(port); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.ensurePKI(); err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
@@ -128,8 +143,11 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	if err := p.startKubeAPIServer(ctx); err != nil {
 		return nil, err
 	}
-	p.step("kube-controller-manager")
+	p.step("kube-controller-manager, kube-scheduler and kwok")
 	if err := p.startControllerManager(); err != nil {
+		return nil, err
+	}
+	if err := p.startSchedulerAndNodes(ctx); err != nil {
 		return nil, err
 	}
 	p.step("applying %s and the demo tenants", cfg.ArtifactsDir)
@@ -145,18 +163,58 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	if err := p.waitRoleAggregation(ctx); err != nil {
 		return nil, err
 	}
+	p.step("plinth-controller")
+	if err := p.StartController(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
 // Stop shuts the platform down: plinth-apiserver first (so kube-apiserver does not wait on its
 // watches), then kube-controller-manager, kube-apiserver and etcd.
 func (p *Platform) Stop() {
+	p.StopController()
 	p.StopPlinth()
+	p.kwok.stop(10 * time.Second)
+	p.scheduler.stop(10 * time.Second)
 	p.kcm.stop(20 * time.Second)
 	p.kube.stop(60 * time.Second)
 	p.etcd.stop(20 * time.Second)
-	p.kcm, p.kube, p.etcd = nil, nil, nil
+	p.kwok, p.scheduler, p.kcm, p.kube, p.etcd = nil, nil, nil, nil, nil
 }
+
+// StartController starts plinth-controller (with leader election) as the controller's
+// service account. Several may run; one leads.
+func (p *Platform) StartController() error {
+	proc, err := startProcess("plinth-controller", p.bin("plinth-controller"), p.LogDir(),
+		"--kubeconfig", p.Kubeconfig(ControllerUser),
+		"--bind-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort),
+	)
+	if err != nil {
+		return err
+	}
+	p.controller = proc
+	return waitTCP(proc, fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort), 30*time.Second)
+}
+
+// StopController stops plinth-controller.
+func (p *Platform) StopController() {
+	p.controller.stop(20 * time.Second)
+	p.controller = nil
+}
+
+// KillController kills plinth-controller without letting it release its lease, as a crash would.
+func (p *Platform) KillController() {
+	if p.controller != nil && p.controller.running() {
+		_ = p.controller.cmd.Process.Kill()
+		<-p.controller.exited
+	}
+	p.controller.stop(time.Second)
+	p.controller = nil
+}
+
+// ControllerURL is plinth-controller's health and metrics address.
+func (p *Platform) ControllerURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.ControllerPort) }
 
 // StopPlinth stops plinth-apiserver only.
 func (p *Platform) StopPlinth() {
@@ -348,9 +406,52 @@ func (p *Platform) startControllerManager() error {
 		// give namespaces, owner references and Deployments their usual behaviour.
 		"--controllers", "clusterrole-aggregation-controller,garbage-collector-controller,namespace-controller,"+
 			"serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,"+
-			"deployment-controller,replicaset-controller",
+			"deployment-controller,replicaset-controller,statefulset-controller,endpointslice-controller,node-lifecycle-controller",
 	)
 	return err
+}
+
+// startSchedulerAndNodes runs kube-scheduler and kwok, and registers fake nodes that kwok keeps
+// Ready and whose pods it reports Running, so workloads really become available.
+func (p *Platform) startSchedulerAndNodes(ctx context.Context) error {
+	var err error
+	p.scheduler, err = startProcess("kube-scheduler", p.bin("kube-scheduler"), p.LogDir(),
+		"--kubeconfig", p.AdminKubeconfig(), "--leader-elect=false", "--secure-port", "0")
+	if err != nil {
+		return err
+	}
+	stages, err := filepath.Glob(filepath.Join(p.cfg.BinDir, "..", "kwok-stages", "*.yaml"))
+	if err != nil || len(stages) == 0 {
+		return fmt.Errorf("kwok stages are missing under %s/../kwok-stages (hack/build-tools.sh kwok writes them)", p.cfg.BinDir)
+	}
+	args := []string{"--kubeconfig", p.AdminKubeconfig(), "--manage-all-nodes=true", "--cidr", "10.244.0.0/16",
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.KwokPort())}
+	for _, s := range stages {
+		args = append(args, "--config", s)
+	}
+	p.kwok, err = startProcess("kwok", p.bin("kwok"), p.LogDir(), args...)
+	if err != nil {
+		return err
+	}
+	nodes := p.cfg.Nodes
+	if nodes == 0 {
+		nodes = 3
+	}
+	var manifest strings.Builder
+	for i := 0; i < nodes; i++ {
+		fmt.Fprintf(&manifest, `apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-%d
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {type: kwok, kubernetes.io/hostname: kwok-node-%d}
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "250"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "250"}
+---
+`, i, i)
+	}
+	return p.kubectlStdin(ctx, manifest.String(), "apply", "-f", "-")
 }
 
 // install applies artifacts/deploy as a cluster admin would, then what only the local platform
@@ -487,6 +588,14 @@ func poll(ctx context.Context, timeout time.Duration, check func() error) error 
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+func portFree(port int) error {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return fmt.Errorf("port %d is in use (is another platform still running?): %w", port, err)
+	}
+	return l.Close()
 }
 
 func waitTCP(proc *process, addr string, timeout time.Duration) error {

@@ -21,11 +21,18 @@ func EnsurePlatformBinaries() error {
 	if err := EnsureBinaries(); err != nil {
 		return err
 	}
+	if _, err := os.Stat(filepath.Join(BinDir(), "plinth-controller")); err != nil {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(BinDir(), "plinth-controller"), "./cmd/controller")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return &buildError{what: "plinth-controller", out: string(out), err: err}
+		}
+	}
 	if toolsOnce.done {
 		return toolsOnce.err
 	}
 	toolsOnce.done = true
-	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "build-tools.sh"), "kubectl", "kube-apiserver", "kube-controller-manager", "etcd")
+	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "build-tools.sh"), "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		toolsOnce.err = err
 		return &buildError{what: "Kubernetes tools", out: string(out), err: err}
@@ -49,7 +56,7 @@ func StartLocalPlatform(t testing.TB) *localplatform.Platform {
 	if err := EnsurePlatformBinaries(); err != nil {
 		t.Fatal(err)
 	}
-	ports := make([]int, 4)
+	ports := make([]int, 6)
 	for i := range ports {
 		port, err := FreePort()
 		if err != nil {
@@ -62,7 +69,7 @@ func StartLocalPlatform(t testing.TB) *localplatform.Platform {
 	defer cancel()
 	p, err := localplatform.Start(ctx, localplatform.Config{
 		Dir: dir, BinDir: BinDir(), ArtifactsDir: filepath.Join(RepoRoot(), "artifacts", "deploy"),
-		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3],
+		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4],
 		EtcdUnsafeNoFsync: true,
 	})
 	if err != nil {

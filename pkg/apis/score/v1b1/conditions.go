@@ -27,3 +27,6 @@ const (
 	ReasonPermissionDenied    = "PermissionDenied"
 	ReasonNetworkUnavailable  = "NetworkUnavailable"
 )
+
+// ResourceBindingName is the name of the ResourceBinding of one resource of a workload.
+func ResourceBindingName(workload, resource string) string { return workload + "-" + resource }

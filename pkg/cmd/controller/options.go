@@ -1,0 +1,265 @@
+// Package controller is plinth-controller's command: flags → options → run. It runs the
+// orchestrator, the resolver and the runtime controllers on the elected leader; standbys keep
+// their caches warm and take over when the lease expires.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/compute"
+	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/orchestrator"
+	"github.com/plinth-dev/plinth/pkg/controllers/resolver"
+	runtimecontroller "github.com/plinth-dev/plinth/pkg/controllers/runtime"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+)
+
+// Options are plinth-controller's flags.
+type Options struct {
+	Kubeconfig          string
+	BindAddress         string
+	Workers             int
+	DefaultRuntimeClass string
+	DNSDomain           string
+	LeaderElect         bool
+	LeaseNamespace      string
+	LeaseName           string
+	LeaseDuration       time.Duration
+	RenewDeadline       time.Duration
+	RetryPeriod         time.Duration
+}
+
+// NewCommand returns the plinth-controller command.
+func NewCommand(ctx context.Context) *cobra.Command {
+	o := &Options{
+		BindAddress: ":10280", Workers: 4, DefaultRuntimeClass: "kubernetes", DNSDomain: "plinth.local",
+		LeaderElect: true, LeaseNamespace: "plinth-system", LeaseName: "plinth-controller",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+	}
+	cmd := &cobra.Command{
+		Use:          "plinth-controller",
+		Short:        "Orchestrate Plinth Workloads into resource bindings, plans and running workloads",
+		SilenceUsage: true,
+		RunE:         func(c *cobra.Command, _ []string) error { return o.Run(c.Context()) },
+	}
+	cmd.SetContext(ctx)
+	f := cmd.Flags()
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster; empty means in-cluster configuration.")
+	f.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address of /healthz, /readyz and /metrics.")
+	f.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
+	f.StringVar(&o.DefaultRuntimeClass, "default-runtime-class", o.DefaultRuntimeClass, "Runtime class for workloads that name none after admission.")
+	f.StringVar(&o.DNSDomain, "dns-domain", o.DNSDomain, "Domain under which dns resources get host names.")
+	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader on a Lease; only the leader reconciles.")
+	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", o.LeaseNamespace, "Namespace of the leader Lease.")
+	f.StringVar(&o.LeaseName, "leader-elect-name", o.LeaseName, "Name of the leader Lease.")
+	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits before taking over an unrenewed lease.")
+	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader tries to renew before giving up.")
+	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew.")
+	return cmd
+}
+
+// Run starts caches and the health server, then reconciles while leading.
+func (o *Options) Run(ctx context.Context) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	plinthCfg := rest.CopyConfig(cfg)
+	plinthCfg.ContentType = runtime.ContentTypeJSON
+	plinth, err := clientset.NewForConfig(plinthCfg)
+	if err != nil {
+		return err
+	}
+	plinthInformers := informers.NewSharedInformerFactory(plinth, 10*time.Minute)
+	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 10*time.Minute)
+	controllers, err := o.build(kube, plinth, plinthInformers, kubeInformers)
+	if err != nil {
+		return err
+	}
+	plinthInformers.Start(ctx.Done())
+	kubeInformers.Start(ctx.Done())
+
+	ready := make(chan struct{})
+	go func() {
+		plinthInformers.WaitForCacheSync(ctx.Done())
+		kubeInformers.WaitForCacheSync(ctx.Done())
+		close(ready)
+	}()
+	server := o.healthServer(ready)
+	go func() {
+		if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.ErrorS(err, "Health server stopped")
+		}
+	}()
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdownCtx)
+	}()
+
+	runAll := func(ctx context.Context) {
+		for _, c := range controllers {
+			go func(l *loop.Loop) {
+				if err := l.Run(ctx, o.Workers); err != nil {
+					klog.ErrorS(err, "Controller stopped")
+				}
+			}(c)
+		}
+		<-ctx.Done()
+	}
+	if !o.LeaderElect {
+		runAll(ctx)
+		return nil
+	}
+	id, _ := os.Hostname()
+	id = fmt.Sprintf("%s_%d", id, os.Getpid())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.LeaseNamespace, o.LeaseName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return err
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: o.LeaseName, ReleaseOnCancel: true,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				klog.InfoS("Leading: reconciling", "identity", id)
+				runAll(ctx)
+			},
+			OnStoppedLeading: func() { klog.InfoS("Stopped leading", "identity", id) },
+			OnNewLeader:      func(leader string) { klog.InfoS("Current leader", "identity", leader) },
+		},
+	})
+	return nil
+}
+
+func (o *Options) healthServer(ready <-chan struct{}) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-ready:
+			_, _ = w.Write([]byte("ok"))
+		default:
+			http.Error(w, "caches are not synced", http.StatusServiceUnavailable)
+		}
+	})
+	mux.Handle("/metrics", legacyregistry.Handler())
+	return &http.Server{Addr: o.BindAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+}
+
+// build wires the controllers to their informers.
+func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, pf informers.SharedInformerFactory, kf kubeinformers.SharedInformerFactory) ([]*loop.Loop, error) {
+	score := pf.Score().V1b1()
+	workloads, bindings, plans, policies := score.Workloads(), score.ResourceBindings(), score.WorkloadPlans(), score.PlatformPolicies()
+	configMaps, secrets, namespaces, services := kf.Core().V1().ConfigMaps(), kf.Core().V1().Secrets(), kf.Core().V1().Namespaces(), kf.Core().V1().Services()
+	deployments, statefulSets := kf.Apps().V1().Deployments(), kf.Apps().V1().StatefulSets()
+	apiVersion := v1b1.SchemeGroupVersion.String()
+
+	orch := orchestrator.New(plinth, orchestrator.Listers{
+		Workloads: workloads.Lister(), Bindings: bindings.Lister(), Plans: plans.Lister(), Policies: policies.Lister(),
+		ConfigMaps: configMaps.Lister(), Secrets: secrets.Lister(), Namespaces: namespaces.Lister(),
+	}, o.DefaultRuntimeClass)
+	allWorkloads := func(interface{}) []string {
+		list, _ := workloads.Lister().List(labels.Everything())
+		keys := make([]string, 0, len(list))
+		for _, w := range list {
+			keys = append(keys, w.Namespace+"/"+w.Name)
+		}
+		return keys
+	}
+	workloadsUsingConfigMap := func(obj interface{}) []string {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return nil
+		}
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		list, _ := workloads.Lister().Workloads(ns).List(labels.Everything())
+		var keys []string
+		for _, w := range list {
+			if s := w.Spec.Source; s != nil && s.ConfigMapRef != nil && s.ConfigMapRef.Name == name {
+				keys = append(keys, ns+"/"+w.Name)
+			}
+		}
+		return keys
+	}
+	for _, err := range []error{
+		orch.Watch(workloads.Informer()),
+		orch.WatchMapped(bindings.Informer(), loop.OwnerKeys(apiVersion, "Workload")),
+		orch.WatchMapped(plans.Informer(), loop.OwnerKeys(apiVersion, "Workload")),
+		orch.WatchMapped(policies.Informer(), allWorkloads),
+		orch.WatchMapped(configMaps.Informer(), workloadsUsingConfigMap),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	_ = secrets.Informer()
+	_ = namespaces.Informer()
+
+	res := resolver.New(plinth, bindings.Lister(), resolver.Builtins(resolver.Env{
+		Client: kube, Secrets: secrets.Lister(), Services: services.Lister(), StatefulSets: statefulSets.Lister(), DNSDomain: o.DNSDomain,
+	}))
+	for _, err := range []error{
+		res.Watch(bindings.Informer()),
+		res.WatchMapped(statefulSets.Informer(), loop.OwnerKeys(apiVersion, "ResourceBinding")),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	_ = services.Informer()
+
+	runtimes := compute.NewRegistry()
+	if err := runtimes.Register(&kubernetesruntime.Runtime{Client: kube, Deployments: deployments.Lister(), Secrets: secrets.Lister()}); err != nil {
+		return nil, err
+	}
+	rt := runtimecontroller.New(plinth, plans.Lister(), bindings.Lister(), runtimes)
+	planOfBinding := func(obj interface{}) []string {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if b, ok := obj.(*v1b1.ResourceBinding); ok {
+			return []string{b.Namespace + "/" + b.Spec.WorkloadRef.Name}
+		}
+		return nil
+	}
+	for _, err := range []error{
+		rt.Watch(plans.Informer()),
+		rt.WatchMapped(deployments.Informer(), loop.OwnerKeys(apiVersion, "WorkloadPlan")),
+		rt.WatchMapped(bindings.Informer(), planOfBinding),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return []*loop.Loop{orch.Loop, res.Loop, rt.Loop}, nil
+}

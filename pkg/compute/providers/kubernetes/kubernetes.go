@@ -1,0 +1,304 @@
+// Package kubernetes is the `kubernetes` runtime: a WorkloadPlan becomes a Deployment, a
+// Service when ports are declared, and a Secret for files, in the workload's namespace, all
+// owned by the plan (which the Workload owns), applied with server-side apply.
+package kubernetes
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/score-spec/score-go/framework"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/compute"
+)
+
+const fieldManager = "plinth-runtime-kubernetes"
+
+// Runtime is the kubernetes runtime.
+type Runtime struct {
+	Client      kubernetes.Interface
+	Deployments appslisters.DeploymentLister
+	Secrets     corelisters.SecretLister
+}
+
+var _ compute.Runtime = &Runtime{}
+
+// Name is the runtime class.
+func (r *Runtime) Name() string { return "kubernetes" }
+
+// Apply materializes the plan and reports the Deployment's availability.
+func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings map[string]*v1b1.ResourceBinding) (compute.Status, error) {
+	owner := metav1.OwnerReference{APIVersion: v1b1.SchemeGroupVersion.String(), Kind: "WorkloadPlan", Name: plan.Name, UID: plan.UID, Controller: ptr.To(true)}
+	labels := map[string]string{"app.kubernetes.io/name": plan.Name, "app.kubernetes.io/managed-by": "plinth", "score.dev/workload": plan.Spec.WorkloadRef.Name}
+	meta := func(name string) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: name, Namespace: plan.Namespace, Labels: map[string]string{}, OwnerReferences: []metav1.OwnerReference{owner}}
+		for k, v := range labels {
+			m.Labels[k] = v
+		}
+		if md := plan.Spec.Metadata; md != nil {
+			for k, v := range md.Labels {
+				m.Labels[k] = v
+			}
+			m.Annotations = md.Annotations
+		}
+		return m
+	}
+
+	pod := corev1.PodSpec{}
+	files := map[string][]byte{}
+	names := sortedKeys(plan.Spec.Projection.Containers)
+	for _, name := range names {
+		c := plan.Spec.Projection.Containers[name]
+		container := corev1.Container{Name: name, Image: c.Image, Command: c.Command, Args: c.Args}
+		for _, e := range c.Env {
+			env, err := envVar(e, bindings)
+			if err != nil {
+				return compute.Status{Reason: v1b1.ReasonProjectionError, Message: "A resource output the workload uses is missing."}, err
+			}
+			container.Env = append(container.Env, env)
+		}
+		for i, f := range c.Files {
+			key := fmt.Sprintf("%s-%d", name, i)
+			content, err := r.fileContent(plan.Namespace, f, bindings)
+			if err != nil {
+				return compute.Status{Reason: v1b1.ReasonProjectionError, Message: "A resource output the workload uses is missing."}, err
+			}
+			files[key] = content
+			container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "files", MountPath: f.Target, SubPath: key, ReadOnly: true})
+		}
+		for _, v := range c.Volumes {
+			volName := "vol-" + strings.ToLower(strings.ReplaceAll(v.Source, ".", "-"))
+			if !hasVolume(pod.Volumes, volName) {
+				pod.Volumes = append(pod.Volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			}
+			container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: volName, MountPath: v.Target, SubPath: v.Path, ReadOnly: v.ReadOnly})
+		}
+		container.Resources = resources(c.Resources)
+		container.LivenessProbe, container.ReadinessProbe = probe(c.LivenessProbe), probe(c.ReadinessProbe)
+		if svc := plan.Spec.Projection.Service; svc != nil && len(names) > 0 && name == names[0] {
+			for _, portName := range sortedKeys(svc.Ports) {
+				p := svc.Ports[portName]
+				container.Ports = append(container.Ports, corev1.ContainerPort{Name: truncate(portName, 15), ContainerPort: targetPort(p), Protocol: corev1.Protocol(p.Protocol)})
+			}
+		}
+		pod.Containers = append(pod.Containers, container)
+	}
+	if len(files) > 0 {
+		secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(plan.Name + "-files"), Data: files}
+		if err := r.apply(ctx, plan.Namespace, "secrets", plan.Name+"-files", secret); err != nil {
+			return compute.Status{}, err
+		}
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: plan.Name + "-files"}}})
+	}
+
+	deployment := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta(plan.Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": plan.Name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
+		},
+	}
+	if err := r.apply(ctx, plan.Namespace, "deployments", plan.Name, deployment); err != nil {
+		return compute.Status{}, err
+	}
+	if svc := plan.Spec.Projection.Service; svc != nil && len(svc.Ports) > 0 {
+		service := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta(plan.Name),
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/name": plan.Name}}}
+		service.Annotations = svc.Annotations
+		for _, portName := range sortedKeys(svc.Ports) {
+			p := svc.Ports[portName]
+			service.Spec.Ports = append(service.Spec.Ports, corev1.ServicePort{Name: portName, Port: p.Port,
+				TargetPort: intstr.FromInt32(targetPort(p)), Protocol: corev1.Protocol(p.Protocol)})
+		}
+		if err := r.apply(ctx, plan.Namespace, "services", plan.Name, service); err != nil {
+			return compute.Status{}, err
+		}
+	}
+	return r.status(plan)
+}
+
+// apply server-side applies a typed object.
+func (r *Runtime) apply(ctx context.Context, namespace, resource, name string, obj interface{}) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	opts := metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)}
+	switch resource {
+	case "deployments":
+		_, err = r.Client.AppsV1().Deployments(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	case "services":
+		_, err = r.Client.CoreV1().Services(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	case "secrets":
+		_, err = r.Client.CoreV1().Secrets(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	}
+	return err
+}
+
+func (r *Runtime) status(plan *v1b1.WorkloadPlan) (compute.Status, error) {
+	d, err := r.Deployments.Deployments(plan.Namespace).Get(plan.Name)
+	if apierrors.IsNotFound(err) {
+		return compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload is being materialized.", State: "Creating"}, nil
+	}
+	if err != nil {
+		return compute.Status{}, err
+	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	details := map[string]string{"deployment": d.Name, "availableReplicas": fmt.Sprint(d.Status.AvailableReplicas), "replicas": fmt.Sprint(want)}
+	state := fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, want)
+	switch {
+	case d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < want:
+		return compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload is rolling out.", State: state, Details: details}, nil
+	case d.Status.AvailableReplicas >= want:
+		return compute.Status{Ready: true, Reason: v1b1.ReasonSucceeded, Message: "The workload is available.", State: state, Details: details}, nil
+	case d.Status.AvailableReplicas > 0:
+		return compute.Status{Reason: v1b1.ReasonRuntimeDegraded, Message: "Some instances of the workload are unavailable.", State: state, Details: details}, nil
+	default:
+		return compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload is starting.", State: state, Details: details}, nil
+	}
+}
+
+// envVar maps a projected variable: a value, a secret output (secretKeyRef), or a plain output.
+func envVar(e v1b1.EnvProjection, bindings map[string]*v1b1.ResourceBinding) (corev1.EnvVar, error) {
+	if e.From == nil {
+		return corev1.EnvVar{Name: e.Name, Value: ptr.Deref(e.Value, "")}, nil
+	}
+	b, ok := bindings[e.From.BindingKey]
+	if !ok || b.Status.Outputs == nil {
+		return corev1.EnvVar{}, fmt.Errorf("binding %q has no outputs", e.From.BindingKey)
+	}
+	if v, ok := b.Status.Outputs.Metadata[e.From.OutputKey]; ok {
+		return corev1.EnvVar{Name: e.Name, Value: v}, nil
+	}
+	if cred := b.Status.Outputs.Credentials; cred != nil && cred.SecretRef != nil {
+		return corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cred.SecretRef.Name}, Key: e.From.OutputKey}}}, nil
+	}
+	return corev1.EnvVar{}, fmt.Errorf("binding %q has no output %q", e.From.BindingKey, e.From.OutputKey)
+}
+
+// fileContent is a file's bytes: binary content decoded, text with the secret placeholders the
+// plan left filled from the bindings' Secrets. Files live in a Secret for that reason.
+func (r *Runtime) fileContent(namespace string, f v1b1.ContainerFile, bindings map[string]*v1b1.ResourceBinding) ([]byte, error) {
+	if f.BinaryContent != nil {
+		return base64.StdEncoding.DecodeString(*f.BinaryContent)
+	}
+	if f.Source != nil {
+		// A source path is relative to a Score file on someone's disk; the cluster has no copy.
+		return nil, fmt.Errorf("file %s names a source path, which a cluster cannot read; inline it as content", f.Target)
+	}
+	content := ptr.Deref(f.Content, "")
+	if f.NoExpand || !strings.Contains(content, "${") {
+		return []byte(content), nil
+	}
+	out, err := framework.SubstituteString(content, func(ref string) (string, error) {
+		parts := framework.SplitRefParts(ref)
+		if len(parts) != 3 || parts[0] != "resources" {
+			return "", fmt.Errorf("unexpected placeholder ${%s}", ref)
+		}
+		b, ok := bindings[parts[1]]
+		if !ok || b.Status.Outputs == nil || b.Status.Outputs.Credentials == nil || b.Status.Outputs.Credentials.SecretRef == nil {
+			return "", fmt.Errorf("resource %q has no secret outputs", parts[1])
+		}
+		s, err := r.Secrets.Secrets(namespace).Get(b.Status.Outputs.Credentials.SecretRef.Name)
+		if err != nil {
+			return "", err
+		}
+		v, ok := s.Data[parts[2]]
+		if !ok {
+			return "", fmt.Errorf("resource %q has no output %q", parts[1], parts[2])
+		}
+		return string(v), nil
+	})
+	return []byte(out), err
+}
+
+func resources(r *v1b1.ContainerResources) corev1.ResourceRequirements {
+	var out corev1.ResourceRequirements
+	if r == nil {
+		return out
+	}
+	convert := func(a *v1b1.ResourceAmounts) corev1.ResourceList {
+		if a == nil {
+			return nil
+		}
+		list := corev1.ResourceList{}
+		if a.CPU != "" {
+			list[corev1.ResourceCPU] = resource.MustParse(a.CPU)
+		}
+		if a.Memory != "" {
+			list[corev1.ResourceMemory] = resource.MustParse(a.Memory)
+		}
+		return list
+	}
+	out.Requests, out.Limits = convert(r.Requests), convert(r.Limits)
+	return out
+}
+
+func probe(p *v1b1.ContainerProbe) *corev1.Probe {
+	switch {
+	case p == nil:
+		return nil
+	case p.HTTPGet != nil:
+		h := p.HTTPGet
+		action := &corev1.HTTPGetAction{Path: h.Path, Port: intstr.FromInt32(h.Port), Host: h.Host, Scheme: corev1.URIScheme(h.Scheme)}
+		for _, hh := range h.HTTPHeaders {
+			action.HTTPHeaders = append(action.HTTPHeaders, corev1.HTTPHeader{Name: hh.Name, Value: hh.Value})
+		}
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: action}}
+	case p.Exec != nil:
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: p.Exec.Command}}}
+	}
+	return nil
+}
+
+func targetPort(p v1b1.ServicePort) int32 {
+	if p.TargetPort != 0 {
+		return p.TargetPort
+	}
+	return p.Port
+}
+
+func hasVolume(vs []corev1.Volume, name string) bool {
+	for _, v := range vs {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

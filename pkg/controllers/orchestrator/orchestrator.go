@@ -1,0 +1,389 @@
+// Package orchestrator is the controller that turns a Workload into its ResourceBindings and its
+// WorkloadPlan, and is the single writer of Workload.status: conditions InputsValid,
+// BindingsReady, RuntimeReady and Ready (true when the other three are), per-binding summaries
+// and the endpoint, in the seed's runtime-neutral vocabulary.
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
+	"github.com/plinth-dev/plinth/pkg/apis/common"
+	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/install"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/resolver"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
+	scorespec "github.com/plinth-dev/plinth/pkg/score"
+)
+
+// WorkloadLabel marks the bindings of a workload.
+const WorkloadLabel = "score.dev/workload"
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// Listers are the caches the orchestrator reads.
+type Listers struct {
+	Workloads  listers.WorkloadLister
+	Bindings   listers.ResourceBindingLister
+	Plans      listers.WorkloadPlanLister
+	Policies   listers.PlatformPolicyLister
+	ConfigMaps corelisters.ConfigMapLister
+	Secrets    corelisters.SecretLister
+	Namespaces corelisters.NamespaceLister
+}
+
+// Controller reconciles Workloads.
+type Controller struct {
+	*loop.Loop
+	client              clientset.Interface
+	listers             Listers
+	defaultRuntimeClass string
+}
+
+// New returns the orchestrator. defaultRuntimeClass is used for workloads that set none after
+// admission (normally a PlatformPolicy sets it).
+func New(client clientset.Interface, l Listers, defaultRuntimeClass string) *Controller {
+	c := &Controller{client: client, listers: l, defaultRuntimeClass: defaultRuntimeClass}
+	c.Loop = loop.New("orchestrator", c.reconcile)
+	return c
+}
+
+func (c *Controller) reconcile(ctx context.Context, namespace, name string) error {
+	w, err := c.listers.Workloads.Workloads(namespace).Get(name)
+	if apierrors.IsNotFound(err) || (err == nil && w.DeletionTimestamp != nil) {
+		return nil // bindings and plan are owned by the workload: garbage collection removes them
+	}
+	if err != nil {
+		return err
+	}
+	status := w.Status.DeepCopy()
+	status.ObservedGeneration = w.Generation
+	err = c.converge(ctx, w, status)
+	setReady(status, w.Generation)
+	if !apiequality.Semantic.DeepEqual(status, &w.Status) {
+		updated := w.DeepCopy()
+		updated.Status = *status
+		if _, uerr := c.client.ScoreV1b1().Workloads(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); uerr != nil {
+			return uerr
+		}
+	}
+	return err
+}
+
+// converge does the work and records its outcome in status; an error is retried.
+func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b1.WorkloadStatus) error {
+	gen := w.Generation
+	internal, reason, message := c.inputs(w)
+	var resolved *scorespec.Workload
+	if reason == "" {
+		if r, errs := scorespec.Resolve(internal); len(errs) > 0 {
+			reason, message = v1b1.ReasonSpecInvalid, fmt.Sprintf("The specification is invalid at %s.", errs[0].Field)
+		} else {
+			resolved = r
+		}
+	}
+	if reason == "" {
+		reason, message = c.policyCheck(internal, resolved)
+	}
+	if reason != "" {
+		setCondition(status, v1b1.ConditionInputsValid, false, reason, message, gen)
+		setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingPending, "Resources are not bound while the inputs are invalid.", gen)
+		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeSelecting, "The workload is not materialized while the inputs are invalid.", gen)
+		status.Endpoint = nil
+		return nil
+	}
+	setCondition(status, v1b1.ConditionInputsValid, true, v1b1.ReasonSucceeded, "The specification is valid.", gen)
+
+	bindings, err := c.syncBindings(ctx, w, resolved)
+	if err != nil {
+		return err
+	}
+	allBound := summarizeBindings(status, resolved, bindings, gen)
+	if !allBound {
+		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonBindingPending, "The workload waits for its resources before it is materialized.", gen)
+		status.Endpoint = nil
+		return nil
+	}
+
+	outputs := c.outputs(w.Namespace, bindings)
+	projection, err := scorespec.Project(internal, resolved, outputs)
+	if err != nil {
+		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonProjectionError, "A resource output the workload uses is missing.", gen)
+		status.Endpoint = nil
+		return nil
+	}
+	runtimeClass := internal.Spec.RuntimeClass
+	if runtimeClass == "" {
+		runtimeClass = c.defaultRuntimeClass
+	}
+	plan, err := c.syncPlan(ctx, w, runtimeClass, projection)
+	if err != nil {
+		return err
+	}
+	runtimeReady := c.runtimeCondition(status, plan, gen)
+	status.Endpoint = nil
+	if runtimeReady {
+		status.Endpoint = scorespec.Endpoint(w.Name+"."+w.Namespace+".svc", resolved.Service)
+	}
+	return nil
+}
+
+// inputs converts the workload to the internal type and resolves a configMapRef source.
+func (c *Controller) inputs(w *v1b1.Workload) (*score.Workload, string, string) {
+	internal := &score.Workload{}
+	if err := scheme.Convert(w, internal, nil); err != nil {
+		return nil, v1b1.ReasonSpecInvalid, "The specification could not be read."
+	}
+	if src := w.Spec.Source; src != nil && src.ConfigMapRef != nil {
+		cm, err := c.listers.ConfigMaps.ConfigMaps(w.Namespace).Get(src.ConfigMapRef.Name)
+		if err != nil {
+			return nil, v1b1.ReasonSpecInvalid, fmt.Sprintf("The Score source ConfigMap %q is missing.", src.ConfigMapRef.Name)
+		}
+		doc, ok := cm.Data[src.ConfigMapRef.Key]
+		if !ok {
+			return nil, v1b1.ReasonSpecInvalid, fmt.Sprintf("The Score source ConfigMap %q has no key %q.", src.ConfigMapRef.Name, src.ConfigMapRef.Key)
+		}
+		raw, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			return nil, v1b1.ReasonSpecInvalid, "The Score source is not valid YAML."
+		}
+		internal.Spec.Source = &score.WorkloadSource{Inline: &common.RawObject{Raw: raw}}
+	}
+	return internal, "", ""
+}
+
+// policyCheck applies the constraints of the policies that match now, so a policy added after
+// the workload was admitted still shows up as PolicyViolation.
+func (c *Controller) policyCheck(w *score.Workload, resolved *scorespec.Workload) (string, string) {
+	policies, err := c.listers.Policies.List(labels.Everything())
+	if err != nil || len(policies) == 0 {
+		return "", ""
+	}
+	var nsLabels labels.Set
+	if c.listers.Namespaces != nil {
+		if ns, err := c.listers.Namespaces.Get(w.Namespace); err == nil {
+			nsLabels = ns.Labels
+		}
+	}
+	var compiled []*platformpolicy.Compiled
+	for _, p := range policies {
+		if cp, err := platformpolicy.Compile(p); err == nil && cp.Matches(w.Labels, nsLabels) {
+			compiled = append(compiled, cp)
+		}
+	}
+	platformpolicy.Order(compiled)
+	facts := platformpolicy.NewFacts(w, resolved)
+	for _, cp := range compiled {
+		if v := cp.Violations(facts); len(v) > 0 {
+			return v1b1.ReasonPolicyViolation, fmt.Sprintf("The workload violates platform policy %q at %s.", v[0].Policy, v[0].Field)
+		}
+	}
+	return "", ""
+}
+
+func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, resolved *scorespec.Workload) (map[string]*v1b1.ResourceBinding, error) {
+	out := map[string]*v1b1.ResourceBinding{}
+	desired := sets.New[string]()
+	for key, r := range resolved.Resources {
+		name := v1b1.ResourceBindingName(w.Name, key)
+		desired.Insert(name)
+		want := &v1b1.ResourceBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: map[string]string{WorkloadLabel: w.Name},
+				OwnerReferences: []metav1.OwnerReference{ownerRef(w)}},
+			Spec: v1b1.ResourceBindingSpec{
+				WorkloadRef: v1b1.WorkloadReference{Name: w.Name, UID: string(w.UID)},
+				ResourceKey: key, Type: r.Type, Class: r.Class, ID: r.ID, Params: r.Params,
+				Provisioner: resolver.ProvisionerName,
+			},
+		}
+		existing, err := c.listers.Bindings.ResourceBindings(w.Namespace).Get(name)
+		switch {
+		case apierrors.IsNotFound(err):
+			created, err := c.client.ScoreV1b1().ResourceBindings(w.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: "plinth-orchestrator"})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, err
+			}
+			out[key] = created
+		case err != nil:
+			return nil, err
+		default:
+			if existing.Spec.Provisioner != "" && existing.Spec.Provisioner != resolver.ProvisionerName {
+				want.Spec.Provisioner = existing.Spec.Provisioner // claimed by an external resolver
+			}
+			if !apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) {
+				updated := existing.DeepCopy()
+				updated.Spec = want.Spec
+				if existing, err = c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); err != nil {
+					return nil, err
+				}
+			}
+			out[key] = existing
+		}
+	}
+	stale, err := c.listers.Bindings.ResourceBindings(w.Namespace).List(labels.SelectorFromSet(labels.Set{WorkloadLabel: w.Name}))
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range stale {
+		if !desired.Has(b.Name) && metav1.IsControlledBy(b, w) {
+			if err := c.client.ScoreV1b1().ResourceBindings(w.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// summarizeBindings writes status.bindings and BindingsReady; it reports whether all are bound.
+func summarizeBindings(status *v1b1.WorkloadStatus, resolved *scorespec.Workload, bindings map[string]*v1b1.ResourceBinding, gen int64) bool {
+	status.Bindings = nil
+	allBound, anyFailed := true, false
+	for _, key := range sets.List(sets.KeySet(resolved.Resources)) {
+		b := bindings[key]
+		summary := v1b1.BindingSummary{Key: key, Phase: v1b1.BindingPhasePending, Reason: v1b1.ReasonBindingPending, Message: "The resource is waiting to be provisioned."}
+		if b != nil && b.Status.Phase != "" {
+			summary.Phase = b.Status.Phase
+			if ready := meta.FindStatusCondition(b.Status.Conditions, "Ready"); ready != nil {
+				summary.Reason, summary.Message = ready.Reason, ready.Message
+			}
+			summary.OutputsAvailable = meta.IsStatusConditionTrue(b.Status.Conditions, "OutputsAvailable")
+		}
+		switch summary.Phase {
+		case v1b1.BindingPhaseBound:
+			summary.Reason = v1b1.ReasonSucceeded
+		case v1b1.BindingPhaseFailed:
+			anyFailed = true
+			allBound = false
+			summary.Reason = v1b1.ReasonBindingFailed
+		default:
+			allBound = false
+			summary.Reason = v1b1.ReasonBindingPending
+		}
+		status.Bindings = append(status.Bindings, summary)
+	}
+	switch {
+	case anyFailed:
+		setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingFailed, "A resource could not be provisioned.", gen)
+	case !allBound:
+		setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingPending, "Resources are being provisioned.", gen)
+	default:
+		setCondition(status, v1b1.ConditionBindingsReady, true, v1b1.ReasonSucceeded, "All resources are bound.", gen)
+	}
+	return allBound
+}
+
+// outputs collects each bound resource's outputs; secret output names are the keys of its
+// credentials Secret (only the keys are read here, never used as values).
+func (c *Controller) outputs(namespace string, bindings map[string]*v1b1.ResourceBinding) map[string]scorespec.Outputs {
+	out := map[string]scorespec.Outputs{}
+	for key, b := range bindings {
+		o := scorespec.Outputs{Values: map[string]string{}, Secrets: sets.New[string]()}
+		if b.Status.Outputs != nil {
+			for k, v := range b.Status.Outputs.Metadata {
+				o.Values[k] = v
+			}
+			if cred := b.Status.Outputs.Credentials; cred != nil && cred.SecretRef != nil {
+				if s, err := c.listers.Secrets.Secrets(namespace).Get(cred.SecretRef.Name); err == nil {
+					for k := range s.Data {
+						o.Secrets.Insert(k)
+					}
+				}
+			}
+		}
+		out[key] = o
+	}
+	return out
+}
+
+func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClass string, p *scorespec.Projection) (*v1b1.WorkloadPlan, error) {
+	internal := &score.WorkloadPlan{Spec: score.WorkloadPlanSpec{
+		WorkloadRef:  score.PlanWorkloadReference{Name: w.Name, UID: string(w.UID), Generation: w.Generation},
+		RuntimeClass: runtimeClass,
+		Projection:   p.Projection,
+		Bindings:     p.Bindings,
+		Metadata:     &score.PlanMetadata{Labels: map[string]string{WorkloadLabel: w.Name}, OwnershipMode: score.OwnershipModeController},
+	}}
+	want := &v1b1.WorkloadPlan{}
+	if err := scheme.Convert(internal, want, nil); err != nil {
+		return nil, err
+	}
+	want.ObjectMeta = metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{WorkloadLabel: w.Name},
+		OwnerReferences: []metav1.OwnerReference{ownerRef(w)}}
+	existing, err := c.listers.Plans.WorkloadPlans(w.Namespace).Get(w.Name)
+	if apierrors.IsNotFound(err) {
+		return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: "plinth-orchestrator"})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) {
+		return existing, nil
+	}
+	updated := existing.DeepCopy()
+	updated.Spec = want.Spec
+	return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"})
+}
+
+// runtimeCondition copies the runtime's report on the current plan into RuntimeReady.
+func (c *Controller) runtimeCondition(status *v1b1.WorkloadStatus, plan *v1b1.WorkloadPlan, gen int64) bool {
+	ready := meta.FindStatusCondition(plan.Status.Conditions, "Ready")
+	switch {
+	case plan.Status.ObservedGeneration != plan.Generation || ready == nil:
+		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized.", gen)
+		return false
+	case ready.Status == metav1.ConditionTrue:
+		setCondition(status, v1b1.ConditionRuntimeReady, true, v1b1.ReasonSucceeded, "The workload is running.", gen)
+		return true
+	default:
+		setCondition(status, v1b1.ConditionRuntimeReady, false, ready.Reason, ready.Message, gen)
+		return false
+	}
+}
+
+// setReady derives Ready from the other three: the first that is not True gives the reason.
+func setReady(status *v1b1.WorkloadStatus, gen int64) {
+	for _, t := range []string{v1b1.ConditionInputsValid, v1b1.ConditionBindingsReady, v1b1.ConditionRuntimeReady} {
+		cond := meta.FindStatusCondition(status.Conditions, t)
+		if cond == nil {
+			setCondition(status, v1b1.ConditionReady, false, v1b1.ReasonRuntimeSelecting, "The workload has not been processed yet.", gen)
+			return
+		}
+		if cond.Status != metav1.ConditionTrue {
+			setCondition(status, v1b1.ConditionReady, false, cond.Reason, cond.Message, gen)
+			return
+		}
+	}
+	setCondition(status, v1b1.ConditionReady, true, v1b1.ReasonSucceeded, "The workload is ready.", gen)
+}
+
+func setCondition(status *v1b1.WorkloadStatus, condType string, ok bool, reason, message string, gen int64) {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: condType, Status: s, Reason: reason, Message: message, ObservedGeneration: gen})
+}
+
+func ownerRef(w *v1b1.Workload) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: v1b1.SchemeGroupVersion.String(), Kind: "Workload", Name: w.Name, UID: w.UID,
+		Controller: ptr.To(true)}
+}

@@ -1,0 +1,189 @@
+package resolver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+)
+
+// Result is what a provisioner reports for a binding.
+type Result struct {
+	// Ready is true when the resource can be used (phase Bound).
+	Ready bool
+	// Values are the non-secret outputs; SecretName, if set, holds the secret outputs.
+	Values     map[string]string
+	SecretName string
+	// Message is one neutral sentence for the binding's conditions.
+	Message string
+}
+
+// Provisioner provisions one resource type in the binding's namespace. Provision is
+// idempotent: it is called on every reconcile and converges on what exists.
+type Provisioner interface {
+	Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result, error)
+}
+
+// Env is what provisioners need from the cluster.
+type Env struct {
+	Client       kubernetes.Interface
+	Secrets      corelisters.SecretLister
+	Services     corelisters.ServiceLister
+	StatefulSets appslisters.StatefulSetLister
+	// DNSDomain is the domain dns resources get hosts in.
+	DNSDomain string
+}
+
+// Builtins returns the built-in provisioners by resource type, with the output keys score-k8s
+// users expect.
+func Builtins(env Env) map[string]Provisioner {
+	return map[string]Provisioner{
+		"postgres": &datastore{env: env, image: "postgres:16-alpine", port: 5432, database: true,
+			dataEnv: func(s string) []corev1.EnvVar {
+				return []corev1.EnvVar{secretEnv("POSTGRES_USER", s, "username"), secretEnv("POSTGRES_PASSWORD", s, "password"), {Name: "POSTGRES_DB", Value: "app"}}
+			}},
+		"mysql": &datastore{env: env, image: "mysql:8.4", port: 3306, database: true,
+			dataEnv: func(s string) []corev1.EnvVar {
+				return []corev1.EnvVar{secretEnv("MYSQL_USER", s, "username"), secretEnv("MYSQL_PASSWORD", s, "password"),
+					secretEnv("MYSQL_ROOT_PASSWORD", s, "password"), {Name: "MYSQL_DATABASE", Value: "app"}}
+			}},
+		"redis": &datastore{env: env, image: "redis:7-alpine", port: 6379, fixedUser: "default",
+			args: []string{"--requirepass", "$(REDIS_PASSWORD)"},
+			dataEnv: func(s string) []corev1.EnvVar { return []corev1.EnvVar{secretEnv("REDIS_PASSWORD", s, "password")} }},
+		"volume":       staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{"source": b.Name} }),
+		"dns":          staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{"host": b.Name + "." + env.DNSDomain} }),
+		"route":        staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{} }),
+		"service-port": staticProvisioner(servicePortOutputs),
+	}
+}
+
+// staticProvisioner is a type whose outputs are derived from the binding alone.
+type staticProvisioner func(b *v1b1.ResourceBinding) map[string]string
+
+func (f staticProvisioner) Provision(_ context.Context, b *v1b1.ResourceBinding) (Result, error) {
+	return Result{Ready: true, Values: f(b), Message: "The resource is bound."}, nil
+}
+
+func servicePortOutputs(b *v1b1.ResourceBinding) map[string]string {
+	params, _ := b.Spec.Params.Object()
+	workload, _ := params["workload"].(string)
+	port := fmt.Sprint(params["port"])
+	if workload == "" {
+		workload = b.Spec.WorkloadRef.Name
+	}
+	return map[string]string{"hostname": workload + "." + b.Namespace + ".svc", "port": port}
+}
+
+// datastore runs a single-replica StatefulSet with a Service and generated credentials.
+type datastore struct {
+	env       Env
+	image     string
+	port      int32
+	database  bool
+	fixedUser string
+	args      []string
+	dataEnv   func(secret string) []corev1.EnvVar
+}
+
+func (d *datastore) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result, error) {
+	owner := ownerRef(b)
+	name := b.Name
+	labels := map[string]string{"app.kubernetes.io/managed-by": "plinth", "score.dev/resource-binding": b.Name}
+
+	if _, err := d.env.Secrets.Secrets(b.Namespace).Get(name); apierrors.IsNotFound(err) {
+		username := d.fixedUser
+		if username == "" {
+			username = "app"
+		}
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+			StringData: map[string]string{"username": username, "password": randomPassword()},
+		}
+		if _, err := d.env.Client.CoreV1().Secrets(b.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return Result{}, err
+		}
+	} else if err != nil {
+		return Result{}, err
+	}
+
+	if _, err := d.env.Services.Services(b.Namespace).Get(name); apierrors.IsNotFound(err) {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+			Spec: corev1.ServiceSpec{
+				Selector: labels,
+				Ports:    []corev1.ServicePort{{Name: "main", Port: d.port, TargetPort: intstr.FromInt32(d.port)}},
+			},
+		}
+		if _, err := d.env.Client.CoreV1().Services(b.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return Result{}, err
+		}
+	} else if err != nil {
+		return Result{}, err
+	}
+
+	sts, err := d.env.StatefulSets.StatefulSets(b.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		sts = &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas:    ptr.To[int32](1),
+				ServiceName: name,
+				Selector:    &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "main", Image: d.image, Args: d.args, Env: d.dataEnv(name),
+						Ports: []corev1.ContainerPort{{ContainerPort: d.port, Name: "main"}},
+					}}},
+				},
+			},
+		}
+		if sts, err = d.env.Client.AppsV1().StatefulSets(b.Namespace).Create(ctx, sts, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return Result{}, err
+		}
+	} else if err != nil {
+		return Result{}, err
+	}
+
+	values := map[string]string{"host": name + "." + b.Namespace + ".svc", "port": strconv.Itoa(int(d.port))}
+	if d.database {
+		values["name"], values["database"] = "app", "app"
+	}
+	result := Result{Values: values, SecretName: name}
+	if sts != nil && sts.Status.ReadyReplicas >= 1 {
+		result.Ready, result.Message = true, "The resource is provisioned and ready."
+	} else {
+		result.Message = "The resource is being provisioned."
+	}
+	return result, nil
+}
+
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
+}
+
+func ownerRef(b *v1b1.ResourceBinding) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: v1b1.SchemeGroupVersion.String(), Kind: "ResourceBinding", Name: b.Name, UID: b.UID, Controller: ptr.To(true)}
+}
+
+func randomPassword() string {
+	buf := make([]byte, 18)
+	if _, err := rand.Read(buf); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
