@@ -78,16 +78,16 @@ type Config struct {
 
 // Platform is a running local platform.
 type Platform struct {
-	cfg     Config
-	etcd    *process
-	kube    *process
+	cfg        Config
+	etcd       *process
+	kube       *process
 	kcm        *process
 	scheduler  *process
 	kwok       *process
 	plinth     *process
 	controller *process
-	pkiDir  string
-	kubeURL string
+	pkiDir     string
+	kubeURL    string
 }
 
 // AdminKubeconfig is the system:masters kubeconfig.
@@ -214,7 +214,9 @@ func (p *Platform) KillController() {
 }
 
 // ControllerURL is plinth-controller's health and metrics address.
-func (p *Platform) ControllerURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.ControllerPort) }
+func (p *Platform) ControllerURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.ControllerPort)
+}
 
 // StopPlinth stops plinth-apiserver only.
 func (p *Platform) StopPlinth() {

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -61,10 +61,12 @@ func Builtins(env Env) map[string]Provisioner {
 					secretEnv("MYSQL_ROOT_PASSWORD", s, "password"), {Name: "MYSQL_DATABASE", Value: "app"}}
 			}},
 		"redis": &datastore{env: env, image: "redis:7-alpine", port: 6379, fixedUser: "default",
-			args: []string{"--requirepass", "$(REDIS_PASSWORD)"},
+			args:    []string{"--requirepass", "$(REDIS_PASSWORD)"},
 			dataEnv: func(s string) []corev1.EnvVar { return []corev1.EnvVar{secretEnv("REDIS_PASSWORD", s, "password")} }},
-		"volume":       staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{"source": b.Name} }),
-		"dns":          staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{"host": b.Name + "." + env.DNSDomain} }),
+		"volume": staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{"source": b.Name} }),
+		"dns": staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string {
+			return map[string]string{"host": b.Name + "." + env.DNSDomain}
+		}),
 		"route":        staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{} }),
 		"service-port": staticProvisioner(servicePortOutputs),
 	}
