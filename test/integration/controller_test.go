@@ -1,0 +1,316 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	"github.com/plinth-dev/plinth/test/integration/framework"
+)
+
+const shopWorkload = `apiVersion: score.dev/v1b1
+kind: Workload
+metadata:
+  name: shop
+spec:
+  containers:
+    main:
+      image: registry.example.com/shop:1.4
+      variables:
+        DB_HOST: ${resources.db.host}
+        DB_PASSWORD: ${resources.db.password}
+        DB_URL: postgres://${resources.db.username}:${resources.db.password}@${resources.db.host}:${resources.db.port}/app
+        CACHE: ${resources.cache.host}:${resources.cache.port}
+      files:
+      - target: /etc/shop/config.yaml
+        content: |
+          name: ${metadata.name}
+          cache: ${resources.cache.host}
+  resources:
+    db: {type: postgres}
+    cache: {type: redis}
+  service:
+    ports:
+      web: {port: 80, targetPort: 8080}
+`
+
+// TestController runs the local platform with plinth-controller and kwok nodes: Workloads
+// become Ready through bindings, plans and Deployments, status follows the seed's vocabulary,
+// and deletion removes everything the workload owns.
+func TestController(t *testing.T) {
+	p := framework.StartLocalPlatform(t)
+	ctx := context.Background()
+	adminCfg, err := p.AdminConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(adminCfg)
+	plinth := clientset.NewForConfigOrDie(adminCfg).ScoreV1b1()
+	const ns = "team-a"
+	alice := func(stdin string, args ...string) string {
+		t.Helper()
+		out, err := framework.KubectlStdin(p.Kubeconfig("alice"), stdin, args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+
+	start := time.Now()
+	alice(shopWorkload, "apply", "--server-side", "-f", "-")
+	t.Run("a workload with postgres, redis and ports becomes Ready", func(t *testing.T) {
+		out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/shop", "-n", ns, "--timeout=120s")
+		if err != nil {
+			t.Fatalf("kubectl wait: %v\n%s", err, out)
+		}
+		t.Logf("apply to Ready: %s", time.Since(start).Round(100*time.Millisecond))
+		w, err := plinth.Workloads(ns).Get(ctx, "shop", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Status.Endpoint == nil || *w.Status.Endpoint != "http://shop.team-a.svc" {
+			t.Errorf("endpoint = %v", w.Status.Endpoint)
+		}
+		for _, c := range []string{"InputsValid", "BindingsReady", "RuntimeReady", "Ready"} {
+			cond := meta.FindStatusCondition(w.Status.Conditions, c)
+			if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != "Succeeded" {
+				t.Errorf("condition %s = %+v", c, cond)
+			}
+		}
+		if len(w.Status.Bindings) != 2 || w.Status.Bindings[0].Phase != v1b1.BindingPhaseBound || !w.Status.Bindings[1].OutputsAvailable {
+			t.Errorf("bindings = %+v", w.Status.Bindings)
+		}
+		d, err := kube.AppsV1().Deployments(ns).Get(ctx, "shop", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			switch {
+			case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+				env[e.Name] = "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			default:
+				env[e.Name] = e.Value
+			}
+		}
+		for name, want := range map[string]string{
+			"DB_HOST":                   "shop-db.team-a.svc",
+			"DB_PASSWORD":               "secret:shop-db/password",
+			"PLINTH_SECRET_DB_PASSWORD": "secret:shop-db/password",
+			"PLINTH_SECRET_DB_USERNAME": "secret:shop-db/username",
+			"DB_URL":                    "postgres://$(PLINTH_SECRET_DB_USERNAME):$(PLINTH_SECRET_DB_PASSWORD)@shop-db.team-a.svc:5432/app",
+			"CACHE":                     "shop-cache.team-a.svc:6379",
+		} {
+			if env[name] != want {
+				t.Errorf("env %s = %q, want %q", name, env[name], want)
+			}
+		}
+		files, err := kube.CoreV1().Secrets(ns).Get(ctx, "shop-files", metav1.GetOptions{})
+		if err != nil || !strings.Contains(string(files.Data["main-0"]), "cache: shop-cache.team-a.svc") {
+			t.Errorf("files secret: %v %v", err, files)
+		}
+		if _, err := kube.CoreV1().Services(ns).Get(ctx, "shop", metav1.GetOptions{}); err != nil {
+			t.Errorf("service: %v", err)
+		}
+		// No credential in plain text in the API: not in the plan, not in the workload status.
+		plan, err := plinth.WorkloadPlans(ns).Get(ctx, "shop", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret, _ := kube.CoreV1().Secrets(ns).Get(ctx, "shop-db", metav1.GetOptions{})
+		password := string(secret.Data["password"])
+		if password == "" || strings.Contains(fmt.Sprint(plan), password) || strings.Contains(fmt.Sprint(w), password) {
+			t.Errorf("the database password appears in the plan or the workload")
+		}
+		if plan.Spec.WorkloadRef.Generation != w.Generation || plan.Status.Phase != v1b1.PlanPhaseProjected {
+			t.Errorf("plan generation %d phase %s", plan.Spec.WorkloadRef.Generation, plan.Status.Phase)
+		}
+	})
+
+	t.Run("editing the workload rolls the deployment", func(t *testing.T) {
+		alice(strings.Replace(shopWorkload, "shop:1.4", "shop:1.5", 1), "apply", "--server-side", "-f", "-")
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			d, err := kube.AppsV1().Deployments(ns).Get(ctx, "shop", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			img := d.Spec.Template.Spec.Containers[0].Image
+			return img == "registry.example.com/shop:1.5", img
+		})
+		out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/shop", "-n", ns, "--timeout=60s")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		w, _ := plinth.Workloads(ns).Get(ctx, "shop", metav1.GetOptions{})
+		if w.Generation != 2 || w.Status.ObservedGeneration != 2 {
+			t.Errorf("generation %d observed %d", w.Generation, w.Status.ObservedGeneration)
+		}
+	})
+
+	t.Run("an unknown resource type stays BindingPending", func(t *testing.T) {
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: queue-user}
+spec:
+  containers: {main: {image: registry.example.com/worker:1, variables: {Q: "${resources.q.url}"}}}
+  resources: {q: {type: amqp}}
+`, "apply", "-f", "-")
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			w, err := plinth.Workloads(ns).Get(ctx, "queue-user", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(w.Status.Conditions, "BindingsReady")
+			return c != nil && c.Reason == "BindingPending" && len(w.Status.Bindings) == 1 &&
+				strings.Contains(w.Status.Bindings[0].Message, `"amqp"`), fmt.Sprint(w.Status)
+		})
+	})
+
+	t.Run("a missing configMapRef is SpecInvalid", func(t *testing.T) {
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: from-map}
+spec:
+  source: {configMapRef: {name: no-such-map, key: score.yaml}}
+`, "apply", "-f", "-")
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			w, err := plinth.Workloads(ns).Get(ctx, "from-map", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(w.Status.Conditions, "InputsValid")
+			r := meta.FindStatusCondition(w.Status.Conditions, "Ready")
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "SpecInvalid" && r != nil && r.Reason == "SpecInvalid", fmt.Sprint(w.Status)
+		})
+		// Creating the map fixes it.
+		alice(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: no-such-map}
+data:
+  score.yaml: |
+    apiVersion: score.dev/v1b1
+    metadata: {name: from-map}
+    containers: {main: {image: registry.example.com/from-map:1}}
+`, "apply", "-f", "-")
+		out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/from-map", "-n", ns, "--timeout=60s")
+		if err != nil {
+			t.Fatalf("workload from a ConfigMap: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("a policy added later shows PolicyViolation", func(t *testing.T) {
+		if out, err := framework.KubectlStdin(p.Kubeconfig("dana"), `apiVersion: score.dev/v1b1
+kind: PlatformPolicy
+metadata: {name: no-redis}
+spec:
+  constraints: {resourceTypes: {denied: [redis]}}
+`, "apply", "-f", "-"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			w, err := plinth.Workloads(ns).Get(ctx, "shop", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(w.Status.Conditions, "InputsValid")
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "PolicyViolation" && strings.Contains(c.Message, `"no-redis"`), fmt.Sprint(w.Status.Conditions)
+		})
+		if out, err := framework.Kubectl(p.Kubeconfig("dana"), "delete", "platformpolicy", "no-redis"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/shop", "-n", ns, "--timeout=60s"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
+
+	t.Run("killing the controller mid-flight converges without duplicates", func(t *testing.T) {
+		alice(strings.NewReplacer("name: shop", "name: shop2", "shop:1.4", "shop:2.0").Replace(shopWorkload), "apply", "--server-side", "-f", "-")
+		time.Sleep(300 * time.Millisecond)
+		p.KillController()
+		time.Sleep(time.Second)
+		if err := p.StartController(); err != nil {
+			t.Fatal(err)
+		}
+		// The new process waits for the dead one's lease to expire (15 s), then converges.
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/shop2", "-n", ns, "--timeout=120s"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		bindings, _ := plinth.ResourceBindings(ns).List(ctx, metav1.ListOptions{LabelSelector: "score.dev/workload=shop2"})
+		deployments, _ := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"score.dev/workload": "shop2"}.String()})
+		if len(bindings.Items) != 2 || len(deployments.Items) != 1 {
+			t.Errorf("after restart: %d bindings, %d deployments; want 2 and 1", len(bindings.Items), len(deployments.Items))
+		}
+	})
+
+	t.Run("metrics and health", func(t *testing.T) {
+		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+			resp, err := http.Get(p.ControllerURL() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("%s: %d", path, resp.StatusCode)
+			}
+			if path == "/metrics" && !strings.Contains(string(body), `plinth_reconcile_total{controller="orchestrator",result="success"}`) {
+				t.Errorf("metrics lack reconcile counts")
+			}
+		}
+	})
+
+	t.Run("deleting the workload removes what it owns", func(t *testing.T) {
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "delete", "workload", "shop", "-n", ns, "--wait=true"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		waitForCondition(t, 90*time.Second, func() (bool, string) {
+			var left []string
+			if _, err := plinth.ResourceBindings(ns).Get(ctx, "shop-db", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				left = append(left, "binding")
+			}
+			if _, err := plinth.WorkloadPlans(ns).Get(ctx, "shop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				left = append(left, "plan")
+			}
+			if _, err := kube.AppsV1().Deployments(ns).Get(ctx, "shop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				left = append(left, "deployment")
+			}
+			if _, err := kube.CoreV1().Services(ns).Get(ctx, "shop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				left = append(left, "service")
+			}
+			if _, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "shop-db", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				left = append(left, "statefulset")
+			}
+			if _, err := kube.CoreV1().Secrets(ns).Get(ctx, "shop-db", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				left = append(left, "credentials secret")
+			}
+			return len(left) == 0, strings.Join(left, ", ")
+		})
+	})
+}
+
+func waitForCondition(t *testing.T, timeout time.Duration, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not met within %s; last: %s", timeout, last)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
