@@ -15,7 +15,7 @@ CONTROLLER_PORT ?= 18280
 KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd kwok
 GOTESTFLAGS ?=
 
-.PHONY: all build tools run run-standalone test test-unit test-integration bench verify generate clean clean-all
+.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-controller verify generate clean clean-all
 
 all: build
 
@@ -50,6 +50,12 @@ test-integration: build tools
 
 bench: build tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... ./test/integration/...
+
+# The controller end to end on a fresh local platform: time to all-Ready and controller CPU and
+# memory for 100 and 1000 Workloads.
+bench-controller: build tools
+	$(GO) run ./hack/bench-workloads --workloads 100
+	$(GO) run ./hack/bench-workloads --workloads 1000
 
 verify:
 	hack/verify-codegen.sh

@@ -48,6 +48,8 @@ type Options struct {
 	LeaseDuration       time.Duration
 	RenewDeadline       time.Duration
 	RetryPeriod         time.Duration
+	QPS                 float32
+	Burst               int
 }
 
 // NewCommand returns the plinth-controller command.
@@ -56,6 +58,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		BindAddress: ":10280", Workers: 4, DefaultRuntimeClass: "kubernetes", DNSDomain: "plinth.local",
 		LeaderElect: true, LeaseNamespace: "plinth-system", LeaseName: "plinth-controller",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		QPS: 200, Burst: 400,
 	}
 	cmd := &cobra.Command{
 		Use:          "plinth-controller",
@@ -76,6 +79,8 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits before taking over an unrenewed lease.")
 	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader tries to renew before giving up.")
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew.")
+	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second the controller may send to the API servers.")
+	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests above --kube-api-qps.")
 	return cmd
 }
 
@@ -85,6 +90,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -37,6 +38,16 @@ func init() {
 	legacyregistry.MustRegister(reconciles, reconcileDuration)
 }
 
+// rateLimiter retries a failing key with exponential backoff capped at 30 s — client-go's
+// default cap of 1000 s would leave an object stale for a quarter of an hour after a burst of
+// throttled requests — and limits the whole queue to 100 retries per second.
+func rateLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(100), 500)},
+	)
+}
+
 // ReconcileFunc brings one object, named by its namespace/name key, to its desired state. It must
 // be idempotent: it runs again after any change and after any error.
 type ReconcileFunc func(ctx context.Context, namespace, name string) error
@@ -54,8 +65,7 @@ func New(name string, reconcile ReconcileFunc) *Loop {
 	return &Loop{
 		name:      name,
 		reconcile: reconcile,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
 	}
 }
@@ -160,7 +170,7 @@ func (l *Loop) next(ctx context.Context) bool {
 	reconcileDuration.WithLabelValues(l.name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		reconciles.WithLabelValues(l.name, "error").Inc()
-		klog.FromContext(ctx).V(2).Info("Reconcile failed, retrying", "controller", l.name, "key", key, "err", err)
+		klog.FromContext(ctx).Info("Reconcile failed, retrying", "controller", l.name, "key", key, "err", err.Error())
 		l.queue.AddRateLimited(key)
 		return true
 	}

@@ -1,0 +1,180 @@
+// Command bench-workloads measures the controller end to end: it starts a fresh local platform
+// (real etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok nodes,
+// plinth-apiserver, plinth-controller), creates N Workloads (one container, a dns resource and
+// a service port each), and reports the time until all are Ready and the controller's CPU time
+// and peak memory. `make bench-controller` runs it for N=100 and N=1000.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plinth-dev/plinth/internal/localplatform"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+)
+
+func main() {
+	n := flag.Int("workloads", 100, "how many Workloads to create")
+	nodes := flag.Int("nodes", 0, "fake nodes; default enough for all pods")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	binDir := flag.String("bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
+	flag.Parse()
+	if err := run(*n, *nodes, *timeout, *binDir); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-workloads:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n, nodes int, timeout time.Duration, binDir string) error {
+	if nodes == 0 {
+		nodes = n/200 + 2
+	}
+	dir, err := os.MkdirTemp("", "plinth-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ports, err := freePorts(6)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	platform, err := localplatform.Start(ctx, localplatform.Config{
+		Dir: dir, BinDir: binDir, ArtifactsDir: filepath.Join("artifacts", "deploy"),
+		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4],
+		Nodes: nodes, EtcdUnsafeNoFsync: true, Progress: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	defer platform.Stop()
+	cfg, err := platform.AdminConfig()
+	if err != nil {
+		return err
+	}
+	client := clientset.NewForConfigOrDie(cfg).ScoreV1b1().Workloads("team-a")
+	cpuBefore, _ := cpuSeconds(platform.ControllerPID())
+
+	start := time.Now()
+	var created atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for worker := 0; worker < 8; worker++ {
+		wg.Add(1)
+		go func(worker int) {
+			defer wg.Done()
+			for i := worker; i < n; i += 8 {
+				if _, err := client.Create(ctx, workload(i), metav1.CreateOptions{}); err != nil {
+					errs <- err
+					return
+				}
+				created.Add(1)
+			}
+		}(worker)
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	createdIn := time.Since(start)
+
+	for {
+		list, err := client.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, w := range list.Items {
+			if meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionReady) {
+				ready++
+			}
+		}
+		if ready == n {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d of %d Ready after %s", ready, n, time.Since(start).Round(time.Second))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	allReady := time.Since(start)
+	cpuAfter, _ := cpuSeconds(platform.ControllerPID())
+	peak, _ := peakRSS(platform.ControllerPID())
+	fmt.Printf("workloads=%d nodes=%d created_in=%s all_ready_in=%s controller_cpu=%.1fs controller_peak_rss=%dMiB\n",
+		n, nodes, createdIn.Round(10*time.Millisecond), allReady.Round(10*time.Millisecond), cpuAfter-cpuBefore, peak/1024)
+	return nil
+}
+
+func workload(i int) *v1b1.Workload {
+	name := fmt.Sprintf("bench-%04d", i)
+	return &v1b1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1b1.WorkloadSpec{
+			RuntimeClass: "kubernetes",
+			Containers: map[string]v1b1.Container{"main": {Image: "registry.example.com/bench:1",
+				Variables: map[string]string{"HOST": "${resources.dns.host}"}}},
+			Resources: map[string]v1b1.ResourceSpec{"dns": {Type: "dns"}},
+			Service:   &v1b1.ServiceSpec{Ports: map[string]v1b1.ServicePort{"web": {Port: 80, TargetPort: 8080}}},
+		},
+	}
+}
+
+// cpuSeconds is a process's user+system CPU time from /proc/PID/stat.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(data[strings.LastIndex(string(data), ")")+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// peakRSS is a process's peak resident memory in KiB (VmHWM).
+func peakRSS(pid int) (int, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			return strconv.Atoi(strings.Fields(line)[1])
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM")
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
