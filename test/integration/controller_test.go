@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	"github.com/plinth-dev/plinth/test/integration/framework"
@@ -235,25 +238,6 @@ spec:
 		}
 	})
 
-	t.Run("killing the controller mid-flight converges without duplicates", func(t *testing.T) {
-		alice(strings.NewReplacer("name: shop", "name: shop2", "shop:1.4", "shop:2.0").Replace(shopWorkload), "apply", "--server-side", "-f", "-")
-		time.Sleep(300 * time.Millisecond)
-		p.KillController()
-		time.Sleep(time.Second)
-		if err := p.StartController(); err != nil {
-			t.Fatal(err)
-		}
-		// The new process waits for the dead one's lease to expire (15 s), then converges.
-		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/shop2", "-n", ns, "--timeout=120s"); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		bindings, _ := plinth.ResourceBindings(ns).List(ctx, metav1.ListOptions{LabelSelector: "score.dev/workload=shop2"})
-		deployments, _ := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"score.dev/workload": "shop2"}.String()})
-		if len(bindings.Items) != 2 || len(deployments.Items) != 1 {
-			t.Errorf("after restart: %d bindings, %d deployments; want 2 and 1", len(bindings.Items), len(deployments.Items))
-		}
-	})
-
 	t.Run("metrics and health", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 			resp, err := http.Get(p.ControllerURL() + path)
@@ -268,6 +252,45 @@ spec:
 			if path == "/metrics" && !strings.Contains(string(body), `plinth_reconcile_total{controller="orchestrator",result="success"}`) {
 				t.Errorf("metrics lack reconcile counts")
 			}
+		}
+	})
+
+	t.Run("a standby takes over when the leader dies mid-flight, without duplicates", func(t *testing.T) {
+		port, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		standby := exec.Command(filepath.Join(framework.BinDir(), "plinth-controller"),
+			"--kubeconfig", p.Kubeconfig(localplatform.ControllerUser), "--bind-address", fmt.Sprintf("127.0.0.1:%d", port))
+		if err := standby.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = standby.Process.Kill(); _ = standby.Wait() })
+		leaderBefore := leaseHolder(t, kube)
+		if strings.HasSuffix(leaderBefore, fmt.Sprintf("_%d", standby.Process.Pid)) {
+			t.Fatalf("the standby leads before the leader died: %s", leaderBefore)
+		}
+
+		alice(strings.NewReplacer("name: shop", "name: shop2", "shop:1.4", "shop:2.0").Replace(shopWorkload), "apply", "--server-side", "-f", "-")
+		time.Sleep(300 * time.Millisecond)
+		killed := time.Now()
+		p.KillController()
+		waitForCondition(t, 40*time.Second, func() (bool, string) {
+			holder := leaseHolder(t, kube)
+			return strings.HasSuffix(holder, fmt.Sprintf("_%d", standby.Process.Pid)), holder
+		})
+		t.Logf("standby took the lease %s after the leader died (lease duration 15s)", time.Since(killed).Round(100*time.Millisecond))
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/shop2", "-n", ns, "--timeout=60s"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		bindings, _ := plinth.ResourceBindings(ns).List(ctx, metav1.ListOptions{LabelSelector: "score.dev/workload=shop2"})
+		deployments, _ := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"score.dev/workload": "shop2"}.String()})
+		if len(bindings.Items) != 2 || len(deployments.Items) != 1 {
+			t.Errorf("after the takeover: %d bindings, %d deployments; want 2 and 1", len(bindings.Items), len(deployments.Items))
+		}
+		// The platform's own controller comes back as a standby.
+		if err := p.StartController(); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -298,6 +321,15 @@ spec:
 			return len(left) == 0, strings.Join(left, ", ")
 		})
 	})
+}
+
+func leaseHolder(t *testing.T, kube kubernetes.Interface) string {
+	t.Helper()
+	lease, err := kube.CoordinationV1().Leases("plinth-system").Get(context.Background(), "plinth-controller", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		return fmt.Sprint(err)
+	}
+	return *lease.Spec.HolderIdentity
 }
 
 func waitForCondition(t *testing.T, timeout time.Duration, check func() (bool, string)) {
