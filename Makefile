@@ -12,6 +12,7 @@ ETCD_PEER_PORT ?= 12380
 KUBE_PORT   ?= 16443
 PLINTH_PORT ?= 18443
 CONTROLLER_PORT ?= 18280
+KWOK_PORT   ?= 18281
 KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd kwok
 GOTESTFLAGS ?=
 
@@ -33,7 +34,7 @@ tools:
 run: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR)/local (make clean removes it)"
 	$(BIN)/plinth-local-up --dir $(PLINTH_DIR)/local --etcd-port $(ETCD_PORT) --etcd-peer-port $(ETCD_PEER_PORT) \
-		--kube-port $(KUBE_PORT) --plinth-port $(PLINTH_PORT) --controller-port $(CONTROLLER_PORT)
+		--kube-port $(KUBE_PORT) --plinth-port $(PLINTH_PORT) --controller-port $(CONTROLLER_PORT) --kwok-port $(KWOK_PORT)
 
 run-standalone: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR) (make clean removes it)"

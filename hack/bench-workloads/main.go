@@ -55,7 +55,7 @@ func run(n, nodes int, timeout time.Duration, binDir string) error {
 	defer cancel()
 	platform, err := localplatform.Start(ctx, localplatform.Config{
 		Dir: dir, BinDir: binDir, ArtifactsDir: filepath.Join("artifacts", "deploy"),
-		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4],
+		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
 		Nodes: nodes, EtcdUnsafeNoFsync: true, Progress: os.Stderr,
 	})
 	if err != nil {

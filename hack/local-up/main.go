@@ -25,7 +25,8 @@ func main() {
 	flag.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 12380, "etcd peer port")
 	flag.IntVar(&cfg.KubePort, "kube-port", 16443, "kube-apiserver secure port")
 	flag.IntVar(&cfg.PlinthPort, "plinth-port", 18443, "plinth-apiserver secure port")
-	flag.IntVar(&cfg.ControllerPort, "controller-port", 18280, "plinth-controller health and metrics port (kwok uses the next one)")
+	flag.IntVar(&cfg.ControllerPort, "controller-port", 18280, "plinth-controller health and metrics port")
+	flag.IntVar(&cfg.KwokPort, "kwok-port", 18281, "kwok's own server port")
 	flag.IntVar(&cfg.Nodes, "nodes", 3, "fake nodes that run pods")
 	flag.Parse()
 

@@ -67,7 +67,7 @@ type Config struct {
 	// ArtifactsDir is artifacts/deploy: the manifests a cluster admin applies.
 	ArtifactsDir string
 	// Ports; zero values are not allowed.
-	EtcdPort, EtcdPeerPort, KubePort, PlinthPort, ControllerPort int
+	EtcdPort, EtcdPeerPort, KubePort, PlinthPort, ControllerPort, KwokPort int
 	// Nodes is how many fake (kwok) nodes run pods; zero means 3.
 	Nodes int
 	// EtcdUnsafeNoFsync makes etcd skip fsync (tests only).
@@ -107,9 +107,6 @@ func (p *Platform) KubeURL() string { return p.kubeURL }
 // PKIDir holds every certificate of the platform.
 func (p *Platform) PKIDir() string { return p.pkiDir }
 
-// KwokPort is where kwok serves; derived so callers need not pick another port.
-func (c Config) KwokPort() int { return c.ControllerPort + 1 }
-
 // LogDir holds each component's log.
 func (p *Platform) LogDir() string { return filepath.Join(p.cfg.Dir, "logs") }
 
@@ -127,7 +124,7 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	}()
 	// A port still held (say, by a platform that is still shutting down) would make the
 	// readiness checks below talk to the wrong process.
-	for _, port := range []int{cfg.EtcdPort, cfg.EtcdPeerPort, cfg.KubePort, cfg.PlinthPort, cfg.ControllerPort, cfg.KwokPort()} {
+	for _, port := range []int{cfg.EtcdPort, cfg.EtcdPeerPort, cfg.KubePort, cfg.PlinthPort, cfg.ControllerPort, cfg.KwokPort} {
 		if err := portFree(port); err != nil {
 			return nil, err
 		}
@@ -432,7 +429,7 @@ func (p *Platform) startSchedulerAndNodes(ctx context.Context) error {
 		return fmt.Errorf("kwok stages are missing under %s/../kwok-stages (hack/build-tools.sh kwok writes them)", p.cfg.BinDir)
 	}
 	args := []string{"--kubeconfig", p.AdminKubeconfig(), "--manage-all-nodes=true", "--cidr", "10.244.0.0/16",
-		"--server-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.KwokPort())}
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.KwokPort)}
 	for _, s := range stages {
 		args = append(args, "--config", s)
 	}
@@ -597,10 +594,20 @@ func poll(ctx context.Context, timeout time.Duration, check func() error) error 
 	}
 }
 
+// PortInUseError reports a configured port that another process holds.
+type PortInUseError struct {
+	Port int
+	Err  error
+}
+
+func (e *PortInUseError) Error() string {
+	return fmt.Sprintf("port %d is in use (is another platform still running?): %v", e.Port, e.Err)
+}
+
 func portFree(port int) error {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
-		return fmt.Errorf("port %d is in use (is another platform still running?): %w", port, err)
+		return &PortInUseError{Port: port, Err: err}
 	}
 	return l.Close()
 }

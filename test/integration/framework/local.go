@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,25 +57,30 @@ func StartLocalPlatform(t testing.TB) *localplatform.Platform {
 	if err := EnsurePlatformBinaries(); err != nil {
 		t.Fatal(err)
 	}
-	ports := make([]int, 6)
-	for i := range ports {
-		port, err := FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = port
-	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	p, err := localplatform.Start(ctx, localplatform.Config{
-		Dir: dir, BinDir: BinDir(), ArtifactsDir: filepath.Join(RepoRoot(), "artifacts", "deploy"),
-		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4],
-		EtcdUnsafeNoFsync: true,
-	})
-	if err != nil {
-		dumpLogs(t, filepath.Join(dir, "logs"))
-		t.Fatalf("local platform: %v", err)
+	var p *localplatform.Platform
+	// A port chosen free can be taken by an outgoing connection before the component binds
+	// it; the platform refuses to start then, and a new set of ports is tried.
+	for attempt := 1; ; attempt++ {
+		ports, err := FreePorts(6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err = localplatform.Start(ctx, localplatform.Config{
+			Dir: dir, BinDir: BinDir(), ArtifactsDir: filepath.Join(RepoRoot(), "artifacts", "deploy"),
+			EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
+			EtcdUnsafeNoFsync: true,
+		})
+		var inUse *localplatform.PortInUseError
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &inUse) || attempt == 3 {
+			dumpLogs(t, filepath.Join(dir, "logs"))
+			t.Fatalf("local platform: %v", err)
+		}
 	}
 	t.Cleanup(func() {
 		p.Stop()

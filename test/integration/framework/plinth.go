@@ -212,6 +212,27 @@ func (p *Plinth) waitReady(timeout time.Duration) error {
 	}
 }
 
+// FreePorts asks the kernel for n distinct free loopback ports, holding each until all are
+// chosen so none is handed out twice.
+func FreePorts(n int) ([]int, error) {
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
 // FreePort asks the kernel for a free loopback port.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
