@@ -36,6 +36,19 @@ type ProjectionError struct {
 
 func (e *ProjectionError) Error() string { return e.Path.String() + ": " + e.Message }
 
+// Metadata is what ${metadata...} placeholders see: name, namespace and annotations.
+func Metadata(w *score.Workload) map[string]interface{} {
+	meta := map[string]interface{}{"name": w.Name, "namespace": w.Namespace}
+	if len(w.Annotations) > 0 {
+		annotations := map[string]interface{}{}
+		for k, v := range w.Annotations {
+			annotations[k] = v
+		}
+		meta["annotations"] = annotations
+	}
+	return meta
+}
+
 // SecretEnvName is the hidden variable that carries a secret output into a value that embeds
 // it: Kubernetes expands $(NAME) from earlier variables, so the secret never enters the plan.
 func SecretEnvName(resource, output string) string {
@@ -50,14 +63,7 @@ var envSafe = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // embeds secrets gets hidden `from` variables it refers to with $(NAME); file contents keep
 // secret placeholders for the runtime to fill from the Secret.
 func Project(w *score.Workload, resolved *Workload, outputs map[string]Outputs) (*Projection, error) {
-	meta := map[string]interface{}{"name": w.Name, "namespace": w.Namespace}
-	if len(w.Annotations) > 0 {
-		annotations := map[string]interface{}{}
-		for k, v := range w.Annotations {
-			annotations[k] = v
-		}
-		meta["annotations"] = annotations
-	}
+	meta := Metadata(w)
 	spec := field.NewPath("spec")
 	p := &Projection{Projection: score.WorkloadProjection{Containers: map[string]score.ContainerProjection{}}}
 	used := map[string]sets.Set[string]{}

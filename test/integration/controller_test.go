@@ -238,6 +238,43 @@ spec:
 		}
 	})
 
+	t.Run("params that use other resources' outputs bind in order; a cycle is SpecInvalid", func(t *testing.T) {
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: site}
+spec:
+  containers: {main: {image: registry.example.com/site:1}}
+  resources:
+    dns: {type: dns}
+    route: {type: route, params: {host: "${resources.dns.host}", path: /, port: 80}}
+  service: {ports: {web: {port: 80}}}
+`, "apply", "-f", "-")
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/site", "-n", ns, "--timeout=60s"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		route, err := plinth.ResourceBindings(ns).Get(ctx, "site-route", metav1.GetOptions{})
+		if err != nil || !strings.Contains(string(route.Spec.Params.Raw), `"host":"site-dns.plinth.local"`) {
+			t.Errorf("route params were not resolved from the dns output: %v %v", err, route)
+		}
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: loop}
+spec:
+  containers: {main: {image: registry.example.com/loop:1}}
+  resources:
+    a: {type: dns, params: {alias: "${resources.b.host}"}}
+    b: {type: dns, params: {alias: "${resources.a.host}"}}
+`, "apply", "-f", "-")
+		waitForCondition(t, 30*time.Second, func() (bool, string) {
+			w, err := plinth.Workloads(ns).Get(ctx, "loop", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(w.Status.Conditions, "InputsValid")
+			return c != nil && c.Reason == "SpecInvalid" && strings.Contains(c.Message, "cycle"), fmt.Sprint(w.Status.Conditions)
+		})
+	})
+
 	t.Run("metrics and health", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 			resp, err := http.Get(p.ControllerURL() + path)

@@ -6,7 +6,9 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -111,9 +113,23 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 		status.Endpoint = nil
 		return nil
 	}
+	order, err := resolved.ResourceOrder()
+	if err != nil {
+		setCondition(status, v1b1.ConditionInputsValid, false, v1b1.ReasonSpecInvalid, "The params of resources "+strings.Join(err.(*scorespec.CycleError).Resources, ", ")+" refer to each other in a cycle.", gen)
+		setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingPending, "Resources are not bound while the inputs are invalid.", gen)
+		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeSelecting, "The workload is not materialized while the inputs are invalid.", gen)
+		status.Endpoint = nil
+		return nil
+	}
 	setCondition(status, v1b1.ConditionInputsValid, true, v1b1.ReasonSucceeded, "The specification is valid.", gen)
 
-	bindings, err := c.syncBindings(ctx, w, resolved)
+	bindings, err := c.syncBindings(ctx, w, internal, resolved, order)
+	var invalid *inputError
+	if errors.As(err, &invalid) {
+		setCondition(status, v1b1.ConditionInputsValid, false, v1b1.ReasonSpecInvalid, invalid.message, gen)
+		status.Endpoint = nil
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -200,12 +216,43 @@ func (c *Controller) policyCheck(w *score.Workload, resolved *scorespec.Workload
 	return "", ""
 }
 
-func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, resolved *scorespec.Workload) (map[string]*v1b1.ResourceBinding, error) {
+// inputError is a problem with the workload's inputs found while binding: it is reported as
+// SpecInvalid, not retried.
+type inputError struct{ message string }
+
+func (e *inputError) Error() string { return e.message }
+
+// syncBindings creates or updates the bindings in dependency order. A resource whose params
+// refer to other resources' outputs waits until those are Bound, then gets its params with the
+// outputs filled in.
+func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, internal *score.Workload, resolved *scorespec.Workload,
+	order []string) (map[string]*v1b1.ResourceBinding, error) {
 	out := map[string]*v1b1.ResourceBinding{}
 	desired := sets.New[string]()
-	for key, r := range resolved.Resources {
+	deps := resolved.Dependencies()
+	for _, key := range order {
+		r := resolved.Resources[key]
 		name := v1b1.ResourceBindingName(w.Name, key)
 		desired.Insert(name)
+		if deps[key].Len() > 0 {
+			ready := true
+			for dep := range deps[key] {
+				if b := out[dep]; b == nil || b.Status.Phase != v1b1.BindingPhaseBound {
+					ready = false
+				}
+			}
+			if !ready {
+				if existing, err := c.listers.Bindings.ResourceBindings(w.Namespace).Get(name); err == nil {
+					out[key] = existing
+				}
+				continue
+			}
+			params, err := scorespec.ResolveParams(r.Params, scorespec.Metadata(internal), c.outputs(w.Namespace, out))
+			if err != nil {
+				return nil, &inputError{fmt.Sprintf("The params of resource %q cannot be resolved.", key)}
+			}
+			r.Params = params
+		}
 		want := &v1b1.ResourceBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: map[string]string{WorkloadLabel: w.Name},
 				OwnerReferences: []metav1.OwnerReference{ownerRef(w)}},
