@@ -107,18 +107,12 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 		reason, message = c.policyCheck(internal, resolved)
 	}
 	if reason != "" {
-		setCondition(status, v1b1.ConditionInputsValid, false, reason, message, gen)
-		setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingPending, "Resources are not bound while the inputs are invalid.", gen)
-		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeSelecting, "The workload is not materialized while the inputs are invalid.", gen)
-		status.Endpoint = nil
+		inputsInvalid(status, reason, message, gen)
 		return nil
 	}
 	order, err := resolved.ResourceOrder()
 	if err != nil {
-		setCondition(status, v1b1.ConditionInputsValid, false, v1b1.ReasonSpecInvalid, "The params of resources "+strings.Join(err.(*scorespec.CycleError).Resources, ", ")+" refer to each other in a cycle.", gen)
-		setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingPending, "Resources are not bound while the inputs are invalid.", gen)
-		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeSelecting, "The workload is not materialized while the inputs are invalid.", gen)
-		status.Endpoint = nil
+		inputsInvalid(status, v1b1.ReasonSpecInvalid, "The params of resources "+strings.Join(err.(*scorespec.CycleError).Resources, ", ")+" refer to each other in a cycle.", gen)
 		return nil
 	}
 	setCondition(status, v1b1.ConditionInputsValid, true, v1b1.ReasonSucceeded, "The specification is valid.", gen)
@@ -126,8 +120,7 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 	bindings, err := c.syncBindings(ctx, w, internal, resolved, order)
 	var invalid *inputError
 	if errors.As(err, &invalid) {
-		setCondition(status, v1b1.ConditionInputsValid, false, v1b1.ReasonSpecInvalid, invalid.message, gen)
-		status.Endpoint = nil
+		inputsInvalid(status, v1b1.ReasonSpecInvalid, invalid.message, gen)
 		return nil
 	}
 	if err != nil {
@@ -161,6 +154,14 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 		status.Endpoint = scorespec.Endpoint(w.Name+"."+w.Namespace+".svc", resolved.Service)
 	}
 	return nil
+}
+
+// inputsInvalid records invalid inputs: nothing is bound or materialized until they are fixed.
+func inputsInvalid(status *v1b1.WorkloadStatus, reason, message string, gen int64) {
+	setCondition(status, v1b1.ConditionInputsValid, false, reason, message, gen)
+	setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingPending, "Resources are not bound while the inputs are invalid.", gen)
+	setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeSelecting, "The workload is not materialized while the inputs are invalid.", gen)
+	status.Endpoint = nil
 }
 
 // inputs converts the workload to the internal type and resolves a configMapRef source.
