@@ -275,6 +275,59 @@ spec:
 		})
 	})
 
+	t.Run("resources with the same Score id are bound once and shared", func(t *testing.T) {
+		for _, name := range []string{"orders", "billing"} {
+			alice(fmt.Sprintf(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: %s}
+spec:
+  containers: {main: {image: registry.example.com/%s:1, variables: {DB_PASSWORD: "${resources.db.password}"}}}
+  resources: {db: {type: postgres, id: main-db}}
+`, name, name), "apply", "-f", "-")
+		}
+		for _, name := range []string{"orders", "billing"} {
+			if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/"+name, "-n", ns, "--timeout=60s"); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := d.Spec.Template.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef
+			if ref.Name != "shared-postgres-main-db" {
+				t.Errorf("%s uses secret %q, want the shared database's", name, ref.Name)
+			}
+		}
+		shared, err := plinth.ResourceBindings(ns).Get(ctx, "shared-postgres-main-db", metav1.GetOptions{})
+		if err != nil || len(shared.OwnerReferences) != 2 {
+			t.Fatalf("shared binding: %v, owners %v", err, shared)
+		}
+		sts, _ := kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+		count := 0
+		for _, s := range sts.Items {
+			if strings.Contains(s.Name, "main-db") {
+				count++
+			}
+		}
+		if count != 1 {
+			t.Errorf("%d databases for one shared id", count)
+		}
+		// The binding outlives one of its workloads and goes with the last.
+		alice("", "delete", "workload", "orders", "-n", ns)
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			b, err := plinth.ResourceBindings(ns).Get(ctx, "shared-postgres-main-db", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(b.OwnerReferences) == 1 && b.OwnerReferences[0].Name == "billing", fmt.Sprint(b.OwnerReferences)
+		})
+		alice("", "delete", "workload", "billing", "-n", ns)
+		waitForCondition(t, 90*time.Second, func() (bool, string) {
+			_, err := plinth.ResourceBindings(ns).Get(ctx, "shared-postgres-main-db", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	})
+
 	t.Run("metrics and health", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 			resp, err := http.Get(p.ControllerURL() + path)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -253,10 +254,18 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, p
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
-		if b, ok := obj.(*v1b1.ResourceBinding); ok {
-			return []string{b.Namespace + "/" + b.Spec.WorkloadRef.Name}
+		b, ok := obj.(*v1b1.ResourceBinding)
+		if !ok {
+			return nil
 		}
-		return nil
+		// A shared binding feeds the plan of every workload that uses it.
+		var keys []string
+		for k := range b.Labels {
+			if workload, found := strings.CutPrefix(k, v1b1.WorkloadBindingLabel("")); found {
+				keys = append(keys, b.Namespace+"/"+workload)
+			}
+		}
+		return keys
 	}
 	for _, err := range []error{
 		rt.Watch(plans.Informer()),

@@ -231,9 +231,14 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, interna
 	out := map[string]*v1b1.ResourceBinding{}
 	desired := sets.New[string]()
 	deps := resolved.Dependencies()
+	label := v1b1.WorkloadBindingLabel(w.Name)
 	for _, key := range order {
 		r := resolved.Resources[key]
+		shared := r.ID != ""
 		name := v1b1.ResourceBindingName(w.Name, key)
+		if shared {
+			name = v1b1.SharedResourceBindingName(r.Type, r.ID)
+		}
 		desired.Insert(name)
 		if deps[key].Len() > 0 {
 			ready := true
@@ -254,9 +259,18 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, interna
 			}
 			r.Params = params
 		}
+		owner := ownerRef(w)
+		labels := map[string]string{label: key}
+		if shared {
+			// Several workloads own a shared binding; none controls it, and garbage collection
+			// removes it with the last owner.
+			owner.Controller = nil
+			labels["score.dev/shared"] = "true"
+		} else {
+			labels[WorkloadLabel] = w.Name
+		}
 		want := &v1b1.ResourceBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: map[string]string{WorkloadLabel: w.Name},
-				OwnerReferences: []metav1.OwnerReference{ownerRef(w)}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
 			Spec: v1b1.ResourceBindingSpec{
 				WorkloadRef: v1b1.WorkloadReference{Name: w.Name, UID: string(w.UID)},
 				ResourceKey: key, Type: r.Type, Class: r.Class, ID: r.ID, Params: r.Params,
@@ -273,13 +287,34 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, interna
 			out[key] = created
 		case err != nil:
 			return nil, err
+		case shared:
+			// The first workload to declare a shared resource decides its spec; later ones join
+			// as owners.
+			if existing.Labels[label] != key || !ownedBy(existing, w) {
+				updated := existing.DeepCopy()
+				if updated.Labels == nil {
+					updated.Labels = map[string]string{}
+				}
+				updated.Labels[label] = key
+				if !ownedBy(existing, w) {
+					updated.OwnerReferences = append(updated.OwnerReferences, owner)
+				}
+				if existing, err = c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); err != nil {
+					return nil, err
+				}
+			}
+			out[key] = existing
 		default:
 			if existing.Spec.Provisioner != "" && existing.Spec.Provisioner != resolver.ProvisionerName {
 				want.Spec.Provisioner = existing.Spec.Provisioner // claimed by an external resolver
 			}
-			if !apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) {
+			if !apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) || existing.Labels[label] != key {
 				updated := existing.DeepCopy()
 				updated.Spec = want.Spec
+				if updated.Labels == nil {
+					updated.Labels = map[string]string{}
+				}
+				updated.Labels[label] = key
 				if existing, err = c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); err != nil {
 					return nil, err
 				}
@@ -287,18 +322,54 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, interna
 			out[key] = existing
 		}
 	}
-	stale, err := c.listers.Bindings.ResourceBindings(w.Namespace).List(labels.SelectorFromSet(labels.Set{WorkloadLabel: w.Name}))
+	return out, c.releaseBindings(ctx, w, desired)
+}
+
+// releaseBindings lets go of bindings the workload no longer declares: its own are deleted; from
+// a shared one it removes itself, deleting the binding when no owner is left.
+func (c *Controller) releaseBindings(ctx context.Context, w *v1b1.Workload, desired sets.Set[string]) error {
+	label := v1b1.WorkloadBindingLabel(w.Name)
+	selector, err := labels.Parse(label)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, b := range stale {
-		if !desired.Has(b.Name) && metav1.IsControlledBy(b, w) {
-			if err := c.client.ScoreV1b1().ResourceBindings(w.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return nil, err
+	used, err := c.listers.Bindings.ResourceBindings(w.Namespace).List(selector)
+	if err != nil {
+		return err
+	}
+	for _, b := range used {
+		if desired.Has(b.Name) {
+			continue
+		}
+		var owners []metav1.OwnerReference
+		for _, ref := range b.OwnerReferences {
+			if ref.UID != w.UID {
+				owners = append(owners, ref)
 			}
 		}
+		if metav1.IsControlledBy(b, w) || len(owners) == 0 {
+			if err := c.client.ScoreV1b1().ResourceBindings(w.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			continue
+		}
+		updated := b.DeepCopy()
+		updated.OwnerReferences = owners
+		delete(updated.Labels, label)
+		if _, err := c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
+}
+
+func ownedBy(b *v1b1.ResourceBinding, w *v1b1.Workload) bool {
+	for _, ref := range b.OwnerReferences {
+		if ref.UID == w.UID {
+			return true
+		}
+	}
+	return false
 }
 
 // summarizeBindings writes status.bindings and BindingsReady; it reports whether all are bound.

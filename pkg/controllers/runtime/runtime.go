@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
@@ -48,11 +49,20 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 	if !ok {
 		report = compute.Status{Reason: v1b1.ReasonRuntimeSelecting, Message: fmt.Sprintf("No runtime handles runtime class %q.", plan.Spec.RuntimeClass)}
 	} else {
+		// Each binding the workload uses, its own or shared, carries the workload's label with
+		// the resource name as its value.
+		label := v1b1.WorkloadBindingLabel(plan.Spec.WorkloadRef.Name)
+		selector, err := labels.Parse(label)
+		if err != nil {
+			return err
+		}
+		used, err := c.bindings.ResourceBindings(namespace).List(selector)
+		if err != nil {
+			return err
+		}
 		bindings := map[string]*v1b1.ResourceBinding{}
-		for _, pb := range plan.Spec.Bindings {
-			if b, err := c.bindings.ResourceBindings(namespace).Get(v1b1.ResourceBindingName(plan.Spec.WorkloadRef.Name, pb.Key)); err == nil {
-				bindings[pb.Key] = b
-			}
+		for _, b := range used {
+			bindings[b.Labels[label]] = b
 		}
 		report, applyErr = rt.Apply(ctx, plan, bindings)
 		if applyErr != nil && report.Reason == "" {

@@ -1,5 +1,7 @@
 package v1b1
 
+import "strings"
+
 // Workload condition types.
 const (
 	// ConditionReady is True when InputsValid, BindingsReady and RuntimeReady all are.
@@ -30,3 +32,21 @@ const (
 
 // ResourceBindingName is the name of the ResourceBinding of one resource of a workload.
 func ResourceBindingName(workload, resource string) string { return workload + "-" + resource }
+
+// SharedResourceBindingName is the name of the one ResourceBinding that every workload in a
+// namespace declaring a resource with the same type and Score id shares.
+func SharedResourceBindingName(resourceType, id string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(resourceType) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return "shared-" + b.String() + "-" + id
+}
+
+// WorkloadBindingLabel marks a ResourceBinding as used by a workload; its value is the
+// resource's name in that workload. Shared bindings carry one such label per workload.
+func WorkloadBindingLabel(workload string) string { return "workload.score.dev/" + workload }
