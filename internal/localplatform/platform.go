@@ -70,6 +70,8 @@ type Config struct {
 	EtcdPort, EtcdPeerPort, KubePort, PlinthPort, ControllerPort, KwokPort int
 	// Nodes is how many fake (kwok) nodes run pods; zero means 3.
 	Nodes int
+	// ProvisionersConfig is plinth-controller's template provisioners file, if any.
+	ProvisionersConfig string
 	// EtcdUnsafeNoFsync makes etcd skip fsync (tests only).
 	EtcdUnsafeNoFsync bool
 	// Progress receives one line per step.
@@ -183,10 +185,11 @@ func (p *Platform) Stop() {
 // StartController starts plinth-controller (with leader election) as the controller's
 // service account. Several may run; one leads.
 func (p *Platform) StartController() error {
-	proc, err := startProcess("plinth-controller", p.bin("plinth-controller"), p.LogDir(),
-		"--kubeconfig", p.Kubeconfig(ControllerUser),
-		"--bind-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort),
-	)
+	args := []string{"--kubeconfig", p.Kubeconfig(ControllerUser), "--bind-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort)}
+	if p.cfg.ProvisionersConfig != "" {
+		args = append(args, "--provisioners-config", p.cfg.ProvisionersConfig)
+	}
+	proc, err := startProcess("plinth-controller", p.bin("plinth-controller"), p.LogDir(), args...)
 	if err != nil {
 		return err
 	}

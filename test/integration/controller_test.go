@@ -328,6 +328,37 @@ spec:
 		})
 	})
 
+	t.Run("a template provisioner from the provisioners file binds its type", func(t *testing.T) {
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: mq-user}
+spec:
+  containers: {main: {image: registry.example.com/mq-user:1, variables: {AMQP: "amqp://${resources.mq.username}:${resources.mq.password}@${resources.mq.host}:${resources.mq.port}"}}}
+  resources: {mq: {type: rabbitmq}}
+`, "apply", "-f", "-")
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/mq-user", "-n", ns, "--timeout=60s"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		b, err := plinth.ResourceBindings(ns).Get(ctx, "mq-user-mq", metav1.GetOptions{})
+		if err != nil || b.Status.Outputs.Metadata["host"] != "mq-user-mq.team-a.svc" || b.Status.Outputs.Credentials.SecretRef.Name != "mq-user-mq" {
+			t.Fatalf("binding outputs: %v %+v", err, b.Status.Outputs)
+		}
+		sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "mq-user-mq", metav1.GetOptions{})
+		if err != nil || len(sts.OwnerReferences) != 1 || sts.OwnerReferences[0].Kind != "ResourceBinding" {
+			t.Fatalf("templated StatefulSet: %v %v", err, sts)
+		}
+		d, _ := kube.AppsV1().Deployments(ns).Get(ctx, "mq-user", metav1.GetOptions{})
+		var amqp string
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "AMQP" {
+				amqp = e.Value
+			}
+		}
+		if amqp != "amqp://$(PLINTH_SECRET_MQ_USERNAME):$(PLINTH_SECRET_MQ_PASSWORD)@mq-user-mq.team-a.svc:5672" {
+			t.Errorf("AMQP = %q", amqp)
+		}
+	})
+
 	t.Run("metrics and health", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 			resp, err := http.Get(p.ControllerURL() + path)

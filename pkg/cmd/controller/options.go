@@ -13,11 +13,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -51,6 +55,7 @@ type Options struct {
 	RetryPeriod         time.Duration
 	QPS                 float32
 	Burst               int
+	ProvisionersConfig  string
 }
 
 // NewCommand returns the plinth-controller command.
@@ -82,6 +87,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew.")
 	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second the controller may send to the API servers.")
 	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests above --kube-api-qps.")
+	f.StringVar(&o.ProvisionersConfig, "provisioners-config", "", "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
 	return cmd
 }
 
@@ -104,7 +110,12 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	plinthInformers := informers.NewSharedInformerFactory(plinth, 10*time.Minute)
 	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 10*time.Minute)
-	controllers, err := o.build(kube, plinth, plinthInformers, kubeInformers)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	controllers, err := o.build(kube, plinth, dyn, mapper, plinthInformers, kubeInformers)
 	if err != nil {
 		return err
 	}
@@ -181,7 +192,8 @@ func (o *Options) healthServer(ready <-chan struct{}) *http.Server {
 }
 
 // build wires the controllers to their informers.
-func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, pf informers.SharedInformerFactory, kf kubeinformers.SharedInformerFactory) ([]*loop.Loop, error) {
+func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, dyn dynamic.Interface, mapper meta.RESTMapper,
+	pf informers.SharedInformerFactory, kf kubeinformers.SharedInformerFactory) ([]*loop.Loop, error) {
 	score := pf.Score().V1b1()
 	workloads, bindings, plans, policies := score.Workloads(), score.ResourceBindings(), score.WorkloadPlans(), score.PlatformPolicies()
 	configMaps, secrets, namespaces, services := kf.Core().V1().ConfigMaps(), kf.Core().V1().Secrets(), kf.Core().V1().Namespaces(), kf.Core().V1().Services()
@@ -232,9 +244,21 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, p
 	_ = secrets.Informer()
 	_ = namespaces.Informer()
 
-	res := resolver.New(plinth, bindings.Lister(), resolver.Builtins(resolver.Env{
+	env := resolver.Env{
 		Client: kube, Secrets: secrets.Lister(), Services: services.Lister(), StatefulSets: statefulSets.Lister(), DNSDomain: o.DNSDomain,
-	}))
+		Dynamic: dyn, Mapper: mapper,
+	}
+	provisioners := resolver.Builtins(env)
+	if o.ProvisionersConfig != "" {
+		templates, err := resolver.LoadTemplates(o.ProvisionersConfig, env)
+		if err != nil {
+			return nil, err
+		}
+		for typ, p := range templates {
+			provisioners[typ] = p
+		}
+	}
+	res := resolver.New(plinth, bindings.Lister(), provisioners)
 	for _, err := range []error{
 		res.Watch(bindings.Informer()),
 		res.WatchMapped(statefulSets.Informer(), loop.OwnerKeys(apiVersion, "ResourceBinding")),

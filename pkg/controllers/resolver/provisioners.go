@@ -10,8 +10,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -45,6 +47,9 @@ type Env struct {
 	StatefulSets appslisters.StatefulSetLister
 	// DNSDomain is the domain dns resources get hosts in.
 	DNSDomain string
+	// Dynamic and Mapper apply the manifests of template provisioners.
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
 }
 
 // Builtins returns the built-in provisioners by resource type, with the output keys score-k8s
