@@ -31,14 +31,15 @@ func main() {
 	nodes := flag.Int("nodes", 0, "fake nodes; default enough for all pods")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
 	binDir := flag.String("bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
+	minimal := flag.Bool("minimal", false, "Workloads with one container only: no resource, no service port")
 	flag.Parse()
-	if err := run(*n, *nodes, *timeout, *binDir); err != nil {
+	if err := run(*n, *nodes, *timeout, *binDir, *minimal); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-workloads:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, nodes int, timeout time.Duration, binDir string) error {
+func run(n, nodes int, timeout time.Duration, binDir string, minimal bool) error {
 	if nodes == 0 {
 		nodes = n/200 + 2
 	}
@@ -78,7 +79,7 @@ func run(n, nodes int, timeout time.Duration, binDir string) error {
 		go func(worker int) {
 			defer wg.Done()
 			for i := worker; i < n; i += 8 {
-				if _, err := client.Create(ctx, workload(i), metav1.CreateOptions{}); err != nil {
+				if _, err := client.Create(ctx, workload(i, minimal), metav1.CreateOptions{}); err != nil {
 					errs <- err
 					return
 				}
@@ -115,13 +116,17 @@ func run(n, nodes int, timeout time.Duration, binDir string) error {
 	allReady := time.Since(start)
 	cpuAfter, _ := cpuSeconds(platform.ControllerPID())
 	peak, _ := peakRSS(platform.ControllerPID())
-	fmt.Printf("workloads=%d nodes=%d created_in=%s all_ready_in=%s controller_cpu=%.1fs controller_peak_rss=%dMiB\n",
-		n, nodes, createdIn.Round(10*time.Millisecond), allReady.Round(10*time.Millisecond), cpuAfter-cpuBefore, peak/1024)
+	fmt.Printf("workloads=%d minimal=%v nodes=%d created_in=%s all_ready_in=%s controller_cpu=%.1fs controller_peak_rss=%dMiB\n",
+		n, minimal, nodes, createdIn.Round(10*time.Millisecond), allReady.Round(10*time.Millisecond), cpuAfter-cpuBefore, peak/1024)
 	return nil
 }
 
-func workload(i int) *v1b1.Workload {
+func workload(i int, minimal bool) *v1b1.Workload {
 	name := fmt.Sprintf("bench-%04d", i)
+	if minimal {
+		return &v1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1b1.WorkloadSpec{RuntimeClass: "kubernetes",
+			Containers: map[string]v1b1.Container{"main": {Image: "registry.example.com/bench:1"}}}}
+	}
 	return &v1b1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1b1.WorkloadSpec{
