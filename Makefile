@@ -35,7 +35,7 @@ run: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR)/local (make clean removes it)"
 	$(BIN)/plinth-local-up --dir $(PLINTH_DIR)/local --etcd-port $(ETCD_PORT) --etcd-peer-port $(ETCD_PEER_PORT) \
 		--kube-port $(KUBE_PORT) --plinth-port $(PLINTH_PORT) --controller-port $(CONTROLLER_PORT) --kwok-port $(KWOK_PORT) \
-		--provisioners-config artifacts/examples/provisioners.yaml
+		--provisioners-config artifacts/controller/provisioners.yaml
 
 run-standalone: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR) (make clean removes it)"

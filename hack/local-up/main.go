@@ -28,7 +28,7 @@ func main() {
 	flag.IntVar(&cfg.ControllerPort, "controller-port", 18280, "plinth-controller health and metrics port")
 	flag.IntVar(&cfg.KwokPort, "kwok-port", 18281, "kwok's own server port")
 	flag.IntVar(&cfg.Nodes, "nodes", 3, "fake nodes that run pods")
-	flag.StringVar(&cfg.ProvisionersConfig, "provisioners-config", filepath.Join("artifacts", "examples", "provisioners.yaml"), "plinth-controller's template provisioners file")
+	flag.StringVar(&cfg.ProvisionersConfig, "provisioners-config", filepath.Join("artifacts", "controller", "provisioners.yaml"), "plinth-controller's template provisioners file")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -382,7 +383,14 @@ spec:
 			t.Fatal(err)
 		}
 		standby := exec.Command(filepath.Join(framework.BinDir(), "plinth-controller"),
-			"--kubeconfig", p.Kubeconfig(localplatform.ControllerUser), "--bind-address", fmt.Sprintf("127.0.0.1:%d", port))
+			"--kubeconfig", p.Kubeconfig(localplatform.ControllerUser), "--bind-address", fmt.Sprintf("127.0.0.1:%d", port),
+			"--provisioners-config", filepath.Join(framework.RepoRoot(), "artifacts", "controller", "provisioners.yaml"))
+		standbyLog, err := os.Create(filepath.Join(p.LogDir(), "plinth-controller-standby.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer standbyLog.Close()
+		standby.Stdout, standby.Stderr = standbyLog, standbyLog
 		if err := standby.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -401,8 +409,9 @@ spec:
 			return strings.HasSuffix(holder, fmt.Sprintf("_%d", standby.Process.Pid)), holder
 		})
 		t.Logf("standby took the lease %s after the leader died (lease duration 15s)", time.Since(killed).Round(100*time.Millisecond))
-		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/shop2", "-n", ns, "--timeout=60s"); err != nil {
-			t.Fatalf("%v\n%s", err, out)
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/shop2", "-n", ns, "--timeout=90s"); err != nil {
+			status, _ := framework.Kubectl(p.AdminKubeconfig(), "get", "workload,resourcebinding,workloadplan", "-n", ns, "-o", "yaml")
+			t.Fatalf("%v\n%s\n%s", err, out, status)
 		}
 		bindings, _ := plinth.ResourceBindings(ns).List(ctx, metav1.ListOptions{LabelSelector: "score.dev/workload=shop2"})
 		deployments, _ := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"score.dev/workload": "shop2"}.String()})

@@ -71,7 +71,7 @@ func StartLocalPlatform(t testing.TB) *localplatform.Platform {
 		p, err = localplatform.Start(ctx, localplatform.Config{
 			Dir: dir, BinDir: BinDir(), ArtifactsDir: filepath.Join(RepoRoot(), "artifacts", "deploy"),
 			EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
-			EtcdUnsafeNoFsync: true, ProvisionersConfig: filepath.Join(RepoRoot(), "artifacts", "examples", "provisioners.yaml"),
+			EtcdUnsafeNoFsync: true, ProvisionersConfig: filepath.Join(RepoRoot(), "artifacts", "controller", "provisioners.yaml"),
 		})
 		var inUse *localplatform.PortInUseError
 		if err == nil {
