@@ -83,7 +83,7 @@ func Merge(w *score.Workload) (*Workload, field.ErrorList) {
 // mergeInto adds the inline elements to the spec's, reporting disagreements at the spec path.
 func mergeInto[V any](spec, inline map[string]V, fldPath *field.Path, fromInline sets.Set[string], section string) field.ErrorList {
 	var errs field.ErrorList
-	for _, name := range sortedKeys(inline) {
+	for _, name := range sets.List(sets.KeySet(inline)) {
 		fromDoc := inline[name]
 		fromSpec, both := spec[name]
 		if !both {
@@ -146,7 +146,7 @@ func goName[V any](v V, json string) string {
 // Images lists every container image with its field path, in a stable order.
 func (w *Workload) Images(spec *field.Path) []Located {
 	var out []Located
-	for _, name := range sortedKeys(w.Containers) {
+	for _, name := range sets.List(sets.KeySet(w.Containers)) {
 		out = append(out, Located{Value: w.Containers[name].Image, Path: w.path(spec, "containers", name).Child("image")})
 	}
 	return out
@@ -155,7 +155,7 @@ func (w *Workload) Images(spec *field.Path) []Located {
 // ResourceTypes lists every resource type with its field path, in a stable order.
 func (w *Workload) ResourceTypes(spec *field.Path) []Located {
 	var out []Located
-	for _, name := range sortedKeys(w.Resources) {
+	for _, name := range sets.List(sets.KeySet(w.Resources)) {
 		out = append(out, Located{Value: w.Resources[name].Type, Path: w.path(spec, "resources", name).Child("type")})
 	}
 	return out

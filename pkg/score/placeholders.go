@@ -58,10 +58,10 @@ func checkString(s string, declared sets.Set[string], fldPath *field.Path) field
 func (w *Workload) checkPlaceholders(spec *field.Path) field.ErrorList {
 	declared := sets.KeySet(w.Resources)
 	var errs field.ErrorList
-	for _, name := range sortedKeys(w.Containers) {
+	for _, name := range sets.List(sets.KeySet(w.Containers)) {
 		c := w.Containers[name]
 		base := w.path(spec, "containers", name)
-		for _, key := range sortedKeys(c.Variables) {
+		for _, key := range sets.List(sets.KeySet(c.Variables)) {
 			errs = append(errs, checkString(c.Variables[key], declared, base.Child("variables", key))...)
 		}
 		for i, f := range c.Files {
@@ -73,7 +73,7 @@ func (w *Workload) checkPlaceholders(spec *field.Path) field.ErrorList {
 			errs = append(errs, checkString(v.Source, declared, base.Child("volumes").Index(i).Child("source"))...)
 		}
 	}
-	for _, name := range sortedKeys(w.Resources) {
+	for _, name := range sets.List(sets.KeySet(w.Resources)) {
 		r := w.Resources[name]
 		if r.Params == nil || len(r.Params.Raw) == 0 {
 			continue
@@ -94,7 +94,7 @@ func checkValue(v interface{}, declared sets.Set[string], fldPath *field.Path) f
 		return checkString(t, declared, fldPath)
 	case map[string]interface{}:
 		var errs field.ErrorList
-		for _, k := range sortedKeys(t) {
+		for _, k := range sets.List(sets.KeySet(t)) {
 			errs = append(errs, checkValue(t[k], declared, fldPath.Key(k))...)
 		}
 		return errs

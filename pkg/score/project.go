@@ -67,13 +67,13 @@ func Project(w *score.Workload, resolved *Workload, outputs map[string]Outputs) 
 	spec := field.NewPath("spec")
 	p := &Projection{Projection: score.WorkloadProjection{Containers: map[string]score.ContainerProjection{}}}
 	used := map[string]sets.Set[string]{}
-	for _, name := range sortedKeys(resolved.Containers) {
+	for _, name := range sets.List(sets.KeySet(resolved.Containers)) {
 		c := resolved.Containers[name]
 		base := resolved.path(spec, "containers", name)
 		cp := score.ContainerProjection{Image: c.Image, Command: c.Command, Args: c.Args, Resources: c.Resources,
 			LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe}
 		hidden := sets.New[string]()
-		for _, key := range sortedKeys(c.Variables) {
+		for _, key := range sets.List(sets.KeySet(c.Variables)) {
 			env, extra, err := projectVariable(key, c.Variables[key], meta, outputs, used, base.Child("variables", key))
 			if err != nil {
 				return nil, err
@@ -113,7 +113,7 @@ func Project(w *score.Workload, resolved *Workload, outputs map[string]Outputs) 
 	if resolved.Service != nil && len(resolved.Service.Ports) > 0 {
 		p.Projection.Service = &score.ServiceProjection{Ports: resolved.Service.Ports}
 	}
-	for _, name := range sortedKeys(resolved.Resources) {
+	for _, name := range sets.List(sets.KeySet(resolved.Resources)) {
 		pb := score.PlanBinding{Key: name, Type: resolved.Resources[name].Type, Critical: true}
 		pb.Outputs = sets.List(used[name])
 		p.Bindings = append(p.Bindings, pb)

@@ -7,12 +7,12 @@ package score
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	scoreschema "github.com/score-spec/score-go/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
@@ -145,12 +145,12 @@ func FromDocument(doc map[string]interface{}) (*Inline, error) {
 	for name, c := range wire.Containers {
 		container := score.Container{Image: c.Image, Command: c.Command, Args: c.Args, Variables: c.Variables, Resources: c.Resources,
 			LivenessProbe: c.LivenessProbe.toAPI(), ReadinessProbe: c.ReadinessProbe.toAPI()}
-		for _, target := range sortedKeys(c.Files) {
+		for _, target := range sets.List(sets.KeySet(c.Files)) {
 			f := c.Files[target]
 			container.Files = append(container.Files, score.ContainerFile{Target: target, Mode: f.Mode, Content: f.Content,
 				BinaryContent: f.BinaryContent, Source: f.Source, NoExpand: f.NoExpand})
 		}
-		for _, target := range sortedKeys(c.Volumes) {
+		for _, target := range sets.List(sets.KeySet(c.Volumes)) {
 			v := c.Volumes[target]
 			container.Volumes = append(container.Volumes, score.ContainerVolume{Target: target, Source: v.Source, Path: v.Path, ReadOnly: v.ReadOnly})
 		}
@@ -207,13 +207,4 @@ func (p *probeWire) toAPI() *score.ContainerProbe {
 		out.HTTPGet = &score.HTTPGetProbe{Scheme: h.Scheme, Host: h.Host, Path: h.Path, Port: h.Port, HTTPHeaders: h.HTTPHeaders}
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

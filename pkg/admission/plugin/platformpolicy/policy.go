@@ -121,7 +121,7 @@ func defaultResources(w *score.Workload, resolved *scorespec.Workload, defaults 
 		all = resolved.Resources
 	}
 	changed := false
-	for _, name := range sortedKeys(all) {
+	for _, name := range sets.List(sets.KeySet(all)) {
 		effective := all[name]
 		def, ok := defaults[effective.Type]
 		if !ok {
@@ -291,13 +291,4 @@ func (r ImageRef) TagMatchesAny(patterns []string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

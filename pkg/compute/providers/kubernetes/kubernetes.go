@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -63,7 +63,7 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 
 	pod := corev1.PodSpec{}
 	files := map[string][]byte{}
-	names := sortedKeys(plan.Spec.Projection.Containers)
+	names := sets.List(sets.KeySet(plan.Spec.Projection.Containers))
 	for _, name := range names {
 		c := plan.Spec.Projection.Containers[name]
 		container := corev1.Container{Name: name, Image: c.Image, Command: c.Command, Args: c.Args}
@@ -93,7 +93,7 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 		container.Resources = resources(c.Resources)
 		container.LivenessProbe, container.ReadinessProbe = probe(c.LivenessProbe), probe(c.ReadinessProbe)
 		if svc := plan.Spec.Projection.Service; svc != nil && len(names) > 0 && name == names[0] {
-			for _, portName := range sortedKeys(svc.Ports) {
+			for _, portName := range sets.List(sets.KeySet(svc.Ports)) {
 				p := svc.Ports[portName]
 				container.Ports = append(container.Ports, corev1.ContainerPort{Name: truncate(portName, 15), ContainerPort: targetPort(p), Protocol: corev1.Protocol(p.Protocol)})
 			}
@@ -124,7 +124,7 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 		service := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta(plan.Name),
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/name": plan.Name}}}
 		service.Annotations = svc.Annotations
-		for _, portName := range sortedKeys(svc.Ports) {
+		for _, portName := range sets.List(sets.KeySet(svc.Ports)) {
 			p := svc.Ports[portName]
 			service.Spec.Ports = append(service.Spec.Ports, corev1.ServicePort{Name: portName, Port: p.Port,
 				TargetPort: intstr.FromInt32(targetPort(p)), Protocol: corev1.Protocol(p.Protocol)})
@@ -292,13 +292,4 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
