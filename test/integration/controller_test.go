@@ -313,9 +313,10 @@ spec:
 		if count != 1 {
 			t.Errorf("%d databases for one shared id", count)
 		}
-		// The binding outlives one of its workloads and goes with the last.
+		// The binding outlives one of its workloads and goes with the last. Both steps are the
+		// garbage collector's (dangling owner removal, then deletion), which can take a while.
 		alice("", "delete", "workload", "orders", "-n", ns)
-		waitForCondition(t, 60*time.Second, func() (bool, string) {
+		waitForCondition(t, 120*time.Second, func() (bool, string) {
 			b, err := plinth.ResourceBindings(ns).Get(ctx, "shared-postgres-main-db", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -323,7 +324,7 @@ spec:
 			return len(b.OwnerReferences) == 1 && b.OwnerReferences[0].Name == "billing", fmt.Sprint(b.OwnerReferences)
 		})
 		alice("", "delete", "workload", "billing", "-n", ns)
-		waitForCondition(t, 90*time.Second, func() (bool, string) {
+		waitForCondition(t, 120*time.Second, func() (bool, string) {
 			_, err := plinth.ResourceBindings(ns).Get(ctx, "shared-postgres-main-db", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
