@@ -494,7 +494,8 @@ func (p *Platform) install(ctx context.Context) error {
 var replacedLocally = map[string]bool{"60-service.yaml": true, "70-deployment.yaml": true}
 
 func localManifest(plinthPort int) string {
-	return fmt.Sprintf(`apiVersion: v1
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: v1
 kind: Service
 metadata:
   name: plinth-apiserver
@@ -505,35 +506,29 @@ spec:
   ports:
   - name: https
     port: %d
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: team-a
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: team-b
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: alice-edit
-  namespace: team-a
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: bob-edit
-  namespace: team-b
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
 `, plinthPort)
+	// Each tenant identity edits its own namespace with the built-in edit role.
+	for _, id := range Identities {
+		if id.Namespace == "" || len(id.Groups) > 0 {
+			continue
+		}
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[2]s
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: %[1]s-edit
+  namespace: %[2]s
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[1]s}
+`, id.User, id.Namespace)
+	}
+	return b.String()
 }
 
 func (p *Platform) kubectl(ctx context.Context, args ...string) error {
