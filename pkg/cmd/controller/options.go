@@ -29,6 +29,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
@@ -200,8 +201,9 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 	deployments, statefulSets := kf.Apps().V1().Deployments(), kf.Apps().V1().StatefulSets()
 	apiVersion := v1b1.SchemeGroupVersion.String()
 
+	policySnapshot := &platformpolicy.Snapshot{}
 	orch := orchestrator.New(plinth, orchestrator.Listers{
-		Workloads: workloads.Lister(), Bindings: bindings.Lister(), Plans: plans.Lister(), Policies: policies.Lister(),
+		Workloads: workloads.Lister(), Bindings: bindings.Lister(), Plans: plans.Lister(), Policies: policySnapshot,
 		ConfigMaps: configMaps.Lister(), Secrets: secrets.Lister(), Namespaces: namespaces.Lister(),
 	}, o.DefaultRuntimeClass)
 	allWorkloads := func(interface{}) []string {
@@ -234,7 +236,13 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 		orch.Watch(workloads.Informer()),
 		orch.WatchMapped(bindings.Informer(), loop.OwnerKeys(apiVersion, "Workload")),
 		orch.WatchMapped(plans.Informer(), loop.OwnerKeys(apiVersion, "Workload")),
-		orch.WatchMapped(policies.Informer(), allWorkloads),
+		// One handler refreshes the compiled policies and then re-queues every workload, so no
+		// reconcile can see the change's event before the snapshot has it.
+		orch.WatchMapped(policies.Informer(), func(obj interface{}) []string {
+			all, _ := policies.Lister().List(labels.Everything())
+			policySnapshot.Set(all)
+			return allWorkloads(obj)
+		}),
 		orch.WatchMapped(configMaps.Informer(), workloadsUsingConfigMap),
 	} {
 		if err != nil {

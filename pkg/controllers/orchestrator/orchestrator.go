@@ -44,10 +44,11 @@ var scheme = func() *runtime.Scheme {
 
 // Listers are the caches the orchestrator reads.
 type Listers struct {
-	Workloads  listers.WorkloadLister
-	Bindings   listers.ResourceBindingLister
-	Plans      listers.WorkloadPlanLister
-	Policies   listers.PlatformPolicyLister
+	Workloads listers.WorkloadLister
+	Bindings  listers.ResourceBindingLister
+	Plans     listers.WorkloadPlanLister
+	// Policies is kept current by the caller from a PlatformPolicy informer.
+	Policies   *platformpolicy.Snapshot
 	ConfigMaps corelisters.ConfigMapLister
 	Secrets    corelisters.SecretLister
 	Namespaces corelisters.NamespaceLister
@@ -191,23 +192,16 @@ func (c *Controller) inputs(w *v1b1.Workload) (*score.Workload, string, string) 
 // policyCheck applies the constraints of the policies that match now, so a policy added after
 // the workload was admitted still shows up as PolicyViolation.
 func (c *Controller) policyCheck(w *score.Workload, resolved *scorespec.Workload) (string, string) {
-	policies, err := c.listers.Policies.List(labels.Everything())
-	if err != nil || len(policies) == 0 {
-		return "", ""
-	}
 	var nsLabels labels.Set
 	if c.listers.Namespaces != nil {
 		if ns, err := c.listers.Namespaces.Get(w.Namespace); err == nil {
 			nsLabels = ns.Labels
 		}
 	}
-	var compiled []*platformpolicy.Compiled
-	for _, p := range policies {
-		if cp, err := platformpolicy.Compile(p); err == nil && cp.Matches(w.Labels, nsLabels) {
-			compiled = append(compiled, cp)
-		}
+	compiled := c.listers.Policies.Matching(w.Labels, nsLabels)
+	if len(compiled) == 0 {
+		return "", ""
 	}
-	platformpolicy.Order(compiled)
 	facts := platformpolicy.NewFacts(w, resolved)
 	for _, cp := range compiled {
 		if v := cp.Violations(facts); len(v) > 0 {

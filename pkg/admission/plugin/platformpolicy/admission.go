@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +18,6 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/admission/initializer"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
@@ -46,8 +44,7 @@ func Register(plugins *admission.Plugins) {
 // Plugin is the PlatformPolicy admission plugin.
 type Plugin struct {
 	*admission.Handler
-	// snapshot is the compiled, ordered policy list, replaced whole on every policy change.
-	snapshot   atomic.Pointer[[]*Compiled]
+	policies   Snapshot
 	namespaces corelisters.NamespaceLister
 	synced     []cache.InformerSynced
 }
@@ -63,10 +60,7 @@ var (
 
 // New returns a plugin for Workload creates and updates.
 func New() *Plugin {
-	p := &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update)}
-	empty := []*Compiled{}
-	p.snapshot.Store(&empty)
-	return p
+	return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update)}
 }
 
 // SetPlinthInformerFactory watches PlatformPolicies.
@@ -79,7 +73,7 @@ func (p *Plugin) SetPlinthInformerFactory(f informers.SharedInformerFactory) {
 			utilruntime.HandleError(err)
 			return
 		}
-		p.SetPolicies(all)
+		p.policies.Set(all)
 	}
 	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(interface{}) { rebuild() },
@@ -117,21 +111,8 @@ func (p *Plugin) ValidateInitialization() error {
 	return nil
 }
 
-// SetPolicies replaces the compiled policy list. A policy that does not compile (impossible
-// for stored policies, which were validated) is skipped and logged.
-func (p *Plugin) SetPolicies(policies []*v1b1.PlatformPolicy) {
-	compiled := make([]*Compiled, 0, len(policies))
-	for _, policy := range policies {
-		c, err := Compile(policy)
-		if err != nil {
-			klog.ErrorS(err, "Skipping PlatformPolicy", "policy", policy.Name)
-			continue
-		}
-		compiled = append(compiled, c)
-	}
-	Order(compiled)
-	p.snapshot.Store(&compiled)
-}
+// SetPolicies replaces the policies the plugin applies.
+func (p *Plugin) SetPolicies(policies []*v1b1.PlatformPolicy) { p.policies.Set(policies) }
 
 // handles is true for the main workloads resource of score.dev.
 func handles(a admission.Attributes) bool {
@@ -148,13 +129,7 @@ func (p *Plugin) matching(ctx context.Context, a admission.Attributes, w *score.
 			nsLabels = ns.Labels
 		}
 	}
-	var out []*Compiled
-	for _, c := range *p.snapshot.Load() {
-		if c.Matches(w.Labels, nsLabels) {
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	return p.policies.Matching(w.Labels, nsLabels), nil
 }
 
 // Admit applies the matching policies' defaults and records them in an annotation.

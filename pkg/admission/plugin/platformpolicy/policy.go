@@ -5,11 +5,13 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
@@ -51,6 +53,44 @@ func Compile(p *v1b1.PlatformPolicy) (*Compiled, error) {
 		}
 	}
 	return c, nil
+}
+
+// Snapshot is the compiled, ordered policy set, replaced whole on every policy change and read
+// without locks: selectors are parsed once per change, not once per request or reconcile.
+type Snapshot struct {
+	compiled atomic.Pointer[[]*Compiled]
+}
+
+// Set replaces the snapshot. A policy that does not compile (impossible for stored policies,
+// which were validated) is skipped and logged.
+func (s *Snapshot) Set(policies []*v1b1.PlatformPolicy) {
+	compiled := make([]*Compiled, 0, len(policies))
+	for _, policy := range policies {
+		c, err := Compile(policy)
+		if err != nil {
+			klog.ErrorS(err, "Skipping PlatformPolicy", "policy", policy.Name)
+			continue
+		}
+		compiled = append(compiled, c)
+	}
+	Order(compiled)
+	s.compiled.Store(&compiled)
+}
+
+// Matching returns, in application order, the policies that select a workload with these
+// labels in a namespace with these labels.
+func (s *Snapshot) Matching(workloadLabels, namespaceLabels labels.Set) []*Compiled {
+	all := s.compiled.Load()
+	if all == nil {
+		return nil
+	}
+	var out []*Compiled
+	for _, c := range *all {
+		if c.Matches(workloadLabels, namespaceLabels) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Order sorts policies as they apply: highest priority first, ties by name.

@@ -128,7 +128,7 @@ func TestNamespaceSelector(t *testing.T) {
 		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 		p.Spec.Defaults = &v1b1.PolicyDefaults{RuntimeClass: "kubernetes"}
 	}))
-	c := (*p.snapshot.Load())[0]
+	c := p.policies.Matching(nil, map[string]string{"team": "a"})[0]
 	if !c.Matches(nil, map[string]string{"team": "a"}) || c.Matches(nil, map[string]string{"team": "b"}) || c.Matches(nil, nil) {
 		t.Errorf("namespaceSelector matching is wrong")
 	}
