@@ -6,6 +6,7 @@ package resolver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,6 +74,9 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 		default:
 			status.Phase = v1b1.BindingPhaseBinding
 			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingPending, result.Message)
+			// Readiness is also watched through owned objects, but an event can fall between a
+			// crashed leader and its successor; look again rather than wait for one.
+			c.EnqueueAfter(namespace, name, 5*time.Second)
 		}
 		if err == nil {
 			status.Outputs = &v1b1.BindingOutputs{Metadata: result.Values}

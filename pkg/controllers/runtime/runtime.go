@@ -5,6 +5,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,6 +86,9 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 		status.Phase = v1b1.PlanPhaseFailed
 	default:
 		status.Phase = v1b1.PlanPhasePlanning
+		// Look again while rolling out, as the resolver does: an event missed across a leader
+		// change must not leave the plan waiting.
+		c.EnqueueAfter(namespace, name, 5*time.Second)
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 	if ok {
