@@ -30,6 +30,12 @@ type Runtime interface {
 	Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings map[string]*v1b1.ResourceBinding) (Status, error)
 }
 
+// Releaser is implemented by runtimes that keep state per plan in memory; Release is called
+// once a plan is gone.
+type Releaser interface {
+	Release(namespace, name string)
+}
+
 // Registry maps runtime classes to runtimes.
 type Registry struct {
 	runtimes map[string]Runtime
@@ -51,6 +57,15 @@ func (r *Registry) Register(rt Runtime) error {
 func (r *Registry) Get(class string) (Runtime, bool) {
 	rt, ok := r.runtimes[class]
 	return rt, ok
+}
+
+// Release tells every runtime that keeps state per plan that a plan is gone.
+func (r *Registry) Release(namespace, name string) {
+	for _, rt := range r.runtimes {
+		if rel, ok := rt.(Releaser); ok {
+			rel.Release(namespace, name)
+		}
+	}
 }
 
 // Names lists the registered classes.

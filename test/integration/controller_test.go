@@ -257,6 +257,54 @@ spec:
 		if err != nil || !strings.Contains(string(route.Spec.Params.Raw), `"host":"site-dns.plinth.local"`) {
 			t.Errorf("route params were not resolved from the dns output: %v %v", err, route)
 		}
+		// The route is an Ingress to the workload's Service, owned by the binding.
+		ing, err := kube.NetworkingV1().Ingresses(ns).Get(ctx, "site-route", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("route ingress: %v", err)
+		}
+		if r := ing.Spec.Rules; len(r) != 1 || r[0].Host != "site-dns.plinth.local" || r[0].HTTP.Paths[0].Path != "/" ||
+			r[0].HTTP.Paths[0].Backend.Service.Name != "site" || r[0].HTTP.Paths[0].Backend.Service.Port.Number != 80 {
+			t.Errorf("ingress rules %+v", r)
+		}
+		if len(ing.OwnerReferences) != 1 || ing.OwnerReferences[0].Kind != "ResourceBinding" || ing.OwnerReferences[0].UID != route.UID {
+			t.Errorf("ingress owners %+v", ing.OwnerReferences)
+		}
+		// Params a provisioner cannot use fail the binding with the param named, and are not
+		// published.
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: bad-route}
+spec:
+  containers: {main: {image: registry.example.com/site:1}}
+  resources:
+    route: {type: route, params: {host: bad-route.example.com, path: shop, port: 80}}
+  service: {ports: {web: {port: 80}}}
+`, "apply", "-f", "-")
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			w, err := plinth.Workloads(ns).Get(ctx, "bad-route", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(w.Status.Conditions, "BindingsReady")
+			return c != nil && c.Reason == "BindingFailed" && len(w.Status.Bindings) == 1 &&
+				w.Status.Bindings[0].Phase == v1b1.BindingPhaseFailed && strings.Contains(w.Status.Bindings[0].Message, `"path"`), fmt.Sprint(w.Status)
+		})
+		if _, err := kube.NetworkingV1().Ingresses(ns).Get(ctx, "bad-route-route", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("an Ingress was made from invalid route params: %v", err)
+		}
+		// Fixing the params binds it.
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: bad-route}
+spec:
+  containers: {main: {image: registry.example.com/site:1}}
+  resources:
+    route: {type: route, params: {host: bad-route.example.com, path: /shop, port: 80}}
+  service: {ports: {web: {port: 80}}}
+`, "apply", "-f", "-")
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/bad-route", "-n", ns, "--timeout=60s"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
 		alice(`apiVersion: score.dev/v1b1
 kind: Workload
 metadata: {name: loop}

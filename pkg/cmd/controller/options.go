@@ -48,6 +48,7 @@ type Options struct {
 	Workers             int
 	DefaultRuntimeClass string
 	DNSDomain           string
+	IngressClassName    string
 	LeaderElect         bool
 	LeaseNamespace      string
 	LeaseName           string
@@ -80,6 +81,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	f.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
 	f.StringVar(&o.DefaultRuntimeClass, "default-runtime-class", o.DefaultRuntimeClass, "Runtime class for workloads that name none after admission.")
 	f.StringVar(&o.DNSDomain, "dns-domain", o.DNSDomain, "Domain under which dns resources get host names.")
+	f.StringVar(&o.IngressClassName, "ingress-class", "", "IngressClass of the Ingresses that route resources create; empty means the cluster's default class.")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader on a Lease; only the leader reconciles.")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", o.LeaseNamespace, "Namespace of the leader Lease.")
 	f.StringVar(&o.LeaseName, "leader-elect-name", o.LeaseName, "Name of the leader Lease.")
@@ -254,7 +256,8 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 
 	env := resolver.Env{
 		Client: kube, Secrets: secrets.Lister(), Services: services.Lister(), StatefulSets: statefulSets.Lister(), DNSDomain: o.DNSDomain,
-		Dynamic: dyn, Mapper: mapper,
+		IngressClassName: o.IngressClassName,
+		Dynamic:          dyn, Mapper: mapper,
 	}
 	provisioners := resolver.Builtins(env)
 	if o.ProvisionersConfig != "" {
@@ -270,6 +273,8 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 	for _, err := range []error{
 		res.Watch(bindings.Informer()),
 		res.WatchMapped(statefulSets.Informer(), loop.OwnerKeys(apiVersion, "ResourceBinding")),
+		// Template provisioners may run Deployments; their readiness decides the binding's.
+		res.WatchMapped(deployments.Informer(), loop.OwnerKeys(apiVersion, "ResourceBinding")),
 	} {
 		if err != nil {
 			return nil, err
@@ -278,7 +283,7 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 	_ = services.Informer()
 
 	runtimes := compute.NewRegistry()
-	if err := runtimes.Register(&kubernetesruntime.Runtime{Client: kube, Deployments: deployments.Lister(), Secrets: secrets.Lister()}); err != nil {
+	if err := runtimes.Register(kubernetesruntime.New(kube, deployments.Lister(), services.Lister(), secrets.Lister())); err != nil {
 		return nil, err
 	}
 	rt := runtimecontroller.New(plinth, plans.Lister(), bindings.Lister(), runtimes)

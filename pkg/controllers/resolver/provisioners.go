@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -47,6 +48,9 @@ type Env struct {
 	StatefulSets appslisters.StatefulSetLister
 	// DNSDomain is the domain dns resources get hosts in.
 	DNSDomain string
+	// IngressClassName is the class of the Ingresses routes create; empty means the
+	// cluster's default class.
+	IngressClassName string
 	// Dynamic and Mapper apply the manifests of template provisioners.
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
@@ -68,30 +72,47 @@ func Builtins(env Env) map[string]Provisioner {
 		"redis": &datastore{env: env, image: "redis:7-alpine", port: 6379, fixedUser: "default",
 			args:    []string{"--requirepass", "$(REDIS_PASSWORD)"},
 			dataEnv: func(s string) []corev1.EnvVar { return []corev1.EnvVar{secretEnv("REDIS_PASSWORD", s, "password")} }},
-		"volume": staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{"source": b.Name} }),
-		"dns": staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string {
-			return map[string]string{"host": b.Name + "." + env.DNSDomain}
+		"volume": staticProvisioner(func(b *v1b1.ResourceBinding) (map[string]string, error) {
+			return map[string]string{"source": b.Name}, nil
 		}),
-		"route":        staticProvisioner(func(b *v1b1.ResourceBinding) map[string]string { return map[string]string{} }),
+		"dns": staticProvisioner(func(b *v1b1.ResourceBinding) (map[string]string, error) {
+			return map[string]string{"host": b.Name + "." + env.DNSDomain}, nil
+		}),
+		"route":        &route{env: env},
 		"service-port": staticProvisioner(servicePortOutputs),
 	}
 }
 
 // staticProvisioner is a type whose outputs are derived from the binding alone.
-type staticProvisioner func(b *v1b1.ResourceBinding) map[string]string
+type staticProvisioner func(b *v1b1.ResourceBinding) (map[string]string, error)
 
 func (f staticProvisioner) Provision(_ context.Context, b *v1b1.ResourceBinding) (Result, error) {
-	return Result{Ready: true, Values: f(b), Message: "The resource is bound."}, nil
+	values, err := f(b)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Ready: true, Values: values, Message: "The resource is bound."}, nil
 }
 
-func servicePortOutputs(b *v1b1.ResourceBinding) map[string]string {
-	params, _ := b.Spec.Params.Object()
+// servicePortOutputs names a port of a workload's service, as score-k8s does: params port
+// (required) and workload (default: the workload that declares the resource).
+func servicePortOutputs(b *v1b1.ResourceBinding) (map[string]string, error) {
+	params, err := bindingParams(b)
+	if err != nil {
+		return nil, err
+	}
+	port, err := portParam(params["port"])
+	if err != nil {
+		return nil, &ParamError{Param: "port", Message: `The service-port param "port" must be a port number from 1 to 65535.`}
+	}
 	workload, _ := params["workload"].(string)
-	port := fmt.Sprint(params["port"])
 	if workload == "" {
 		workload = b.Spec.WorkloadRef.Name
 	}
-	return map[string]string{"hostname": workload + "." + b.Namespace + ".svc", "port": port}
+	if errs := validation.IsDNS1035Label(workload); len(errs) > 0 {
+		return nil, &ParamError{Param: "workload", Message: fmt.Sprintf("The service-port param \"workload\" (%q) is not a valid workload name.", workload)}
+	}
+	return map[string]string{"hostname": workload + "." + b.Namespace + ".svc", "port": strconv.Itoa(int(port))}, nil
 }
 
 // datastore runs a single-replica StatefulSet with a Service and generated credentials.

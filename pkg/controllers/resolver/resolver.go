@@ -5,6 +5,7 @@ package resolver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,7 +61,13 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 	default:
 		result, err := provisioner.Provision(ctx, b)
 		provisionErr = err
+		var paramErr *ParamError
 		switch {
+		case errors.As(err, &paramErr):
+			// Retrying cannot help: the binding waits for its params to change.
+			provisionErr = nil
+			status.Phase = v1b1.BindingPhaseFailed
+			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, paramErr.Message)
 		case err != nil:
 			status.Phase = v1b1.BindingPhaseFailed
 			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, "The resource could not be provisioned.")

@@ -134,25 +134,34 @@ func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBin
 	if err != nil {
 		return Result{}, err
 	}
-	if err := t.apply(ctx, b, rendered); err != nil {
+	ready, err := t.apply(ctx, b, rendered)
+	if err != nil {
 		return Result{}, err
+	}
+	if !ready {
+		// Bound only when what the manifests run can be used, so a workload never starts
+		// against a broker or database that is still coming up.
+		result.Ready, result.Message = false, "The resource is being provisioned."
 	}
 	return result, nil
 }
 
-// apply server-side applies each document, in the binding's namespace and owned by it.
-func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding, manifests string) error {
+// apply server-side applies each document, in the binding's namespace and owned by it, and
+// reports whether every applied object is ready (ObjectReady). The apply response carries the
+// object's current status, so no informer per kind is needed.
+func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding, manifests string) (bool, error) {
 	if t.env.Dynamic == nil || t.env.Mapper == nil {
-		return errors.New("template manifests need a dynamic client")
+		return false, errors.New("template manifests need a dynamic client")
 	}
+	allReady := true
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifests), 4096)
 	for {
 		var obj unstructured.Unstructured
 		if err := decoder.Decode(&obj.Object); err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil
+				return allReady, nil
 			}
-			return err
+			return false, err
 		}
 		if len(obj.Object) == 0 {
 			continue
@@ -163,21 +172,25 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 			if r, ok := t.env.Mapper.(interface{ Reset() }); ok {
 				r.Reset()
 			}
-			return err
+			return false, err
 		}
 		obj.SetNamespace(b.Namespace)
 		obj.SetOwnerReferences([]metav1.OwnerReference{ownerRef(b)})
 		data, err := obj.MarshalJSON()
 		if err != nil {
-			return err
+			return false, err
 		}
 		var resource dynamic.ResourceInterface = t.env.Dynamic.Resource(mapping.Resource)
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			resource = t.env.Dynamic.Resource(mapping.Resource).Namespace(b.Namespace)
 		}
-		if _, err := resource.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-			metav1.PatchOptions{FieldManager: "plinth-resolver", Force: ptr.To(true)}); err != nil {
-			return err
+		live, err := resource.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: "plinth-resolver", Force: ptr.To(true)})
+		if err != nil {
+			return false, err
+		}
+		if !ObjectReady(live) {
+			allReady = false
 		}
 	}
 }

@@ -39,6 +39,7 @@ func New(client clientset.Interface, plans listers.WorkloadPlanLister, bindings 
 func (c *Controller) reconcile(ctx context.Context, namespace, name string) error {
 	plan, err := c.plans.WorkloadPlans(namespace).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && plan.DeletionTimestamp != nil) {
+		c.runtimes.Release(namespace, name)
 		return nil
 	}
 	if err != nil {

@@ -31,14 +31,24 @@ import (
 
 const fieldManager = "plinth-runtime-kubernetes"
 
-// Runtime is the kubernetes runtime.
+// Runtime is the kubernetes runtime. Create it with New.
 type Runtime struct {
 	Client      kubernetes.Interface
 	Deployments appslisters.DeploymentLister
+	Services    corelisters.ServiceLister
 	Secrets     corelisters.SecretLister
+	applied     *appliedCache
 }
 
-var _ compute.Runtime = &Runtime{}
+var (
+	_ compute.Runtime  = &Runtime{}
+	_ compute.Releaser = &Runtime{}
+)
+
+// New returns the kubernetes runtime reading live objects from the given listers.
+func New(client kubernetes.Interface, deployments appslisters.DeploymentLister, services corelisters.ServiceLister, secrets corelisters.SecretLister) *Runtime {
+	return &Runtime{Client: client, Deployments: deployments, Services: services, Secrets: secrets, applied: newAppliedCache()}
+}
 
 // Name is the runtime class.
 func (r *Runtime) Name() string { return "kubernetes" }
@@ -136,22 +146,63 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 	return r.status(plan)
 }
 
-// apply server-side applies a typed object.
+// apply server-side applies a typed object, unless it is unchanged since this process last
+// applied it (appliedCache).
 func (r *Runtime) apply(ctx context.Context, namespace, resource, name string, obj interface{}) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
+	key := resource + "/" + namespace + "/" + name
+	if r.applied.upToDate(key, data, r.live(namespace, resource, name)) {
+		return nil
+	}
 	opts := metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)}
+	var applied metav1.Object
 	switch resource {
 	case "deployments":
-		_, err = r.Client.AppsV1().Deployments(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+		applied, err = r.Client.AppsV1().Deployments(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
 	case "services":
-		_, err = r.Client.CoreV1().Services(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+		applied, err = r.Client.CoreV1().Services(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
 	case "secrets":
-		_, err = r.Client.CoreV1().Secrets(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+		applied, err = r.Client.CoreV1().Secrets(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	default:
+		return fmt.Errorf("unknown resource %q", resource)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	r.applied.record(key, data, applied)
+	return nil
+}
+
+// live is the informer's copy of an object this runtime applies, or nil.
+func (r *Runtime) live(namespace, resource, name string) metav1.Object {
+	var obj metav1.Object
+	var err error
+	switch resource {
+	case "deployments":
+		obj, err = r.Deployments.Deployments(namespace).Get(name)
+	case "services":
+		if r.Services == nil {
+			return nil
+		}
+		obj, err = r.Services.Services(namespace).Get(name)
+	case "secrets":
+		obj, err = r.Secrets.Secrets(namespace).Get(name)
+	}
+	if err != nil {
+		return nil
+	}
+	return obj
+}
+
+// Release forgets what was applied for a plan that is gone; garbage collection removes the
+// objects themselves.
+func (r *Runtime) Release(namespace, name string) {
+	for _, key := range []string{"deployments/" + namespace + "/" + name, "services/" + namespace + "/" + name, "secrets/" + namespace + "/" + name + "-files"} {
+		r.applied.forget(key)
+	}
 }
 
 func (r *Runtime) status(plan *v1b1.WorkloadPlan) (compute.Status, error) {

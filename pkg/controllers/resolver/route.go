@@ -1,0 +1,138 @@
+package resolver
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+)
+
+// ParamError is a binding whose params its provisioner cannot use. It is the user's to fix, so
+// the binding goes Failed with this message instead of being retried.
+type ParamError struct {
+	// Param is the name of the offending param.
+	Param string
+	// Message is one neutral sentence naming the param.
+	Message string
+}
+
+func (e *ParamError) Error() string { return e.Message }
+
+// route publishes a workload's service port under a host name and path with an Ingress, as
+// score-k8s does with an HTTPRoute: params host (required), port (required, a port of the
+// workload's service) and path (default "/", a prefix). It has no outputs.
+type route struct {
+	env Env
+}
+
+// RouteParams are a route binding's params, validated.
+type RouteParams struct {
+	Host string
+	Port int32
+	Path string
+}
+
+// ParseRouteParams validates a route's params.
+func ParseRouteParams(params map[string]interface{}) (RouteParams, error) {
+	out := RouteParams{Path: "/"}
+	host, _ := params["host"].(string)
+	switch {
+	case host == "":
+		return out, &ParamError{Param: "host", Message: `The route param "host" is required.`}
+	case len(validation.IsDNS1123Subdomain(strings.TrimPrefix(host, "*."))) > 0:
+		return out, &ParamError{Param: "host", Message: fmt.Sprintf("The route param \"host\" (%q) is not a valid DNS name.", host)}
+	}
+	out.Host = host
+	port, err := portParam(params["port"])
+	if err != nil {
+		return out, &ParamError{Param: "port", Message: `The route param "port" must be a port number from 1 to 65535.`}
+	}
+	out.Port = port
+	if p, ok := params["path"]; ok {
+		path, _ := p.(string)
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t\n?#") {
+			return out, &ParamError{Param: "path", Message: `The route param "path" must be an absolute URL path such as "/" or "/api".`}
+		}
+		out.Path = path
+	}
+	return out, nil
+}
+
+// portParam accepts a JSON number or a numeric string (placeholders resolve to strings).
+func portParam(v interface{}) (int32, error) {
+	var n int64
+	switch p := v.(type) {
+	case float64:
+		if p != float64(int64(p)) {
+			return 0, fmt.Errorf("not an integer")
+		}
+		n = int64(p)
+	case int64:
+		n = p
+	case string:
+		var err error
+		if n, err = strconv.ParseInt(p, 10, 32); err != nil {
+			return 0, err
+		}
+	default:
+		return 0, fmt.Errorf("missing")
+	}
+	if n < 1 || n > 65535 {
+		return 0, fmt.Errorf("out of range")
+	}
+	return int32(n), nil
+}
+
+func (r *route) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result, error) {
+	params, err := bindingParams(b)
+	if err != nil {
+		return Result{}, err
+	}
+	rp, err := ParseRouteParams(params)
+	if err != nil {
+		return Result{}, err
+	}
+	// The kubernetes runtime names the workload's Service after the workload.
+	backend := networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().
+		WithName(b.Spec.WorkloadRef.Name).WithPort(networkingv1ac.ServiceBackendPort().WithNumber(rp.Port)))
+	rule := networkingv1ac.IngressRule().WithHost(rp.Host).WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(
+		networkingv1ac.HTTPIngressPath().WithPath(rp.Path).WithPathType(networkingv1.PathTypePrefix).WithBackend(backend)))
+	owner := metav1ac.OwnerReference().WithAPIVersion(v1b1.SchemeGroupVersion.String()).WithKind("ResourceBinding").
+		WithName(b.Name).WithUID(b.UID).WithController(true)
+	ingress := networkingv1ac.Ingress(b.Name, b.Namespace).
+		WithLabels(map[string]string{"app.kubernetes.io/managed-by": "plinth", "score.dev/resource-binding": b.Name}).
+		WithOwnerReferences(owner).
+		WithSpec(networkingv1ac.IngressSpec().WithRules(rule))
+	if r.env.IngressClassName != "" {
+		ingress.Spec.WithIngressClassName(r.env.IngressClassName)
+	}
+	if _, err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Apply(ctx, ingress, metav1.ApplyOptions{FieldManager: "plinth-resolver", Force: true}); err != nil {
+		return Result{}, err
+	}
+	// An Ingress has no readiness of its own that every ingress controller reports; it is
+	// bound once the cluster has accepted it.
+	return Result{Ready: true, Values: map[string]string{}, Message: "The route is published."}, nil
+}
+
+// bindingParams decodes a binding's params; a binding without params has an empty map.
+func bindingParams(b *v1b1.ResourceBinding) (map[string]interface{}, error) {
+	if b.Spec.Params == nil {
+		return map[string]interface{}{}, nil
+	}
+	params, err := b.Spec.Params.Object()
+	if err != nil {
+		return nil, &ParamError{Param: "params", Message: "The resource params are not a JSON object."}
+	}
+	if params == nil {
+		params = map[string]interface{}{}
+	}
+	return params, nil
+}

@@ -1,0 +1,110 @@
+package resolver
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/plinth-dev/plinth/pkg/apis/common"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+)
+
+func TestParseRouteParams(t *testing.T) {
+	for name, tc := range map[string]struct {
+		params    map[string]interface{}
+		want      RouteParams
+		wantParam string
+	}{
+		"all set":              {params: map[string]interface{}{"host": "shop.example.com", "port": float64(80), "path": "/api"}, want: RouteParams{Host: "shop.example.com", Port: 80, Path: "/api"}},
+		"path defaults to /":   {params: map[string]interface{}{"host": "shop.example.com", "port": float64(8080)}, want: RouteParams{Host: "shop.example.com", Port: 8080, Path: "/"}},
+		"port as a string":     {params: map[string]interface{}{"host": "shop.example.com", "port": "443"}, want: RouteParams{Host: "shop.example.com", Port: 443, Path: "/"}},
+		"wildcard host":        {params: map[string]interface{}{"host": "*.example.com", "port": float64(80)}, want: RouteParams{Host: "*.example.com", Port: 80, Path: "/"}},
+		"no host":              {params: map[string]interface{}{"port": float64(80)}, wantParam: "host"},
+		"host with a scheme":   {params: map[string]interface{}{"host": "https://shop.example.com", "port": float64(80)}, wantParam: "host"},
+		"no port":              {params: map[string]interface{}{"host": "shop.example.com"}, wantParam: "port"},
+		"port out of range":    {params: map[string]interface{}{"host": "shop.example.com", "port": float64(70000)}, wantParam: "port"},
+		"fractional port":      {params: map[string]interface{}{"host": "shop.example.com", "port": 80.5}, wantParam: "port"},
+		"port is not a number": {params: map[string]interface{}{"host": "shop.example.com", "port": "http"}, wantParam: "port"},
+		"relative path":        {params: map[string]interface{}{"host": "shop.example.com", "port": float64(80), "path": "api"}, wantParam: "path"},
+		"path with a query":    {params: map[string]interface{}{"host": "shop.example.com", "port": float64(80), "path": "/a?b=c"}, wantParam: "path"},
+		"path not a string":    {params: map[string]interface{}{"host": "shop.example.com", "port": float64(80), "path": float64(1)}, wantParam: "path"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseRouteParams(tc.params)
+			if tc.wantParam != "" {
+				var pe *ParamError
+				if !errors.As(err, &pe) || pe.Param != tc.wantParam || pe.Message == "" {
+					t.Fatalf("error %v, want a ParamError for %q", err, tc.wantParam)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRouteCreatesIngressToTheWorkloadService(t *testing.T) {
+	client := fake.NewClientset()
+	r := &route{env: Env{Client: client, IngressClassName: "public"}}
+	b := &v1b1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "site-route", Namespace: "team-a", UID: "uid-1"},
+		Spec: v1b1.ResourceBindingSpec{WorkloadRef: v1b1.WorkloadReference{Name: "site"}, Type: "route",
+			Params: &common.RawObject{Raw: []byte(`{"host":"site.example.com","port":80,"path":"/shop"}`)}},
+	}
+	result, err := r.Provision(context.Background(), b)
+	if err != nil || !result.Ready || len(result.Values) != 0 {
+		t.Fatalf("result %+v, %v", result, err)
+	}
+	ing, err := client.NetworkingV1().Ingresses("team-a").Get(context.Background(), "site-route", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ing.OwnerReferences) != 1 || ing.OwnerReferences[0].Kind != "ResourceBinding" || ing.OwnerReferences[0].UID != "uid-1" {
+		t.Errorf("owner references %+v", ing.OwnerReferences)
+	}
+	if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "public" {
+		t.Errorf("ingress class %v", ing.Spec.IngressClassName)
+	}
+	rule := ing.Spec.Rules[0]
+	path := rule.HTTP.Paths[0]
+	if rule.Host != "site.example.com" || path.Path != "/shop" || *path.PathType != networkingv1.PathTypePrefix ||
+		path.Backend.Service.Name != "site" || path.Backend.Service.Port.Number != 80 {
+		t.Errorf("rule %+v", rule)
+	}
+
+	b.Spec.Params = &common.RawObject{Raw: []byte(`{"host":"site.example.com"}`)}
+	if _, err := r.Provision(context.Background(), b); err == nil {
+		t.Error("a route without a port was provisioned")
+	}
+}
+
+func TestServicePortOutputs(t *testing.T) {
+	binding := func(params string) *v1b1.ResourceBinding {
+		b := &v1b1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "web-port", Namespace: "team-a"},
+			Spec: v1b1.ResourceBindingSpec{WorkloadRef: v1b1.WorkloadReference{Name: "web"}, Type: "service-port"}}
+		if params != "" {
+			b.Spec.Params = &common.RawObject{Raw: []byte(params)}
+		}
+		return b
+	}
+	out, err := servicePortOutputs(binding(`{"port": 8080}`))
+	if err != nil || out["hostname"] != "web.team-a.svc" || out["port"] != "8080" {
+		t.Errorf("own workload: %v %v", out, err)
+	}
+	out, err = servicePortOutputs(binding(`{"workload": "api", "port": "9090"}`))
+	if err != nil || out["hostname"] != "api.team-a.svc" || out["port"] != "9090" {
+		t.Errorf("other workload: %v %v", out, err)
+	}
+	for _, params := range []string{"", `{}`, `{"port": 0}`, `{"port": 80, "workload": "Not_A_Name"}`, `[1]`} {
+		var pe *ParamError
+		if _, err := servicePortOutputs(binding(params)); !errors.As(err, &pe) {
+			t.Errorf("params %s: error %v, want a ParamError", params, err)
+		}
+	}
+}
