@@ -431,7 +431,13 @@ func (p *Platform) startSchedulerAndNodes(ctx context.Context) error {
 	if err != nil || len(stages) == 0 {
 		return fmt.Errorf("kwok stages are missing under %s/../kwok-stages (hack/build-tools.sh kwok writes them)", p.cfg.BinDir)
 	}
+	// kwok renews a Lease per node, as a kubelet does. The heartbeat stage writes node status
+	// only every ten minutes, so without leases kube-controller-manager's node lifecycle
+	// controller finds the nodes silent after its 50 s grace period, marks them and every pod
+	// on them NotReady, and kwok's pod-ready stage (for Pending pods only) never makes those
+	// pods Ready again: workloads would fall out of Ready a minute after start.
 	args := []string{"--kubeconfig", p.AdminKubeconfig(), "--manage-all-nodes=true", "--cidr", "10.244.0.0/16",
+		"--node-lease-duration-seconds", "40",
 		"--server-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.KwokPort)}
 	for _, s := range stages {
 		args = append(args, "--config", s)

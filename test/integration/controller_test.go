@@ -427,10 +427,6 @@ spec:
 	})
 
 	t.Run("a standby takes over when the leader dies mid-flight, without duplicates", func(t *testing.T) {
-		// Known open bug (issue 5): on clean-clone CI runs the datastore bindings created around
-		// the leader change stay in Binding; it passes locally. Skipped until diagnosed so it
-		// does not block landing; the logging and 5 s re-checks added for it stay.
-		t.Skip("known flake under investigation (issue 5): bindings stuck in Binding after a mid-flight leader change on CI")
 		port, err := framework.FreePort()
 		if err != nil {
 			t.Fatal(err)
