@@ -473,6 +473,39 @@ spec:
 		}
 	})
 
+	t.Run("workloads stay Ready past the node lifecycle grace period", func(t *testing.T) {
+		// kube-controller-manager marks nodes that renew no Lease for 50 s NotReady, and every
+		// pod on them with it; kwok would not make those pods Ready again. The nodes renew
+		// Leases, so a workload Ready since the start is still Ready a minute later.
+		if wait := 70*time.Second - time.Since(start); wait > 0 {
+			time.Sleep(wait)
+		}
+		leases, err := kube.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{})
+		if err != nil || len(leases.Items) != 3 {
+			t.Fatalf("node leases: %v %d", err, len(leases.Items))
+		}
+		for _, l := range leases.Items {
+			if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) > 40*time.Second {
+				t.Errorf("lease %s last renewed at %v", l.Name, l.Spec.RenewTime)
+			}
+		}
+		w, err := plinth.Workloads(ns).Get(ctx, "shop", metav1.GetOptions{})
+		if err != nil || !meta.IsStatusConditionTrue(w.Status.Conditions, "Ready") {
+			t.Errorf("workload shop, Ready since %s ago, is not Ready now: %v %v", time.Since(start).Round(time.Second), err, w.Status.Conditions)
+		}
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range pods.Items {
+			for _, c := range pod.Status.Conditions {
+				if c.Type == "Ready" && c.Status != "True" && pod.DeletionTimestamp == nil {
+					t.Errorf("pod %s is not Ready: %s", pod.Name, c.Reason)
+				}
+			}
+		}
+	})
+
 	t.Run("deleting the workload removes what it owns", func(t *testing.T) {
 		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "delete", "workload", "shop", "-n", ns, "--wait=true"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
