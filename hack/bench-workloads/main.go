@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +21,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	scoreclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 )
 
 func main() {
@@ -32,14 +38,16 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
 	binDir := flag.String("bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
 	minimal := flag.Bool("minimal", false, "Workloads with one container only: no resource, no service port")
+	diagnose := flag.String("diagnose", "", "directory for a 30 s kube-apiserver CPU profile taken after the creates, and its request counts")
+	controllerArgs := flag.String("controller-args", "", "extra plinth-controller flags, space-separated")
 	flag.Parse()
-	if err := run(*n, *nodes, *timeout, *binDir, *minimal); err != nil {
+	if err := run(*n, *nodes, *timeout, *binDir, *minimal, *diagnose, strings.Fields(*controllerArgs)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-workloads:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, nodes int, timeout time.Duration, binDir string, minimal bool) error {
+func run(n, nodes int, timeout time.Duration, binDir string, minimal bool, diagnose string, controllerArgs []string) error {
 	if nodes == 0 {
 		nodes = n/200 + 2
 	}
@@ -57,7 +65,7 @@ func run(n, nodes int, timeout time.Duration, binDir string, minimal bool) error
 	platform, err := localplatform.Start(ctx, localplatform.Config{
 		Dir: dir, BinDir: binDir, ArtifactsDir: filepath.Join("artifacts", "deploy"),
 		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
-		Nodes: nodes, EtcdUnsafeNoFsync: true, Progress: os.Stderr,
+		Nodes: nodes, EtcdUnsafeNoFsync: true, Progress: os.Stderr, ControllerArgs: controllerArgs,
 	})
 	if err != nil {
 		return err
@@ -93,31 +101,76 @@ func run(n, nodes int, timeout time.Duration, binDir string, minimal bool) error
 		return err
 	}
 	createdIn := time.Since(start)
+	profiled := make(chan error, 1)
+	if diagnose != "" {
+		go func() { profiled <- profileKubeAPIServer(ctx, cfg, diagnose) }()
+	} else {
+		profiled <- nil
+	}
 
-	for {
-		list, err := client.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return err
-		}
-		ready := 0
-		for _, w := range list.Items {
-			if meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionReady) {
-				ready++
-			}
-		}
-		if ready == n {
-			break
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%d of %d Ready after %s", ready, n, time.Since(start).Round(time.Second))
-		}
-		time.Sleep(250 * time.Millisecond)
+	// Readiness is watched, not polled: listing a thousand Workloads several times a second
+	// would load the servers being measured.
+	if err := waitAllReady(ctx, client, n); err != nil {
+		return fmt.Errorf("%w after %s", err, time.Since(start).Round(time.Second))
 	}
 	allReady := time.Since(start)
 	cpuAfter, _ := cpuSeconds(platform.ControllerPID())
 	peak, _ := peakRSS(platform.ControllerPID())
 	fmt.Printf("workloads=%d minimal=%v nodes=%d created_in=%s all_ready_in=%s controller_cpu=%.1fs controller_peak_rss=%dMiB\n",
 		n, minimal, nodes, createdIn.Round(10*time.Millisecond), allReady.Round(10*time.Millisecond), cpuAfter-cpuBefore, peak/1024)
+	if err := <-profiled; err != nil {
+		return err
+	}
+	if diagnose != "" {
+		return requestCounts(ctx, cfg, diagnose)
+	}
+	return nil
+}
+
+// waitAllReady returns once n Workloads in the namespace are Ready.
+func waitAllReady(ctx context.Context, client scoreclient.WorkloadInterface, n int) error {
+	ready := sets.New[string]()
+	observe := func(w *v1b1.Workload, deleted bool) {
+		if !deleted && meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionReady) {
+			ready.Insert(w.Name)
+		} else {
+			ready.Delete(w.Name)
+		}
+	}
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		observe(&list.Items[i], false)
+	}
+	rv := list.ResourceVersion
+	for ready.Len() < n {
+		w, err := client.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%d of %d Ready", ready.Len(), n)
+			}
+			return err
+		}
+		for event := range w.ResultChan() {
+			obj, ok := event.Object.(*v1b1.Workload)
+			if !ok {
+				break // an error event ends the watch; it is opened again from rv
+			}
+			rv = obj.ResourceVersion
+			if event.Type != watch.Bookmark {
+				observe(obj, event.Type == watch.Deleted)
+			}
+			if ready.Len() >= n {
+				break
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d of %d Ready", ready.Len(), n)
+		}
+	}
 	return nil
 }
 
@@ -137,6 +190,57 @@ func workload(i int, minimal bool) *v1b1.Workload {
 			Service:   &v1b1.ServiceSpec{Ports: map[string]v1b1.ServicePort{"web": {Port: 80, TargetPort: 8080}}},
 		},
 	}
+}
+
+// profileKubeAPIServer saves a 30 s CPU profile of kube-apiserver (go tool pprof reads it).
+func profileKubeAPIServer(ctx context.Context, cfg *rest.Config, dir string) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 0 // the profile takes 30 s
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	data, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("kube-apiserver profile: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "kube-apiserver.cpu.pprof"), data, 0o644)
+}
+
+// requestCounts writes kube-apiserver's request counts by resource and verb, most first.
+func requestCounts(ctx context.Context, cfg *rest.Config, dir string) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	data, err := client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	counts := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(line[strings.Index(line, "{")+1:strings.LastIndex(line, "}")], ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				labels[k] = strings.Trim(v, `"`)
+			}
+		}
+		value, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		counts[labels["group"]+"/"+labels["resource"]+"/"+labels["subresource"]+" "+labels["verb"]] += value
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
+	var out strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&out, "%8.0f %s\n", counts[k], k)
+	}
+	return os.WriteFile(filepath.Join(dir, "kube-apiserver.requests.txt"), []byte(out.String()), 0o644)
 }
 
 // cpuSeconds is a process's user+system CPU time from /proc/PID/stat.

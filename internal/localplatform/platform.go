@@ -72,6 +72,8 @@ type Config struct {
 	Nodes int
 	// ProvisionersConfig is plinth-controller's template provisioners file, if any.
 	ProvisionersConfig string
+	// ControllerArgs are extra plinth-controller flags (benchmarks compare settings with them).
+	ControllerArgs []string
 	// EtcdUnsafeNoFsync makes etcd skip fsync (tests only).
 	EtcdUnsafeNoFsync bool
 	// Progress receives one line per step.
@@ -189,6 +191,7 @@ func (p *Platform) StartController() error {
 	if p.cfg.ProvisionersConfig != "" {
 		args = append(args, "--provisioners-config", p.cfg.ProvisionersConfig)
 	}
+	args = append(args, p.cfg.ControllerArgs...)
 	proc, err := startProcess("plinth-controller", p.bin("plinth-controller"), p.LogDir(), args...)
 	if err != nil {
 		return err
@@ -339,7 +342,8 @@ func (p *Platform) startKubeAPIServer(ctx context.Context) error {
 		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.KubePort),
 		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
-		"--service-cluster-ip-range", "10.0.0.0/24",
+		// A /16 (65,534 Services): the benchmarks run a thousand workloads with a Service each.
+		"--service-cluster-ip-range", "10.0.0.0/16",
 		"--authorization-mode", "RBAC",
 		"--client-ca-file", path("ca.crt"),
 		"--tls-cert-file", path("kube-apiserver.crt"), "--tls-private-key-file", path("kube-apiserver.key"),
