@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -103,7 +104,15 @@ func run(n, nodes int, timeout time.Duration, binDir string, minimal bool, diagn
 	createdIn := time.Since(start)
 	profiled := make(chan error, 1)
 	if diagnose != "" {
-		go func() { profiled <- profileKubeAPIServer(ctx, cfg, diagnose) }()
+		go func() {
+			plinthCfg := rest.CopyConfig(cfg)
+			plinthCfg.Host = platform.PlinthURL()
+			plinthCfg.TLSClientConfig.Insecure, plinthCfg.TLSClientConfig.CAData, plinthCfg.TLSClientConfig.CAFile = true, nil, ""
+			errs := make(chan error, 2)
+			go func() { errs <- profile(ctx, cfg, filepath.Join(diagnose, "kube-apiserver.cpu.pprof")) }()
+			go func() { errs <- profile(ctx, plinthCfg, filepath.Join(diagnose, "plinth-apiserver.cpu.pprof")) }()
+			profiled <- errors.Join(<-errs, <-errs)
+		}()
 	} else {
 		profiled <- nil
 	}
@@ -192,8 +201,8 @@ func workload(i int, minimal bool) *v1b1.Workload {
 	}
 }
 
-// profileKubeAPIServer saves a 30 s CPU profile of kube-apiserver (go tool pprof reads it).
-func profileKubeAPIServer(ctx context.Context, cfg *rest.Config, dir string) error {
+// profile saves a 30 s CPU profile of the server cfg points at (go tool pprof reads it).
+func profile(ctx context.Context, cfg *rest.Config, path string) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = 0 // the profile takes 30 s
 	client, err := kubernetes.NewForConfig(cfg)
@@ -202,9 +211,9 @@ func profileKubeAPIServer(ctx context.Context, cfg *rest.Config, dir string) err
 	}
 	data, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").DoRaw(ctx)
 	if err != nil {
-		return fmt.Errorf("kube-apiserver profile: %w", err)
+		return fmt.Errorf("profile of %s: %w", cfg.Host, err)
 	}
-	return os.WriteFile(filepath.Join(dir, "kube-apiserver.cpu.pprof"), data, 0o644)
+	return os.WriteFile(path, data, 0o644)
 }
 
 // requestCounts writes kube-apiserver's request counts by resource and verb, most first.
