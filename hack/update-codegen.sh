@@ -6,7 +6,11 @@ set -o errexit -o nounset -o pipefail
 SCRIPT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${SCRIPT_ROOT}"
 THIS_PKG="github.com/plinth-dev/plinth"
-CODEGEN_PKG=${CODEGEN_PKG:-$(go list -m -f '{{.Dir}}' k8s.io/code-generator)}
+# go list -m names no directory for a module that is not downloaded yet (a fresh machine).
+if [ -z "${CODEGEN_PKG:-}" ]; then
+    go mod download k8s.io/code-generator
+    CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+fi
 export GOBIN="${GOBIN:-${SCRIPT_ROOT}/_output/codegen-bin}"
 mkdir -p "${GOBIN}"
 
