@@ -21,6 +21,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	scoreclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
 
@@ -171,11 +172,7 @@ spec:
   containers: {main: {image: registry.example.com/worker:1, variables: {Q: "${resources.q.url}"}}}
   resources: {q: {type: amqp}}
 `, "apply", "-f", "-")
-		waitForCondition(t, 60*time.Second, func() (bool, string) {
-			w, err := plinth.Workloads(ns).Get(ctx, "queue-user", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		waitForWorkload(t, plinth, ns, "queue-user", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
 			c := meta.FindStatusCondition(w.Status.Conditions, "BindingsReady")
 			return c != nil && c.Reason == "BindingPending" && len(w.Status.Bindings) == 1 &&
 				strings.Contains(w.Status.Bindings[0].Message, `"amqp"`), fmt.Sprint(w.Status)
@@ -189,11 +186,7 @@ metadata: {name: from-map}
 spec:
   source: {configMapRef: {name: no-such-map, key: score.yaml}}
 `, "apply", "-f", "-")
-		waitForCondition(t, 60*time.Second, func() (bool, string) {
-			w, err := plinth.Workloads(ns).Get(ctx, "from-map", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		waitForWorkload(t, plinth, ns, "from-map", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
 			c := meta.FindStatusCondition(w.Status.Conditions, "InputsValid")
 			r := meta.FindStatusCondition(w.Status.Conditions, "Ready")
 			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "SpecInvalid" && r != nil && r.Reason == "SpecInvalid", fmt.Sprint(w.Status)
@@ -223,11 +216,7 @@ spec:
 `, "apply", "-f", "-"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		waitForCondition(t, 60*time.Second, func() (bool, string) {
-			w, err := plinth.Workloads(ns).Get(ctx, "shop", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		waitForWorkload(t, plinth, ns, "shop", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
 			c := meta.FindStatusCondition(w.Status.Conditions, "InputsValid")
 			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "PolicyViolation" && strings.Contains(c.Message, `"no-redis"`), fmt.Sprint(w.Status.Conditions)
 		})
@@ -271,7 +260,7 @@ spec:
 		}
 		// Params a provisioner cannot use fail the binding with the param named, and are not
 		// published.
-		alice(`apiVersion: score.dev/v1b1
+		badRoute := `apiVersion: score.dev/v1b1
 kind: Workload
 metadata: {name: bad-route}
 spec:
@@ -279,12 +268,9 @@ spec:
   resources:
     route: {type: route, params: {host: bad-route.example.com, path: shop, port: 80}}
   service: {ports: {web: {port: 80}}}
-`, "apply", "-f", "-")
-		waitForCondition(t, 60*time.Second, func() (bool, string) {
-			w, err := plinth.Workloads(ns).Get(ctx, "bad-route", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+`
+		alice(badRoute, "apply", "-f", "-")
+		waitForWorkload(t, plinth, ns, "bad-route", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
 			c := meta.FindStatusCondition(w.Status.Conditions, "BindingsReady")
 			return c != nil && c.Reason == "BindingFailed" && len(w.Status.Bindings) == 1 &&
 				w.Status.Bindings[0].Phase == v1b1.BindingPhaseFailed && strings.Contains(w.Status.Bindings[0].Message, `"path"`), fmt.Sprint(w.Status)
@@ -293,15 +279,7 @@ spec:
 			t.Errorf("an Ingress was made from invalid route params: %v", err)
 		}
 		// Fixing the params binds it.
-		alice(`apiVersion: score.dev/v1b1
-kind: Workload
-metadata: {name: bad-route}
-spec:
-  containers: {main: {image: registry.example.com/site:1}}
-  resources:
-    route: {type: route, params: {host: bad-route.example.com, path: /shop, port: 80}}
-  service: {ports: {web: {port: 80}}}
-`, "apply", "-f", "-")
+		alice(strings.Replace(badRoute, "path: shop", "path: /shop", 1), "apply", "-f", "-")
 		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/bad-route", "-n", ns, "--timeout=60s"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -314,11 +292,7 @@ spec:
     a: {type: dns, params: {alias: "${resources.b.host}"}}
     b: {type: dns, params: {alias: "${resources.a.host}"}}
 `, "apply", "-f", "-")
-		waitForCondition(t, 30*time.Second, func() (bool, string) {
-			w, err := plinth.Workloads(ns).Get(ctx, "loop", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
+		waitForWorkload(t, plinth, ns, "loop", 30*time.Second, func(w *v1b1.Workload) (bool, string) {
 			c := meta.FindStatusCondition(w.Status.Conditions, "InputsValid")
 			return c != nil && c.Reason == "SpecInvalid" && strings.Contains(c.Message, "cycle"), fmt.Sprint(w.Status.Conditions)
 		})
@@ -542,6 +516,19 @@ func leaseHolder(t *testing.T, kube kubernetes.Interface) string {
 		return fmt.Sprint(err)
 	}
 	return *lease.Spec.HolderIdentity
+}
+
+// waitForWorkload waits until check accepts the workload; check returns what to report if it
+// never does.
+func waitForWorkload(t *testing.T, client scoreclient.ScoreV1b1Interface, ns, name string, timeout time.Duration, check func(w *v1b1.Workload) (bool, string)) {
+	t.Helper()
+	waitForCondition(t, timeout, func() (bool, string) {
+		w, err := client.Workloads(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return check(w)
+	})
 }
 
 func waitForCondition(t *testing.T, timeout time.Duration, check func() (bool, string)) {
