@@ -16,7 +16,7 @@ KWOK_PORT   ?= 18281
 KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd kwok
 GOTESTFLAGS ?=
 
-.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-controller verify generate clean clean-all
+.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller verify generate clean clean-all
 
 all: build
 
@@ -50,7 +50,14 @@ test-unit:
 test-integration: build tools
 	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m ./test/integration/...
 
+# Plinth against a CRD with the same schema on the same kube-apiserver, and against raw etcd:
+# writes the table into docs/benchmarks.md and the figures into docs/benchmarks-api.json.
+BENCH_FLAGS ?=
 bench: build tools
+	$(GO) run ./hack/bench-api --docs docs/benchmarks.md --json docs/benchmarks-api.json $(BENCH_FLAGS)
+
+# The Go benchmarks (go test -bench) of the packages and of the API against a standalone server.
+bench-go: build tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... ./test/integration/...
 
 # The controller end to end on a fresh local platform: time to all-Ready and controller CPU and
@@ -61,12 +68,15 @@ bench-controller: build tools
 
 verify:
 	hack/verify-codegen.sh
+	@$(GO) run ./hack/bench-crd | diff -u test/bench/workload-crd.yaml - || \
+		{ echo "test/bench/workload-crd.yaml is out of date: run make generate"; exit 1; }
 	@unformatted=$$(gofmt -l cmd pkg test hack/tools 2>/dev/null); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
 generate:
 	hack/update-codegen.sh
+	$(GO) run ./hack/bench-crd > test/bench/workload-crd.yaml
 
 # Removes the platforms' data and credentials; keeps the built binaries.
 clean:

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -57,7 +56,7 @@ func run(n, nodes int, timeout time.Duration, binDir string, minimal bool, diagn
 		return err
 	}
 	defer os.RemoveAll(dir)
-	ports, err := freePorts(6)
+	ports, err := localplatform.FreePorts(6)
 	if err != nil {
 		return err
 	}
@@ -276,23 +275,4 @@ func peakRSS(pid int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM")
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -74,6 +74,8 @@ type Config struct {
 	ProvisionersConfig string
 	// ControllerArgs are extra plinth-controller flags (benchmarks compare settings with them).
 	ControllerArgs []string
+	// NoController leaves plinth-controller out: the API benchmark measures the servers alone.
+	NoController bool
 	// EtcdUnsafeNoFsync makes etcd skip fsync (tests only).
 	EtcdUnsafeNoFsync bool
 	// Progress receives one line per step.
@@ -163,6 +165,9 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	// the built-in edit role.
 	if err := p.waitRoleAggregation(ctx); err != nil {
 		return nil, err
+	}
+	if cfg.NoController {
+		return p, nil
 	}
 	p.step("plinth-controller")
 	if err := p.StartController(); err != nil {
@@ -641,4 +646,39 @@ func (p *Platform) ControllerPID() int {
 		return 0
 	}
 	return p.controller.cmd.Process.Pid
+}
+
+// PIDs are the process ids of etcd, kube-apiserver and plinth-apiserver, for measurements.
+func (p *Platform) PIDs() (etcd, kubeAPIServer, plinthAPIServer int) {
+	pid := func(proc *process) int {
+		if proc == nil {
+			return 0
+		}
+		return proc.cmd.Process.Pid
+	}
+	return pid(p.etcd), pid(p.kube), pid(p.plinth)
+}
+
+// EtcdURL is the client URL of the platform's etcd.
+func (p *Platform) EtcdURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort) }
+
+// FreePorts asks the kernel for n distinct free loopback ports, holding each until all are
+// chosen so none is handed out twice.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }

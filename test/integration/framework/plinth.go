@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/plinth-dev/plinth/internal/localplatform"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 )
 
@@ -212,26 +213,8 @@ func (p *Plinth) waitReady(timeout time.Duration) error {
 	}
 }
 
-// FreePorts asks the kernel for n distinct free loopback ports, holding each until all are
-// chosen so none is handed out twice.
-func FreePorts(n int) ([]int, error) {
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// FreePorts asks the kernel for n distinct free loopback ports (see localplatform.FreePorts).
+func FreePorts(n int) ([]int, error) { return localplatform.FreePorts(n) }
 
 // FreePort asks the kernel for a free loopback port.
 func FreePort() (int, error) {

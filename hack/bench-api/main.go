@@ -1,0 +1,310 @@
+// Command bench-api compares, in one run on one local platform, four ways of serving the same
+// Workloads: (a) a CRD with Plinth's Workload schema served by kube-apiserver
+// (test/bench/workload-crd.yaml), (b) Plinth's Workload through the aggregator, (c) Plinth's
+// Workload straight from plinth-apiserver, and (d) raw etcd transactions on objects of the same
+// size with the same concurrency, the limit underneath all three. For each it measures create,
+// get, status update, list (in every encoding offered), a watch that receives N events, and the
+// serving process's memory; each figure is the median of several rounds, and the order of the
+// targets alternates between rounds so that the machine's noise hits all of them. `make bench`
+// runs it and writes docs/benchmarks.md's table and docs/benchmarks-api.json.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/plinth-dev/plinth/internal/localplatform"
+)
+
+const namespace = "bench"
+
+// encodings are the list encodings asked for; a server that does not offer one is noted.
+var encodings = []struct{ name, mediaType string }{
+	{"JSON", "application/json"},
+	{"protobuf", "application/vnd.kubernetes.protobuf"},
+	{"CBOR", "application/cbor"},
+}
+
+type options struct {
+	n, workers, rounds, lists int
+	binDir, docs, jsonOut     string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.n, "objects", 5000, "objects created, read, updated and watched per target and round")
+	flag.IntVar(&o.workers, "workers", 16, "concurrent clients")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each figure is the median across rounds")
+	flag.IntVar(&o.lists, "lists", 5, "lists of all objects per encoding, target and round")
+	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
+	flag.StringVar(&o.docs, "docs", "", "Markdown file whose bench-api section is replaced by the results (docs/benchmarks.md)")
+	flag.StringVar(&o.jsonOut, "json", "", "file to write the results to as JSON")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-api:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	dir, err := os.MkdirTemp("", "plinth-bench-api-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ports, err := localplatform.FreePorts(6)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	platform, err := localplatform.Start(startCtx, localplatform.Config{
+		Dir: dir, BinDir: o.binDir, ArtifactsDir: filepath.Join("artifacts", "deploy"),
+		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
+		EtcdUnsafeNoFsync: true, NoController: true, Progress: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	defer platform.Stop()
+
+	adminCfg, err := platform.AdminConfig()
+	if err != nil {
+		return err
+	}
+	if err := install(ctx, o.binDir, platform.AdminKubeconfig(), adminCfg); err != nil {
+		return err
+	}
+	targets, sample, closeAll, err := buildTargets(platform, adminCfg)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+
+	// A first request on a kind pays one-time costs (a CRD's handler and schema are built on
+	// first use, connections are opened); a few creates per target before the rounds keep
+	// them out of the figures.
+	for _, t := range targets {
+		if _, err := parallel(50, o.workers, &latencies{}, func(i int) error { return t.create(ctx, i) }); err != nil {
+			return fmt.Errorf("%s warm-up: %w", t.name(), err)
+		}
+		if err := t.cleanup(ctx); err != nil {
+			return fmt.Errorf("%s warm-up: %w", t.name(), err)
+		}
+	}
+
+	results := map[string]map[string][]Result{} // target → operation → rounds
+	rss := map[string][]float64{}
+	for round := 0; round < o.rounds; round++ {
+		order := targets
+		if round%2 == 1 { // alternate, so a noisy moment does not always hit the same target
+			order = []target{targets[1], targets[0], targets[3], targets[2]}
+		}
+		for _, t := range order {
+			fmt.Fprintf(os.Stderr, "bench-api: round %d/%d, %s\n", round+1, o.rounds, t.name())
+			ops, err := measure(ctx, t, o, round)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", t.name(), round+1, err)
+			}
+			if results[t.name()] == nil {
+				results[t.name()] = map[string][]Result{}
+			}
+			for op, r := range ops {
+				results[t.name()][op] = append(results[t.name()][op], r)
+			}
+			rss[t.name()] = append(rss[t.name()], rssMiB(t.pid()))
+			if err := t.cleanup(ctx); err != nil {
+				return fmt.Errorf("%s cleanup: %w", t.name(), err)
+			}
+		}
+	}
+	report := newReport(o, targets, results, rss, sample)
+	fmt.Print(report.markdown())
+	if o.jsonOut != "" {
+		if err := report.writeJSON(o.jsonOut); err != nil {
+			return err
+		}
+	}
+	if o.docs != "" {
+		return report.writeDocs(o.docs)
+	}
+	return nil
+}
+
+// measure runs every operation once on a target.
+func measure(ctx context.Context, t target, o options, round int) (map[string]Result, error) {
+	out := map[string]Result{}
+	timed := func(op string, do func(i int) error) error {
+		lat := &latencies{}
+		wall, err := parallel(o.n, o.workers, lat, do)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		out[op] = lat.result(o.n, wall)
+		return nil
+	}
+	if err := timed(opCreate, func(i int) error { return t.create(ctx, i) }); err != nil {
+		return nil, err
+	}
+	if err := timed(opGet, func(i int) error { return t.get(ctx, i) }); err != nil {
+		return nil, err
+	}
+	if err := timed(opUpdateStatus, func(i int) error { return t.updateStatus(ctx, i, 2*round+1) }); err != nil {
+		return nil, err
+	}
+	for _, enc := range encodings {
+		lat := &latencies{}
+		var note string
+		start := time.Now()
+		for l := 0; l < o.lists; l++ {
+			began := time.Now()
+			_, n, err := t.list(ctx, enc.mediaType)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", enc.name, err)
+			}
+			if note = n; note != "" {
+				break
+			}
+			lat.add(time.Since(began))
+		}
+		op := opList(enc.name)
+		if note != "" {
+			out[op] = Result{Note: note}
+			continue
+		}
+		out[op] = lat.result(o.n*o.lists, time.Since(start))
+	}
+	watched, err := t.watchUpdates(ctx, o.n, o.workers, 2*round+2)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	out[opWatch] = watched
+	return out, nil
+}
+
+// install registers the benchmark CRD and creates the namespace.
+func install(ctx context.Context, binDir, kubeconfig string, cfg *rest.Config) error {
+	kubectl := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := kubectl("apply", "-f", filepath.Join("test", "bench", "workload-crd.yaml")); err != nil {
+		return err
+	}
+	if err := kubectl("wait", "--for=condition=Established", "crd/workloads.bench.plinth.dev", "--timeout=60s"); err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	// The CRD's discovery reaches kube-apiserver's handlers a moment after Established.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := kube.Discovery().ServerResourcesForGroupVersion("bench.plinth.dev/v1b1")
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// buildTargets returns the four targets in the order a, b, c, d, and the size of the object.
+func buildTargets(p *localplatform.Platform, admin *rest.Config) ([]target, int, func(), error) {
+	httpClient := func(cfg *rest.Config) (*http.Client, error) {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Timeout = 0
+		return rest.HTTPClientFor(cfg)
+	}
+	kubeClient, err := httpClient(admin)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	// plinth-apiserver directly: the same admin client certificate, which it accepts through
+	// delegated authentication (the cluster's client CA). Its serving certificate is issued
+	// for the in-cluster Service name, so the local address is not verified.
+	direct := rest.CopyConfig(admin)
+	direct.Host = p.PlinthURL()
+	direct.TLSClientConfig.Insecure, direct.TLSClientConfig.CAData, direct.TLSClientConfig.CAFile = true, nil, ""
+	plinthClient, err := httpClient(direct)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	etcdPID, kubePID, plinthPID := p.PIDs()
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{p.EtcdURL()}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	crd := newHTTPTarget("CRD", kubeClient, p.KubeURL(), "bench.plinth.dev", namespace, func() int { return kubePID })
+	aggregated := newHTTPTarget("Plinth via aggregator", kubeClient, p.KubeURL(), "score.dev", namespace, func() int { return plinthPID })
+	directTarget := newHTTPTarget("Plinth direct", plinthClient, p.PlinthURL(), "score.dev", namespace, func() int { return plinthPID })
+
+	// The raw etcd objects are as large as Plinth's stored Workload: one is created and read
+	// back for its size.
+	ctx := context.Background()
+	if err := aggregated.create(ctx, 0); err != nil {
+		etcd.Close()
+		return nil, 0, nil, err
+	}
+	sample := len(aggregated.objects[0])
+	if err := aggregated.cleanup(ctx); err != nil {
+		etcd.Close()
+		return nil, 0, nil, err
+	}
+	raw := &etcdTarget{client: etcd, prefix: "/bench-raw/workloads/", value: make([]byte, sample), etcd: func() int { return etcdPID }, revs: map[int]int64{}}
+	for i := range raw.value {
+		raw.value[i] = 'x'
+	}
+	return []target{crd, aggregated, directTarget, raw}, sample, func() { etcd.Close() }, nil
+}
+
+// rssMiB is a process's resident memory.
+func rssMiB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			kib, _ := strconv.Atoi(strings.Fields(line)[1])
+			return float64(kib) / 1024
+		}
+	}
+	return 0
+}
+
+func machine() string {
+	cpus := runtime.NumCPU()
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		fields := strings.Fields(strings.SplitN(string(data), "\n", 2)[0])
+		if len(fields) >= 2 {
+			kib, _ := strconv.Atoi(fields[1])
+			mem = fmt.Sprintf(", %.0f GiB", float64(kib)/1024/1024)
+		}
+	}
+	return fmt.Sprintf("%d cores%s, %s/%s, %s", cpus, mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
