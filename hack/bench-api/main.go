@@ -43,6 +43,7 @@ var encodings = []struct{ name, mediaType string }{
 type options struct {
 	n, workers, rounds, lists int
 	binDir, docs, jsonOut     string
+	profile                   string
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
 	flag.StringVar(&o.docs, "docs", "", "Markdown file whose bench-api section is replaced by the results (docs/benchmarks.md)")
 	flag.StringVar(&o.jsonOut, "json", "", "file to write the results to as JSON")
+	flag.StringVar(&o.profile, "profile", "", "directory for CPU profiles of kube-apiserver and plinth-apiserver under a get load through the aggregator, taken after the rounds")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-api:", err)
@@ -134,6 +136,11 @@ func run(o options) error {
 			}
 		}
 	}
+	if o.profile != "" {
+		if err := profileGets(ctx, platform, targets[1], o); err != nil {
+			return err
+		}
+	}
 	report := newReport(o, targets, results, rss, sample)
 	fmt.Print(report.markdown())
 	if o.jsonOut != "" {
@@ -198,6 +205,28 @@ func measure(ctx context.Context, t target, o options, round int) (map[string]Re
 	return out, nil
 }
 
+// profileGets profiles both servers for 20 s while the workers get objects through the
+// aggregator, the operation where Plinth trails the CRD most.
+func profileGets(ctx context.Context, p *localplatform.Platform, t target, o options) error {
+	if _, err := parallel(o.n, o.workers, &latencies{}, func(i int) error { return t.create(ctx, i) }); err != nil {
+		return err
+	}
+	defer func() { _ = t.cleanup(ctx) }()
+	loadCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	for w := 0; w < o.workers; w++ {
+		go func(w int) {
+			for i := w; loadCtx.Err() == nil; i += o.workers {
+				_ = t.get(loadCtx, i%o.n)
+			}
+		}(w)
+	}
+	if err := os.MkdirAll(o.profile, 0o755); err != nil {
+		return err
+	}
+	return p.ProfileCPU(ctx, o.profile, 20*time.Second)
+}
+
 // install registers the benchmark CRD and creates the namespace.
 func install(ctx context.Context, binDir, kubeconfig string, cfg *rest.Config) error {
 	kubectl := func(args ...string) error {
@@ -243,12 +272,10 @@ func buildTargets(p *localplatform.Platform, admin *rest.Config) ([]target, int,
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	// plinth-apiserver directly: the same admin client certificate, which it accepts through
-	// delegated authentication (the cluster's client CA). Its serving certificate is issued
-	// for the in-cluster Service name, so the local address is not verified.
-	direct := rest.CopyConfig(admin)
-	direct.Host = p.PlinthURL()
-	direct.TLSClientConfig.Insecure, direct.TLSClientConfig.CAData, direct.TLSClientConfig.CAFile = true, nil, ""
+	direct, err := p.PlinthDirectConfig()
+	if err != nil {
+		return nil, 0, nil, err
+	}
 	plinthClient, err := httpClient(direct)
 	if err != nil {
 		return nil, 0, nil, err

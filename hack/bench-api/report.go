@@ -100,7 +100,8 @@ func (r *report) markdown() string {
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, " %.0f |", r.RSSMiB[t])
 	}
-	b.WriteString(" | |\n\nRSS is the serving process's: kube-apiserver for (a), plinth-apiserver for (b) and (c), etcd for (d).\n")
+	b.WriteString(" | |\n\nRSS is the serving process's, read after that target's operations: kube-apiserver for (a), " +
+		"plinth-apiserver for (b) and (c) (one process, read twice), etcd for (d); kube-apiserver also proxies (b).\n")
 	return b.String()
 }
 

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -103,15 +102,7 @@ func run(n, nodes int, timeout time.Duration, binDir string, minimal bool, diagn
 	createdIn := time.Since(start)
 	profiled := make(chan error, 1)
 	if diagnose != "" {
-		go func() {
-			plinthCfg := rest.CopyConfig(cfg)
-			plinthCfg.Host = platform.PlinthURL()
-			plinthCfg.TLSClientConfig.Insecure, plinthCfg.TLSClientConfig.CAData, plinthCfg.TLSClientConfig.CAFile = true, nil, ""
-			errs := make(chan error, 2)
-			go func() { errs <- profile(ctx, cfg, filepath.Join(diagnose, "kube-apiserver.cpu.pprof")) }()
-			go func() { errs <- profile(ctx, plinthCfg, filepath.Join(diagnose, "plinth-apiserver.cpu.pprof")) }()
-			profiled <- errors.Join(<-errs, <-errs)
-		}()
+		go func() { profiled <- platform.ProfileCPU(ctx, diagnose, 30*time.Second) }()
 	} else {
 		profiled <- nil
 	}
@@ -198,21 +189,6 @@ func workload(i int, minimal bool) *v1b1.Workload {
 			Service:   &v1b1.ServiceSpec{Ports: map[string]v1b1.ServicePort{"web": {Port: 80, TargetPort: 8080}}},
 		},
 	}
-}
-
-// profile saves a 30 s CPU profile of the server cfg points at (go tool pprof reads it).
-func profile(ctx context.Context, cfg *rest.Config, path string) error {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = 0 // the profile takes 30 s
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	data, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("profile of %s: %w", cfg.Host, err)
-	}
-	return os.WriteFile(path, data, 0o644)
 }
 
 // requestCounts writes kube-apiserver's request counts by resource and verb, most first.

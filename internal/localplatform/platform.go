@@ -7,6 +7,7 @@ package localplatform
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -681,4 +682,50 @@ func FreePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// PlinthDirectConfig is the admin's REST config aimed at plinth-apiserver itself rather than
+// through the aggregator; plinth-apiserver accepts the admin's client certificate through
+// delegated authentication. Its serving certificate names the in-cluster Service, not
+// 127.0.0.1, so the address is not verified: for measurements on this machine only.
+func (p *Platform) PlinthDirectConfig() (*rest.Config, error) {
+	cfg, err := p.AdminConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host = p.PlinthURL()
+	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
+	return cfg, nil
+}
+
+// ProfileCPU saves a CPU profile of kube-apiserver and of plinth-apiserver, taken at the same
+// time for the given duration, as kube-apiserver.cpu.pprof and plinth-apiserver.cpu.pprof in dir
+// (go tool pprof reads them).
+func (p *Platform) ProfileCPU(ctx context.Context, dir string, d time.Duration) error {
+	kubeCfg, err := p.AdminConfig()
+	if err != nil {
+		return err
+	}
+	plinthCfg, err := p.PlinthDirectConfig()
+	if err != nil {
+		return err
+	}
+	profile := func(cfg *rest.Config, file string) error {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Timeout = 0 // the request lasts as long as the profile
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		data, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(d.Seconds()))).DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("profile of %s: %w", cfg.Host, err)
+		}
+		return os.WriteFile(filepath.Join(dir, file), data, 0o644)
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- profile(kubeCfg, "kube-apiserver.cpu.pprof") }()
+	go func() { errs <- profile(plinthCfg, "plinth-apiserver.cpu.pprof") }()
+	return errors.Join(<-errs, <-errs)
 }
