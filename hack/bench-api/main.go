@@ -57,10 +57,29 @@ func main() {
 	flag.StringVar(&o.jsonOut, "json", "", "file to write the results to as JSON")
 	flag.StringVar(&o.profile, "profile", "", "directory for CPU profiles of kube-apiserver and plinth-apiserver under a get load through the aggregator, taken after the rounds")
 	flag.Parse()
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-api:", err)
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-api:", err)
 		os.Exit(1)
 	}
+}
+
+// validate refuses settings that cannot give a figure.
+func (o options) validate() error {
+	switch {
+	case o.n < 1 || o.n > 99999:
+		return fmt.Errorf("--objects must be from 1 to 99999, not %d", o.n)
+	case o.workers < 1:
+		return fmt.Errorf("--workers must be at least 1, not %d", o.workers)
+	case o.rounds < 1:
+		return fmt.Errorf("--rounds must be at least 1, not %d", o.rounds)
+	case o.lists < 1:
+		return fmt.Errorf("--lists must be at least 1, not %d", o.lists)
+	}
+	return nil
 }
 
 func run(o options) error {

@@ -22,3 +22,21 @@ func TestMedianAndPercentiles(t *testing.T) {
 		t.Errorf("result = %+v", r)
 	}
 }
+
+func TestOptionsValidate(t *testing.T) {
+	good := options{n: 10, workers: 2, rounds: 1, lists: 1}
+	if err := good.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]options{
+		"no objects":     {n: 0, workers: 2, rounds: 1, lists: 1},
+		"too many":       {n: 100000, workers: 2, rounds: 1, lists: 1},
+		"no workers":     {n: 10, workers: 0, rounds: 1, lists: 1},
+		"no rounds":      {n: 10, workers: 2, rounds: 0, lists: 1},
+		"negative lists": {n: 10, workers: 2, rounds: 1, lists: -1},
+	} {
+		if err := o.validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
