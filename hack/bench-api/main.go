@@ -308,8 +308,9 @@ func buildTargets(p *localplatform.Platform, admin *rest.Config) ([]target, int,
 	aggregated := newHTTPTarget("Plinth via aggregator", kubeClient, p.KubeURL(), "score.dev", namespace, func() int { return plinthPID })
 	directTarget := newHTTPTarget("Plinth direct", plinthClient, p.PlinthURL(), "score.dev", namespace, func() int { return plinthPID })
 
-	// The raw etcd objects are as large as Plinth's stored Workload: one is created and read
-	// back for its size.
+	// The raw etcd objects are as large as a Workload as Plinth returns it: one is created and
+	// the create response's JSON length is the value size. (etcd holds Plinth's objects in the
+	// same JSON, so the stored value is within a few bytes of it.)
 	ctx := context.Background()
 	if err := aggregated.create(ctx, 0); err != nil {
 		etcd.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -41,7 +42,11 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(float64(len(sorted)-1) * p)
+	// Nearest rank: the smallest value with at least p of the samples at or below it.
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	if i < 0 {
+		i = 0
+	}
 	return sorted[i]
 }
 

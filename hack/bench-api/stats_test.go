@@ -21,6 +21,11 @@ func TestMedianAndPercentiles(t *testing.T) {
 	if r.Throughput != 50 || r.P50 != 50 || r.P99 != 99 {
 		t.Errorf("result = %+v", r)
 	}
+	// Nearest rank: with 10 samples the p99 is the largest, not the 9th.
+	ten := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if p99, p50, p0 := percentile(ten, 0.99), percentile(ten, 0.50), percentile(ten, 0); p99 != 10 || p50 != 5 || p0 != 1 {
+		t.Errorf("percentiles of 1..10: p99 %v, p50 %v, p0 %v", p99, p50, p0)
+	}
 }
 
 func TestOptionsValidate(t *testing.T) {

@@ -210,10 +210,17 @@ func (t *httpTarget) watchUpdates(ctx context.Context, n, workers, pass int) (Re
 					Metadata struct {
 						Name string `json:"name"`
 					} `json:"metadata"`
+					// Reason and Message are set when the event is an ERROR Status.
+					Reason  string `json:"reason"`
+					Message string `json:"message"`
 				} `json:"object"`
 			}
 			if err := decoder.Decode(&event); err != nil {
 				received <- fmt.Errorf("watch ended after %d of %d events: %w", count, n, err)
+				return
+			}
+			if event.Type == "ERROR" {
+				received <- fmt.Errorf("watch ended after %d of %d events with an error: %s: %s", count, n, event.Object.Reason, event.Object.Message)
 				return
 			}
 			if event.Type != "MODIFIED" {

@@ -136,15 +136,24 @@ func waitAllReady(ctx context.Context, client scoreclient.WorkloadInterface, n i
 			ready.Delete(w.Name)
 		}
 	}
-	list, err := client.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	for i := range list.Items {
-		observe(&list.Items[i], false)
-	}
-	rv := list.ResourceVersion
-	for ready.Len() < n {
+	rv, relist := "", true
+	for {
+		if relist {
+			// After an error event (a resourceVersion too old, for one) the watch cannot
+			// resume from rv: start again from a fresh list.
+			list, err := client.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			ready.Clear()
+			for i := range list.Items {
+				observe(&list.Items[i], false)
+			}
+			rv, relist = list.ResourceVersion, false
+		}
+		if ready.Len() >= n {
+			return nil
+		}
 		w, err := client.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -153,9 +162,13 @@ func waitAllReady(ctx context.Context, client scoreclient.WorkloadInterface, n i
 			return err
 		}
 		for event := range w.ResultChan() {
+			if event.Type == watch.Error {
+				relist = true
+				break
+			}
 			obj, ok := event.Object.(*v1b1.Workload)
 			if !ok {
-				break // an error event ends the watch; it is opened again from rv
+				continue
 			}
 			rv = obj.ResourceVersion
 			if event.Type != watch.Bookmark {
@@ -170,7 +183,6 @@ func waitAllReady(ctx context.Context, client scoreclient.WorkloadInterface, n i
 			return fmt.Errorf("%d of %d Ready", ready.Len(), n)
 		}
 	}
-	return nil
 }
 
 func workload(i int, minimal bool) *v1b1.Workload {

@@ -686,15 +686,20 @@ func FreePorts(n int) ([]int, error) {
 
 // PlinthDirectConfig is the admin's REST config aimed at plinth-apiserver itself rather than
 // through the aggregator; plinth-apiserver accepts the admin's client certificate through
-// delegated authentication. Its serving certificate names the in-cluster Service, not
-// 127.0.0.1, so the address is not verified: for measurements on this machine only.
+// delegated authentication. Its serving certificate, from plinth-apiserver's own CA, names
+// 127.0.0.1 besides the in-cluster Service, so the connection is verified as the
+// aggregator's is.
 func (p *Platform) PlinthDirectConfig() (*rest.Config, error) {
 	cfg, err := p.AdminConfig()
 	if err != nil {
 		return nil, err
 	}
+	caPEM, err := os.ReadFile(filepath.Join(p.pkiDir, "plinth-ca.crt"))
+	if err != nil {
+		return nil, err
+	}
 	cfg.Host = p.PlinthURL()
-	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
+	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = false, caPEM, ""
 	return cfg, nil
 }
 

@@ -283,6 +283,20 @@ spec:
 		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/bad-route", "-n", ns, "--timeout=60s"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
+		if _, err := kube.NetworkingV1().Ingresses(ns).Get(ctx, "bad-route-route", metav1.GetOptions{}); err != nil {
+			t.Errorf("the fixed route has no Ingress: %v", err)
+		}
+		// An IP address passes the DNS-name check but not the cluster's Ingress validation:
+		// the binding fails naming the param, and the published Ingress is withdrawn.
+		alice(strings.Replace(badRoute, "host: bad-route.example.com, path: shop", "host: 10.1.2.3, path: /shop", 1), "apply", "-f", "-")
+		waitForWorkload(t, plinth, ns, "bad-route", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
+			c := meta.FindStatusCondition(w.Status.Conditions, "BindingsReady")
+			return c != nil && c.Reason == "BindingFailed" && len(w.Status.Bindings) == 1 &&
+				strings.Contains(w.Status.Bindings[0].Message, `"host"`), fmt.Sprint(w.Status)
+		})
+		if _, err := kube.NetworkingV1().Ingresses(ns).Get(ctx, "bad-route-route", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the Ingress of the old params is still published: %v", err)
+		}
 		alice(`apiVersion: score.dev/v1b1
 kind: Workload
 metadata: {name: loop}

@@ -81,7 +81,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	f.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
 	f.StringVar(&o.DefaultRuntimeClass, "default-runtime-class", o.DefaultRuntimeClass, "Runtime class for workloads that name none after admission.")
 	f.StringVar(&o.DNSDomain, "dns-domain", o.DNSDomain, "Domain under which dns resources get host names.")
-	f.StringVar(&o.IngressClassName, "ingress-class", "", "IngressClass of the Ingresses that route resources create; empty means the cluster's default class.")
+	f.StringVar(&o.IngressClassName, "ingress-class", o.IngressClassName, "IngressClass of the Ingresses that route resources create; empty means the cluster's default class.")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader on a Lease; only the leader reconciles.")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", o.LeaseNamespace, "Namespace of the leader Lease.")
 	f.StringVar(&o.LeaseName, "leader-elect-name", o.LeaseName, "Name of the leader Lease.")

@@ -61,13 +61,13 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 	default:
 		result, err := provisioner.Provision(ctx, b)
 		provisionErr = err
-		var paramErr *ParamError
+		var userErr userError
 		switch {
-		case errors.As(err, &paramErr):
-			// Retrying cannot help: the binding waits for its params to change.
+		case errors.As(err, &userErr):
+			// Retrying cannot help: the binding waits for its params or its objects to change.
 			provisionErr = nil
 			status.Phase = v1b1.BindingPhaseFailed
-			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, paramErr.Message)
+			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, userErr.userMessage())
 		case err != nil:
 			status.Phase = v1b1.BindingPhaseFailed
 			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, "The resource could not be provisioned.")

@@ -3,6 +3,7 @@ package resolver
 import (
 	"context"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strconv"
 	"strings"
 
@@ -24,7 +25,15 @@ type ParamError struct {
 	Message string
 }
 
-func (e *ParamError) Error() string { return e.Message }
+func (e *ParamError) Error() string       { return e.Message }
+func (e *ParamError) userMessage() string { return e.Message }
+
+// userError is an error that retrying cannot fix: the binding goes Failed with its message and
+// waits for the binding or the object to change.
+type userError interface {
+	error
+	userMessage() string
+}
 
 // route publishes a workload's service port under a host name and path with an Ingress, as
 // score-k8s does with an HTTPRoute: params host (required), port (required, a port of the
@@ -98,7 +107,7 @@ func (r *route) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result,
 	}
 	rp, err := ParseRouteParams(params)
 	if err != nil {
-		return Result{}, err
+		return Result{}, r.unpublish(ctx, b, err)
 	}
 	// The kubernetes runtime names the workload's Service after the workload.
 	backend := networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().
@@ -115,11 +124,25 @@ func (r *route) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result,
 		ingress.Spec.WithIngressClassName(r.env.IngressClassName)
 	}
 	if _, err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Apply(ctx, ingress, metav1.ApplyOptions{FieldManager: "plinth-resolver", Force: true}); err != nil {
+		if apierrors.IsInvalid(err) {
+			// The cluster's Ingress validation is stricter than ParseRouteParams (an IP as
+			// host, "//" or "/./" in a path): the params are still the user's to fix.
+			return Result{}, r.unpublish(ctx, b, ingressParamError(err))
+		}
 		return Result{}, err
 	}
 	// An Ingress has no readiness of its own that every ingress controller reports; it is
 	// bound once the cluster has accepted it.
 	return Result{Ready: true, Values: map[string]string{}, Message: "The route is published."}, nil
+}
+
+// unpublish deletes the route's Ingress because its params went bad (a route must not keep
+// publishing the old host and path) and returns paramErr, or the deletion's error.
+func (r *route) unpublish(ctx context.Context, b *v1b1.ResourceBinding, paramErr error) error {
+	if err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return paramErr
 }
 
 // bindingParams decodes a binding's params; a binding without params has an empty map.
@@ -135,4 +158,26 @@ func bindingParams(b *v1b1.ResourceBinding) (map[string]interface{}, error) {
 		params = map[string]interface{}{}
 	}
 	return params, nil
+}
+
+// ingressParamError turns the cluster's refusal of a route's Ingress into a ParamError that
+// names the route param behind the refused field.
+func ingressParamError(err error) *ParamError {
+	param := "params"
+	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil {
+	causes:
+		for _, cause := range status.Status().Details.Causes {
+			// The innermost named segment says what was refused: spec.rules[0].host,
+			// spec.rules[0].http.paths[0].path, ...backend.service.port.number.
+			segments := strings.Split(cause.Field, ".")
+			for i := len(segments) - 1; i >= 0; i-- {
+				switch segment := segments[i]; segment {
+				case "host", "path", "port":
+					param = segment
+					break causes
+				}
+			}
+		}
+	}
+	return &ParamError{Param: param, Message: fmt.Sprintf("The route param %q is not accepted by the cluster.", param)}
 }

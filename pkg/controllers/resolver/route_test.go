@@ -3,10 +3,13 @@ package resolver
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
@@ -81,6 +84,26 @@ func TestRouteCreatesIngressToTheWorkloadService(t *testing.T) {
 	b.Spec.Params = &common.RawObject{Raw: []byte(`{"host":"site.example.com"}`)}
 	if _, err := r.Provision(context.Background(), b); err == nil {
 		t.Error("a route without a port was provisioned")
+	}
+	// The old params must not stay published.
+	if _, err := client.NetworkingV1().Ingresses("team-a").Get(context.Background(), "site-route", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Ingress of the old params is still there: %v", err)
+	}
+}
+
+func TestIngressParamError(t *testing.T) {
+	for field, want := range map[string]string{
+		"spec.rules[0].host":                                      "host",
+		"spec.rules[0].http.paths[0].path":                        "path",
+		"spec.rules[0].http.paths[0].backend.service.port.number": "port",
+		"spec.ingressClassName":                                   "params",
+	} {
+		invalid := apierrors.NewInvalid(schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}, "site-route", nil)
+		invalid.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: field, Message: "bad"}}
+		pe := ingressParamError(invalid)
+		if pe.Param != want || !strings.Contains(pe.Message, `"`+want+`"`) {
+			t.Errorf("field %s: %+v, want param %q", field, pe, want)
+		}
 	}
 }
 

@@ -189,9 +189,11 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 		if err != nil {
 			return false, err
 		}
-		if !ObjectReady(live) {
-			allReady = false
+		ready, err := ObjectReady(live)
+		if err != nil {
+			return false, err
 		}
+		allReady = allReady && ready
 	}
 }
 
