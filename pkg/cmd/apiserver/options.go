@@ -28,6 +28,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/apiserver"
+	"github.com/plinth-dev/plinth/pkg/authentication/frontproxy"
 	"github.com/plinth-dev/plinth/pkg/authorization"
 	"github.com/plinth-dev/plinth/pkg/embeddedetcd"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
@@ -212,6 +213,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	if err := o.Recommended.ApplyTo(cfg); err != nil {
 		return nil, err
+	}
+	if rh := cfg.Authentication.RequestHeaderConfig; rh != nil && cfg.Authentication.Authenticator != nil {
+		// The aggregator's certificate chain is verified once, not on every proxied request.
+		cfg.Authentication.Authenticator = frontproxy.New(rh, cfg.Authentication.Authenticator)
 	}
 	// The internal-API authorizer runs first: it can only deny, so RBAC still decides for
 	// platform identities and for every public API.
