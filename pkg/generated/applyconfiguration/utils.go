@@ -19,7 +19,9 @@ limitations under the License.
 package applyconfiguration
 
 import (
+	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/governance/v1alpha1"
 	internal "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/internal"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/score/v1b1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +33,45 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=score.dev, Version=v1b1
+	// Group=governance.plinth.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):
+		return &governancev1alpha1.ApprovalPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicySpec"):
+		return &governancev1alpha1.ApprovalPolicySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicyStatus"):
+		return &governancev1alpha1.ApprovalPolicyStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
+		return &governancev1alpha1.LocalObjectReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ManagedVM"):
+		return &governancev1alpha1.ManagedVMApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ManagedVMSpec"):
+		return &governancev1alpha1.ManagedVMSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ManagedVMStatus"):
+		return &governancev1alpha1.ManagedVMStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PendingAdoption"):
+		return &governancev1alpha1.PendingAdoptionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PendingAdoptionSpec"):
+		return &governancev1alpha1.PendingAdoptionSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PendingAdoptionStatus"):
+		return &governancev1alpha1.PendingAdoptionStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PendingApproval"):
+		return &governancev1alpha1.PendingApprovalApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("System"):
+		return &governancev1alpha1.SystemApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SystemService"):
+		return &governancev1alpha1.SystemServiceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SystemServiceSpec"):
+		return &governancev1alpha1.SystemServiceSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SystemServiceStatus"):
+		return &governancev1alpha1.SystemServiceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SystemSpec"):
+		return &governancev1alpha1.SystemSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SystemStatus"):
+		return &governancev1alpha1.SystemStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VMResources"):
+		return &governancev1alpha1.VMResourcesApplyConfiguration{}
+
+		// Group=score.dev, Version=v1b1
 	case v1b1.SchemeGroupVersion.WithKind("BindingOutputs"):
 		return &scorev1b1.BindingOutputsApplyConfiguration{}
 	case v1b1.SchemeGroupVersion.WithKind("BindingOutputSource"):

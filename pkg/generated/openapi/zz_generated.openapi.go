@@ -23,6 +23,7 @@ package openapi
 
 import (
 	apiscommon "github.com/plinth-dev/plinth/pkg/apis/common"
+	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,115 +35,2143 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		apiscommon.RawObject{}.OpenAPIModelName():         apiscommon.RawObject{}.OpenAPIDefinition(),
-		v1b1.BindingOutputSource{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
-		v1b1.BindingOutputs{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_BindingOutputs(ref),
-		v1b1.BindingSummary{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_BindingSummary(ref),
-		v1b1.CertificatesReference{}.OpenAPIModelName():   schema_pkg_apis_score_v1b1_CertificatesReference(ref),
-		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():   schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
-		v1b1.Container{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_Container(ref),
-		v1b1.ContainerFile{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ContainerFile(ref),
-		v1b1.ContainerProbe{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ContainerProbe(ref),
-		v1b1.ContainerProjection{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_ContainerProjection(ref),
-		v1b1.ContainerResources{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_ContainerResources(ref),
-		v1b1.ContainerVolume{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_ContainerVolume(ref),
-		v1b1.CredentialsReference{}.OpenAPIModelName():    schema_pkg_apis_score_v1b1_CredentialsReference(ref),
-		v1b1.EnvProjection{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_EnvProjection(ref),
-		v1b1.ExecProbe{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ExecProbe(ref),
-		v1b1.HTTPGetProbe{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
-		v1b1.HTTPHeader{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_HTTPHeader(ref),
-		v1b1.ImageConstraints{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_ImageConstraints(ref),
-		v1b1.IngressRule{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_IngressRule(ref),
-		v1b1.NetworkingProjection{}.OpenAPIModelName():    schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
-		v1b1.PlanBinding{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_PlanBinding(ref),
-		v1b1.PlanMetadata{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_PlanMetadata(ref),
-		v1b1.PlanWorkloadReference{}.OpenAPIModelName():   schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
-		v1b1.PlatformPolicy{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
-		v1b1.PlatformPolicyList{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
-		v1b1.PlatformPolicySpec{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
-		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():    schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
-		v1b1.PolicyConstraints{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
-		v1b1.PolicyDefaults{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
-		v1b1.ProvisionerInfo{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
-		v1b1.ResourceAmounts{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
-		v1b1.ResourceBinding{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_ResourceBinding(ref),
-		v1b1.ResourceBindingList{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
-		v1b1.ResourceBindingSpec{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
-		v1b1.ResourceBindingStatus{}.OpenAPIModelName():   schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
-		v1b1.ResourceDefaults{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
-		v1b1.ResourceSpec{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ResourceSpec(ref),
-		v1b1.ResourceTypeConstraints{}.OpenAPIModelName(): schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
-		v1b1.RuntimeInfo{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
-		v1b1.SecretKeyReference{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
-		v1b1.ServicePort{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_ServicePort(ref),
-		v1b1.ServiceProjection{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_ServiceProjection(ref),
-		v1b1.ServiceSpec{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_ServiceSpec(ref),
-		v1b1.Workload{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_Workload(ref),
-		v1b1.WorkloadList{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_WorkloadList(ref),
-		v1b1.WorkloadPlan{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
-		v1b1.WorkloadPlanList{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
-		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
-		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
-		v1b1.WorkloadProjection{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
-		v1b1.WorkloadReference{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_WorkloadReference(ref),
-		v1b1.WorkloadSource{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_WorkloadSource(ref),
-		v1b1.WorkloadSpec{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
-		v1b1.WorkloadStatus{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
-		resource.Quantity{}.OpenAPIModelName():            schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():  schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():  schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():      schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():  schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName(): schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName(): schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():         schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():             schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():              schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                 schema_k8sio_apimachinery_pkg_version_Info(ref),
+		apiscommon.RawObject{}.OpenAPIModelName():           apiscommon.RawObject{}.OpenAPIDefinition(),
+		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
+		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
+		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
+		v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
+		v1alpha1.ApprovalTicket{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
+		v1alpha1.ApprovalTicketList{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
+		v1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
+		v1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
+		v1alpha1.AuditLog{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
+		v1alpha1.AuditLogList{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
+		v1alpha1.AuditLogSpec{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
+		v1alpha1.DomainEvent{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
+		v1alpha1.DomainEventList{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
+		v1alpha1.DomainEventSpec{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
+		v1alpha1.DomainEventStatus{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
+		v1alpha1.LocalObjectReference{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
+		v1alpha1.ManagedVM{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
+		v1alpha1.ManagedVMList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
+		v1alpha1.ManagedVMSpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
+		v1alpha1.ManagedVMStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
+		v1alpha1.PendingAdoption{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
+		v1alpha1.PendingAdoptionList{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
+		v1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
+		v1alpha1.PendingAdoptionStatus{}.OpenAPIModelName(): schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
+		v1alpha1.PendingApproval{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
+		v1alpha1.System{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_System(ref),
+		v1alpha1.SystemList{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemList(ref),
+		v1alpha1.SystemService{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_SystemService(ref),
+		v1alpha1.SystemServiceList{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
+		v1alpha1.SystemServiceSpec{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
+		v1alpha1.SystemServiceStatus{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
+		v1alpha1.SystemSpec{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
+		v1alpha1.SystemStatus{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
+		v1alpha1.TargetReference{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
+		v1alpha1.TicketDecision{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
+		v1alpha1.TicketDecisionRecord{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
+		v1alpha1.VMResources{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_VMResources(ref),
+		v1alpha1.VMRevision{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
+		v1alpha1.VMRevisionList{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
+		v1alpha1.VMRevisionSpec{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
+		v1b1.BindingOutputSource{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
+		v1b1.BindingOutputs{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_BindingOutputs(ref),
+		v1b1.BindingSummary{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_BindingSummary(ref),
+		v1b1.CertificatesReference{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_CertificatesReference(ref),
+		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
+		v1b1.Container{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_Container(ref),
+		v1b1.ContainerFile{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_ContainerFile(ref),
+		v1b1.ContainerProbe{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ContainerProbe(ref),
+		v1b1.ContainerProjection{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_ContainerProjection(ref),
+		v1b1.ContainerResources{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_ContainerResources(ref),
+		v1b1.ContainerVolume{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ContainerVolume(ref),
+		v1b1.CredentialsReference{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_CredentialsReference(ref),
+		v1b1.EnvProjection{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_EnvProjection(ref),
+		v1b1.ExecProbe{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ExecProbe(ref),
+		v1b1.HTTPGetProbe{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
+		v1b1.HTTPHeader{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_HTTPHeader(ref),
+		v1b1.ImageConstraints{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ImageConstraints(ref),
+		v1b1.IngressRule{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_IngressRule(ref),
+		v1b1.NetworkingProjection{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
+		v1b1.PlanBinding{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_PlanBinding(ref),
+		v1b1.PlanMetadata{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_PlanMetadata(ref),
+		v1b1.PlanWorkloadReference{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
+		v1b1.PlatformPolicy{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
+		v1b1.PlatformPolicyList{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
+		v1b1.PlatformPolicySpec{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
+		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
+		v1b1.PolicyConstraints{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
+		v1b1.PolicyDefaults{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
+		v1b1.ProvisionerInfo{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
+		v1b1.ResourceAmounts{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
+		v1b1.ResourceBinding{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ResourceBinding(ref),
+		v1b1.ResourceBindingList{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
+		v1b1.ResourceBindingSpec{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
+		v1b1.ResourceBindingStatus{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
+		v1b1.ResourceDefaults{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
+		v1b1.ResourceSpec{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_ResourceSpec(ref),
+		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():   schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
+		v1b1.RuntimeInfo{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
+		v1b1.SecretKeyReference{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
+		v1b1.ServicePort{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ServicePort(ref),
+		v1b1.ServiceProjection{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_ServiceProjection(ref),
+		v1b1.ServiceSpec{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ServiceSpec(ref),
+		v1b1.Workload{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_Workload(ref),
+		v1b1.WorkloadList{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_WorkloadList(ref),
+		v1b1.WorkloadPlan{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
+		v1b1.WorkloadPlanList{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
+		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
+		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
+		v1b1.WorkloadProjection{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
+		v1b1.WorkloadReference{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_WorkloadReference(ref),
+		v1b1.WorkloadSource{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_WorkloadSource(ref),
+		v1b1.WorkloadSpec{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
+		v1b1.WorkloadStatus{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
+		resource.Quantity{}.OpenAPIModelName():              schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():       schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():   schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():   schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():       schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():           schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():               schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		version.Info{}.OpenAPIModelName():                   schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicy says, for an environment and a set of operations, whether approval is needed, who may approve and how many distinct approvals are required; it can also cap the number of VMs per namespace. Where several policies match, the strictest wins. Without any policy: create, modify and delete need one approval everywhere; start, stop and restart need one approval in prod and none in test.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the policy.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by the platform.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName(), v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicyList is a list of policies.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the policies.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ApprovalPolicy{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ApprovalPolicy{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicySpec is a policy.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"environment": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Environment is the environment the policy covers: test, prod, or empty for both.\n\nPossible enum values:\n - `\"prod\"` is for production systems: every VM operation needs approval by default.\n - `\"test\"` is for systems where power operations need no approval.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"prod", "test"},
+						},
+					},
+					"operations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Operations are the operations the policy covers; empty means all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+										Enum:   []interface{}{"create", "delete", "modify", "restart", "start", "stop"},
+									},
+								},
+							},
+						},
+					},
+					"approvalRequired": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ApprovalRequired says whether the covered operations need approval.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"approverGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ApproverGroups, when not empty, restricts approvers to members of these groups (they also need the RBAC verb approve on approvaltickets/approval).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"requiredApprovals": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequiredApprovals is the number of distinct approvers needed; default 1.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"vmQuotaPerNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VMQuotaPerNamespace, when set, caps the number of ManagedVMs in each namespace of the covered environment; a request beyond it fails with QUOTA_EXCEEDED.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"approvalRequired"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicyStatus is the observed state of a policy.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions describe the policy's state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalTicket is a request to change a ManagedVM, opened by the platform when a tenant asks for the change. Approvers decide through the approval subresource (POST a TicketDecision to approvaltickets/NAME/approval), which needs the RBAC verb \"approve\" on approvaltickets/approval; the requester may cancel it there while it is pending.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the request, written once by the platform.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ApprovalTicketSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the decision state.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ApprovalTicketStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ApprovalTicketSpec{}.OpenAPIModelName(), v1alpha1.ApprovalTicketStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalTicketList is a list of tickets.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the tickets.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ApprovalTicket{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ApprovalTicket{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalTicketSpec is the request.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"operation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Operation is create, modify, delete, start, stop or restart.\n\nPossible enum values:\n - `\"create\"` creates a VM.\n - `\"delete\"` deletes a VM.\n - `\"modify\"` changes a VM's spec.\n - `\"restart\"` restarts a VM.\n - `\"start\"` starts a VM.\n - `\"stop\"` stops a VM.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"create", "delete", "modify", "restart", "start", "stop"},
+						},
+					},
+					"targetRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetRef is the ManagedVM.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.TargetReference{}.OpenAPIModelName()),
+						},
+					},
+					"requester": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Requester is the user who asked for the change.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"environment": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Environment is the environment of the VM's System when the ticket was opened.\n\nPossible enum values:\n - `\"prod\"` is for production systems: every VM operation needs approval by default.\n - `\"test\"` is for systems where power operations need no approval.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"prod", "test"},
+						},
+					},
+					"requestedSpec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestedSpec is the spec the requester asked for (for delete, the VM's current spec).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the requester's reason, from the VM's spec.reason.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"requiredApprovals": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequiredApprovals is how many distinct approvers must approve, from the ApprovalPolicy.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"approverGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ApproverGroups, when not empty, restricts approvers to members of these groups.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"operation", "targetRef", "requester", "environment", "requestedSpec", "requiredApprovals"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1alpha1.TargetReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalTicketStatus is the decision state of a ticket.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is PENDING, APPROVED, REJECTED, CANCELLED, EXECUTING, SUCCESS or FAILED.\n\nPossible enum values:\n - `\"APPROVED\"` has enough approvals; execution starts.\n - `\"CANCELLED\"` was withdrawn by its requester. Final.\n - `\"EXECUTING\"` is approved and being carried out (or waits for a runtime).\n - `\"FAILED\"` could not be carried out. Final.\n - `\"PENDING\"` waits for decisions.\n - `\"REJECTED\"` was rejected by an approver. Final.\n - `\"SUCCESS\"` was carried out. Final.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"APPROVED", "CANCELLED", "EXECUTING", "FAILED", "PENDING", "REJECTED", "SUCCESS"},
+						},
+					},
+					"decisions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Decisions are the recorded decisions, oldest first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.TicketDecisionRecord{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"modifiedSpec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ModifiedSpec is the spec an approver put in place of the requested one; it replaces the requested spec as a whole.",
+							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the target cluster chosen at approval of a create.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"storageClass": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StorageClass is the storage class chosen at approval of a create.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is one sentence on the current state.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1alpha1.TicketDecisionRecord{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_AuditLog(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AuditLog is an immutable audit record written by the platform for every governed action. Nobody can create, change or delete one through the API.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the record.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.AuditLogSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.AuditLogSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_AuditLogList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AuditLogList is a list of audit records.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the records.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.AuditLog{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.AuditLog{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AuditLogSpec is an audit record.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"actor": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actor is the user who acted.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is the canonical action, for example vm.request, vm.delete_submitted, approval.approve, approval.reject, approval.cancel, system.create.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target is the object acted on.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.TargetReference{}.OpenAPIModelName()),
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time of the action.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"details": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Details are action-specific facts, for example the ticket's name.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"actor", "action", "target", "time"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.TargetReference{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_DomainEvent(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DomainEvent is an append-only domain event, for example VMRequested or TicketApproved, written by the platform for consumers such as notifiers. Its payload never changes; a consumer with access to the status subresource may archive it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the event.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.DomainEventSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status carries the archive mark.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.DomainEventStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DomainEventSpec{}.OpenAPIModelName(), v1alpha1.DomainEventStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_DomainEventList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DomainEventList is a list of events.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the events.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.DomainEvent{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DomainEvent{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DomainEventSpec is an event.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is the event type, for example VMRequested, TicketApproved, TicketRejected, TicketCancelled, VMInstanceAllocated, VMDeleteRequested.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"aggregate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Aggregate is the object the event belongs to.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.TargetReference{}.OpenAPIModelName()),
+						},
+					},
+					"occurredAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OccurredAt is when it happened.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"payload": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Payload is the event's data, never changed after it is written.",
+							Ref:         ref(apiscommon.RawObject{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"type", "aggregate", "occurredAt"},
+			},
+		},
+		Dependencies: []string{
+			apiscommon.RawObject{}.OpenAPIModelName(), v1alpha1.TargetReference{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DomainEventStatus marks consumption.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"archivedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ArchivedAt is when the event was archived; archived events may be cleaned up.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LocalObjectReference names an object in the same namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the object.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ManagedVM(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ManagedVM is a governed virtual machine of a SystemService. Every change to it — create, modify, delete, and in production start, stop and restart — opens an ApprovalTicket and takes effect only once approved; each approved spec is recorded as a VMRevision. On approval the VM gets a permanent instance number and the name {namespace}-{system}-{service}-{NN}.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata. Labels under kubevirt-shepherd.io/ are set by the platform.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the requested VM. Until a change is approved it is a request: the approved shape is the VMRevision named in status.approvedRevision.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by the platform only.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ManagedVMStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1alpha1.ManagedVMStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ManagedVMList is a list of governed VMs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the VMs.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ManagedVM{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ManagedVM{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ManagedVMSpec is the requested shape of a VM. Exactly one of instanceType and resources is set, and exactly one of image and template.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"systemServiceRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SystemServiceRef names the SystemService, in the same namespace, the VM belongs to. It must exist. Immutable.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"instanceType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstanceType names a size offered by the platform, for example \"u1.medium\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources gives the size as CPU and memory instead of an instance type.",
+							Ref:         ref(v1alpha1.VMResources{}.OpenAPIModelName()),
+						},
+					},
+					"diskSize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DiskSize is the size of the root disk, for example \"20Gi\".",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image is the boot image (a container disk image reference).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template names a VM template offered by the platform, instead of an image.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"runStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RunStrategy is Always (the default), Halted, Manual, RerunOnFailure or Once. Changing only the run strategy is a start (to anything but Halted) or a stop (to Halted).\n\nPossible enum values:\n - `\"Always\"` keeps the VM running.\n - `\"Halted\"` keeps the VM stopped.\n - `\"Manual\"` leaves power to explicit start and stop requests.\n - `\"Once\"` runs the VM once.\n - `\"RerunOnFailure\"` restarts the VM when it fails, not when it shuts down.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Always", "Halted", "Manual", "Once", "RerunOnFailure"},
+						},
+					},
+					"restartedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartedAt asks for a restart when it changes, like kubectl rollout restart: set it to the current time (RFC 3339). Changing only this field is a restart.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason tells approvers why the change is requested. It is copied into the ticket.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"systemServiceRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.VMResources{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ManagedVMStatus is the observed state of a governed VM.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is CREATING, RUNNING, STOPPING, STOPPED, FAILED or DELETING; empty until the VM's creation is approved.\n\nPossible enum values:\n - `\"CREATING\"` means the VM is approved and waits for or undergoes materialization.\n - `\"DELETING\"` means the VM's deletion is approved and under way.\n - `\"FAILED\"` means the VM could not be created or failed.\n - `\"RUNNING\"` means the VM runs.\n - `\"STOPPED\"` means the VM exists and does not run.\n - `\"STOPPING\"` means the VM is shutting down.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"CREATING", "DELETING", "FAILED", "RUNNING", "STOPPED", "STOPPING"},
+						},
+					},
+					"pendingApproval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PendingApproval is the change waiting for approval, if any.",
+							Ref:         ref(v1alpha1.PendingApproval{}.OpenAPIModelName()),
+						},
+					},
+					"instance": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Instance is the VM's permanent instance number in its service, allocated on approval of its creation.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"instanceName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstanceName is {namespace}-{system}-{service}-{NN}: the name the VM has on its cluster.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the target cluster chosen by the approver.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"storageClass": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StorageClass is the storage class chosen by the approver for the VM's disks.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"hostname": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hostname is the VM's hostname, set by the platform.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"approvedRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ApprovedRevision is the number of the VMRevision holding the approved spec; 0 before the creation is approved.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lastTicket": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTicket names the most recent ApprovalTicket of this VM.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Approved (whether the latest request was approved) and Ready.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PendingApproval{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PendingAdoption is a VM found on a registered cluster with the platform's labels, pointing at an existing SystemService, but without a ManagedVM. An administrator may adopt it, which creates the ManagedVM with the VM's existing instance number.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is what was found.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.PendingAdoptionSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by the platform.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.PendingAdoptionStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PendingAdoptionSpec{}.OpenAPIModelName(), v1alpha1.PendingAdoptionStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PendingAdoptionList is a list of adoption candidates.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the candidates.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PendingAdoption{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PendingAdoption{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PendingAdoptionSpec describes a VM found on a cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the cluster the VM runs on.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"vmName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VMName is the VirtualMachine's name on the cluster.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"systemServiceRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SystemServiceRef names the SystemService the VM's labels point at.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"instance": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Instance is the instance number from the VM's labels.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"cluster", "vmName", "systemServiceRef", "instance"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PendingAdoptionStatus is the observed state of an adoption candidate.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions describe the candidate's state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_PendingApproval(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PendingApproval is a change of a VM that waits for approval.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"ticket": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ticket names the ApprovalTicket.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"operation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Operation is the requested operation.\n\nPossible enum values:\n - `\"create\"` creates a VM.\n - `\"delete\"` deletes a VM.\n - `\"modify\"` changes a VM's spec.\n - `\"restart\"` restarts a VM.\n - `\"start\"` starts a VM.\n - `\"stop\"` stops a VM.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"create", "delete", "modify", "restart", "start", "stop"},
+						},
+					},
+				},
+				Required: []string{"ticket", "operation"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_System(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "System is a tenant's application, for example \"shop\": the first level of the System → SystemService → ManagedVM hierarchy. Tenants create systems themselves; no approval.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata. The name is at most 15 characters, since it becomes part of VM names.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec describes the system.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SystemSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by the platform.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SystemStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SystemSpec{}.OpenAPIModelName(), v1alpha1.SystemStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_SystemList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SystemList is a list of systems.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the systems.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.System{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.System{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_SystemService(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SystemService is a service of a System, for example \"redis\" in \"shop\": the level whose VMs are numbered. Tenants create services themselves; no approval.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata. The name is the service's name, at most 15 characters, unique in the namespace.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec describes the service.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SystemServiceSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status holds the service's instance counter; written by the platform only.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SystemServiceStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SystemServiceSpec{}.OpenAPIModelName(), v1alpha1.SystemServiceStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SystemServiceList is a list of services.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the services.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SystemService{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SystemService{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SystemServiceSpec describes a service.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"systemRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SystemRef names the System, in the same namespace, the service belongs to. It must exist when the service is created. Immutable.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"documentation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Documentation is free text or a link that tells operators what the service is.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"createdBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreatedBy is the user who created the service, set by the server from the request.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"systemRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SystemServiceStatus is the observed state of a service.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nextInstanceIndex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NextInstanceIndex is the instance number the next approved VM of this service gets. It starts at 1, only ever increases and is never reset, so that a number is never reused, even after its VM was deleted.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_SystemSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SystemSpec describes a system.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"documentation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Documentation is free text or a link that tells operators what the system is.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"environment": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Environment is \"test\" (the default) or \"prod\". Production systems need approval for every VM operation, test systems only for create, modify and delete. Immutable.\n\nPossible enum values:\n - `\"prod\"` is for production systems: every VM operation needs approval by default.\n - `\"test\"` is for systems where power operations need no approval.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"prod", "test"},
+						},
+					},
+					"createdBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CreatedBy is the user who created the system. The server sets it from the request's user; a value sent by the client is replaced.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_SystemStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SystemStatus is the observed state of a system.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions describe the system's state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_TargetReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TargetReference names the object a ticket or record is about.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind of the object, for example ManagedVM.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the object; empty for cluster-scoped objects.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the object.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_TicketDecision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TicketDecision is the body POSTed to approvaltickets/NAME/approval: an approval, a rejection or, by the requester, a cancellation. The response is the updated ApprovalTicket.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; unused.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"decision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Decision is Approve, Reject or Cancel.\n\nPossible enum values:\n - `\"Approve\"` approves the ticket (one of its required approvals).\n - `\"Cancel\"` withdraws the ticket; only its requester may cancel.\n - `\"Reject\"` rejects the ticket.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Approve", "Cancel", "Reject"},
+						},
+					},
+					"comment": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Comment is recorded with the decision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster chooses the target cluster; only for approving a create.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"storageClass": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StorageClass chooses the storage class; only for approving a create.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"modifiedSpec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ModifiedSpec replaces the requested spec as a whole; only for approving a create or a modify. Its systemServiceRef must stay the same.",
+							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"decision"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TicketDecisionRecord is one decision recorded on a ticket.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"user": {
+						SchemaProps: spec.SchemaProps{
+							Description: "User who decided, from the request's authentication.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"decision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Decision is Approve, Reject or Cancel.\n\nPossible enum values:\n - `\"Approve\"` approves the ticket (one of its required approvals).\n - `\"Cancel\"` withdraws the ticket; only its requester may cancel.\n - `\"Reject\"` rejects the ticket.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Approve", "Cancel", "Reject"},
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time of the decision.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"comment": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Comment is the decider's comment.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"user", "decision", "time"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_VMResources(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VMResources is a VM size given as CPU and memory.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CPU is the number of virtual CPUs, at least 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Memory is the guest memory, for example \"4Gi\".",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"cpu", "memory"},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_VMRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VMRevision is the immutable record of one approved spec of a ManagedVM. The platform writes it when a change is approved (or, for changes that need no approval, when it is made); nobody can change or delete it through the API.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata. The name is {vm}-r{revision}.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the record.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.VMRevisionSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.VMRevisionSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VMRevisionList is a list of revisions.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the revisions.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.VMRevision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.VMRevision{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VMRevisionSpec is the content of a revision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"vmName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VMName names the ManagedVM.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision counts the VM's approved specs from 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"operation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Operation is the operation that produced this revision.\n\nPossible enum values:\n - `\"create\"` creates a VM.\n - `\"delete\"` deletes a VM.\n - `\"modify\"` changes a VM's spec.\n - `\"restart\"` restarts a VM.\n - `\"start\"` starts a VM.\n - `\"stop\"` stops a VM.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"create", "delete", "modify", "restart", "start", "stop"},
+						},
+					},
+					"ticket": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ticket names the ApprovalTicket that approved it; empty when no approval was needed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"approvedBy": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ApprovedBy lists the approvers, empty when no approval was needed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"vmSpec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VMSpec is the approved spec.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"vmName", "revision", "operation", "vmSpec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ManagedVMSpec{}.OpenAPIModelName()},
 	}
 }
 

@@ -36,6 +36,12 @@ type Definition[T Object] struct {
 	ValidateUpdate func(obj, old T) field.ErrorList
 	// ValidateStatusUpdate checks an update through the status subresource.
 	ValidateStatusUpdate func(obj, old T) field.ErrorList
+	// PrepareForCreate, when set, runs after the generic preparation (status cleared,
+	// generation 1): it fills server-owned fields, for example from the request's user.
+	PrepareForCreate func(ctx context.Context, obj T)
+	// PrepareForUpdate, when set, runs after the generic preparation of a main-resource
+	// update (status kept, generation bumped on spec changes).
+	PrepareForUpdate func(ctx context.Context, obj, old T)
 	// WarningsOnCreate and WarningsOnUpdate return optional warnings for the client.
 	WarningsOnCreate func(obj T) []string
 	WarningsOnUpdate func(obj, old T) []string
@@ -66,18 +72,27 @@ func (s Strategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 
 // PrepareForCreate drops any status the client sent and starts the generation at 1.
 func (s Strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
-	field := statusField(obj)
-	field.Set(reflect.Zero(field.Type()))
+	if field := statusField(obj); field.IsValid() {
+		field.Set(reflect.Zero(field.Type()))
+	}
 	obj.(metav1.Object).SetGeneration(1)
+	if s.def.PrepareForCreate != nil {
+		s.def.PrepareForCreate(ctx, obj.(T))
+	}
 }
 
 // PrepareForUpdate keeps the stored status and bumps the generation when the spec changed.
 func (s Strategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
-	statusField(obj).Set(statusField(old))
+	if field := statusField(obj); field.IsValid() {
+		field.Set(statusField(old))
+	}
 	newMeta, oldMeta := obj.(metav1.Object), old.(metav1.Object)
 	newMeta.SetGeneration(oldMeta.GetGeneration())
 	if !apiequality.Semantic.DeepEqual(specField(obj).Interface(), specField(old).Interface()) {
 		newMeta.SetGeneration(oldMeta.GetGeneration() + 1)
+	}
+	if s.def.PrepareForUpdate != nil {
+		s.def.PrepareForUpdate(ctx, obj.(T), old.(T))
 	}
 }
 
@@ -156,15 +171,18 @@ func resetFields(versions []string, paths ...fieldpath.Path) map[fieldpath.APIVe
 	return out
 }
 
-func specField(obj runtime.Object) reflect.Value   { return namedField(obj, "Spec") }
-func statusField(obj runtime.Object) reflect.Value { return namedField(obj, "Status") }
-
-// namedField reaches the Spec or Status field of a pointer to an API struct. Every kind that
-// uses these strategies has both; a kind without them is a programming error caught by tests.
-func namedField(obj runtime.Object, name string) reflect.Value {
-	f := reflect.ValueOf(obj).Elem().FieldByName(name)
+func specField(obj runtime.Object) reflect.Value {
+	f := reflect.ValueOf(obj).Elem().FieldByName("Spec")
 	if !f.IsValid() {
-		panic(fmt.Sprintf("%T has no %s field", obj, name))
+		// Every kind that uses these strategies has a spec; a kind without one is a
+		// programming error caught by tests.
+		panic(fmt.Sprintf("%T has no Spec field", obj))
 	}
 	return f
+}
+
+// statusField reaches the Status field, or the zero Value for kinds without status: immutable
+// records such as audit logs have a spec only.
+func statusField(obj runtime.Object) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName("Status")
 }

@@ -1,9 +1,9 @@
 package v1b1
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/plinth-dev/plinth/pkg/apis/common"
 )
 
 // Field selectors beyond metadata.name and metadata.namespace. Each must also be returned by the
@@ -19,22 +19,5 @@ var selectableFields = map[string][]string{
 func SelectableFields(kind string) []string { return selectableFields[kind] }
 
 func addFieldLabelConversions(scheme *runtime.Scheme) error {
-	for kind, extra := range selectableFields {
-		allowed := map[string]bool{"metadata.name": true, "metadata.namespace": true}
-		for _, f := range extra {
-			allowed[f] = true
-		}
-		kind := kind
-		err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind),
-			func(label, value string) (string, string, error) {
-				if allowed[label] {
-					return label, value, nil
-				}
-				return "", "", fmt.Errorf("field label %q is not supported for %s", label, kind)
-			})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return common.AddFieldLabelConversions(scheme, SchemeGroupVersion, selectableFields)
 }

@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -30,13 +31,20 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
+	GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface
 	ScoreV1b1() scorev1b1.ScoreV1b1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	scoreV1b1 *scorev1b1.ScoreV1b1Client
+	governanceV1alpha1 *governancev1alpha1.GovernanceV1alpha1Client
+	scoreV1b1          *scorev1b1.ScoreV1b1Client
+}
+
+// GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
+func (c *Clientset) GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface {
+	return c.governanceV1alpha1
 }
 
 // ScoreV1b1 retrieves the ScoreV1b1Client
@@ -88,6 +96,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.governanceV1alpha1, err = governancev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.scoreV1b1, err = scorev1b1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -113,6 +125,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.governanceV1alpha1 = governancev1alpha1.New(c)
 	cs.scoreV1b1 = scorev1b1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

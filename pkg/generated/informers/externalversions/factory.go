@@ -25,6 +25,7 @@ import (
 	time "time"
 
 	versioned "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	governance "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance"
 	internalinterfaces "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/internalinterfaces"
 	score "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -325,7 +326,12 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
+	Governance() governance.Interface
 	Score() score.Interface
+}
+
+func (f *sharedInformerFactory) Governance() governance.Interface {
+	return governance.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Score() score.Interface {

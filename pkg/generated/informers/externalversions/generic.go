@@ -21,6 +21,7 @@ package externalversions
 import (
 	fmt "fmt"
 
+	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -52,7 +53,27 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=score.dev, Version=v1b1
+	// Group=governance.plinth.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("approvalpolicies"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().ApprovalPolicies().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("approvaltickets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().ApprovalTickets().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("auditlogs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().AuditLogs().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("domainevents"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().DomainEvents().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("managedvms"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().ManagedVMs().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("pendingadoptions"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().PendingAdoptions().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("systems"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().Systems().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("systemservices"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().SystemServices().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("vmrevisions"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().VMRevisions().Informer()}, nil
+
+		// Group=score.dev, Version=v1b1
 	case v1b1.SchemeGroupVersion.WithResource("platformpolicies"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Score().V1b1().PlatformPolicies().Informer()}, nil
 	case v1b1.SchemeGroupVersion.WithResource("resourcebindings"):

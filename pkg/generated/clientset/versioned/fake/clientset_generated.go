@@ -21,6 +21,8 @@ package fake
 import (
 	applyconfiguration "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	fakegovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1/fake"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 	fakescorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,6 +137,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
+func (c *Clientset) GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface {
+	return &fakegovernancev1alpha1.FakeGovernanceV1alpha1{Fake: &c.Fake}
+}
 
 // ScoreV1b1 retrieves the ScoreV1b1Client
 func (c *Clientset) ScoreV1b1() scorev1b1.ScoreV1b1Interface {
