@@ -12,6 +12,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score"
+	governanceinstall "github.com/plinth-dev/plinth/pkg/apis/governance/install"
 	scoreinstall "github.com/plinth-dev/plinth/pkg/apis/score/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/registry/score/platformpolicy"
@@ -34,6 +35,7 @@ var (
 
 func init() {
 	scoreinstall.Install(Scheme)
+	governanceinstall.Install(Scheme)
 
 	// The generic server needs the meta/v1 option types registered in the empty group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
@@ -101,6 +103,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	scoreGroup.VersionedResourcesStorageMap[v1b1.SchemeGroupVersion.Version] = storage
 	if err := genericServer.InstallAPIGroup(&scoreGroup); err != nil {
+		return nil, err
+	}
+	if err := c.installGovernance(genericServer); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -7,11 +7,13 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -138,4 +140,73 @@ func New[T strategy.Object](scheme *runtime.Scheme, optsGetter generic.RESTOptio
 	statusStore.UpdateStrategy = statusStrategy
 	statusStore.ResetFieldsStrategy = statusStrategy
 	return &REST{Store: s, shortNames: o.ShortNames, categories: o.Categories}, &StatusREST{store: &statusStore}, nil
+}
+
+// Store is the status subresource's underlying store: its updates change status only. The
+// governance approval flow writes status through it.
+func (r *StatusREST) Store() *genericregistry.Store { return r.store }
+
+// ReadOnlyREST serves get, list and watch of a kind whose objects only the server writes:
+// audit records, revisions, tickets. Without create, update or delete handlers, no client —
+// whatever RBAC grants — can change them through the API.
+type ReadOnlyREST struct {
+	store      *genericregistry.Store
+	shortNames []string
+	categories []string
+}
+
+var (
+	_ rest.Getter               = &ReadOnlyREST{}
+	_ rest.Lister               = &ReadOnlyREST{}
+	_ rest.Watcher              = &ReadOnlyREST{}
+	_ rest.Scoper               = &ReadOnlyREST{}
+	_ rest.SingularNameProvider = &ReadOnlyREST{}
+	_ rest.ShortNamesProvider   = &ReadOnlyREST{}
+	_ rest.CategoriesProvider   = &ReadOnlyREST{}
+)
+
+// ReadOnly returns the read-only face of a kind's storage.
+func ReadOnly(r *REST) *ReadOnlyREST {
+	return &ReadOnlyREST{store: r.Store, shortNames: r.shortNames, categories: r.categories}
+}
+
+// New allocates an empty object.
+func (r *ReadOnlyREST) New() runtime.Object { return r.store.New() }
+
+// NewList allocates an empty list.
+func (r *ReadOnlyREST) NewList() runtime.Object { return r.store.NewList() }
+
+// Destroy releases the storage.
+func (r *ReadOnlyREST) Destroy() { r.store.Destroy() }
+
+// NamespaceScoped tells the installer whether objects live in namespaces.
+func (r *ReadOnlyREST) NamespaceScoped() bool { return r.store.NamespaceScoped() }
+
+// GetSingularName returns the singular resource name.
+func (r *ReadOnlyREST) GetSingularName() string { return r.store.GetSingularName() }
+
+// ShortNames lets kubectl accept abbreviations.
+func (r *ReadOnlyREST) ShortNames() []string { return r.shortNames }
+
+// Categories lets kubectl get <category> list the kind with its peers.
+func (r *ReadOnlyREST) Categories() []string { return r.categories }
+
+// Get returns one object.
+func (r *ReadOnlyREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	return r.store.Get(ctx, name, options)
+}
+
+// List returns the objects matching options.
+func (r *ReadOnlyREST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	return r.store.List(ctx, options)
+}
+
+// Watch streams changes of the objects matching options.
+func (r *ReadOnlyREST) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
+	return r.store.Watch(ctx, options)
+}
+
+// ConvertToTable prints objects for kubectl get.
+func (r *ReadOnlyREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	return r.store.ConvertToTable(ctx, object, tableOptions)
 }

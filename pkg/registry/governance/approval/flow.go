@@ -1,0 +1,208 @@
+// Package approval is the governance flow plinth-apiserver enforces for ManagedVMs: every
+// create, modify and delete (and, per ApprovalPolicy, start, stop and restart) becomes an
+// ApprovalTicket, an AuditLog record and a DomainEvent instead of taking effect; approvers
+// decide through the tickets' approval subresource; on approval the flow allocates the VM's
+// instance number, records a VMRevision and hands the VM to a runtime.
+//
+// It runs inside the server, on the registry's stores, so no client can skip it: the
+// ManagedVM REST calls it for every write, and the records it writes have no write verbs at
+// all in the API. Writes that span several objects are ordered so that a failure leaves
+// nothing half-done for the tenant: the VM change and its ticket are undone together.
+package approval
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/governance/apperror"
+	"github.com/plinth-dev/plinth/pkg/governance/policy"
+)
+
+// Stores are the registry stores the flow reads and writes. The *Status stores write status
+// only (their strategy keeps spec and metadata).
+type Stores struct {
+	Systems       *genericregistry.Store
+	Services      *genericregistry.Store
+	ServiceStatus *genericregistry.Store
+	VMs           *genericregistry.Store
+	VMStatus      *genericregistry.Store
+	Revisions     *genericregistry.Store
+	Tickets       *genericregistry.Store
+	TicketStatus  *genericregistry.Store
+	Policies      *genericregistry.Store
+	AuditLogs     *genericregistry.Store
+	Events        *genericregistry.Store
+}
+
+// Flow carries out the approval flow.
+type Flow struct {
+	stores Stores
+	authz  authorizer.Authorizer
+	now    func() time.Time
+}
+
+// New returns the flow over stores; authz answers whether a user may approve.
+func New(stores Stores, authz authorizer.Authorizer) *Flow {
+	return &Flow{stores: stores, authz: authz, now: time.Now}
+}
+
+var (
+	vmResource     = governance.Resource("managedvms")
+	ticketResource = governance.Resource("approvaltickets")
+)
+
+// mutationKey carries, from the flow to the ManagedVM strategy, the changes the flow makes to
+// a VM's status in the same write as its spec. The generic strategy keeps the stored status
+// on main-resource writes; the hook re-applies the flow's changes after it.
+type mutationKey struct{}
+
+func withMutation(ctx context.Context, fn func(*governance.ManagedVM)) context.Context {
+	return context.WithValue(ctx, mutationKey{}, fn)
+}
+
+// ApplyMutation applies the flow's changes for this write, if any. The ManagedVM strategy
+// calls it from PrepareForCreate and PrepareForUpdate.
+func ApplyMutation(ctx context.Context, vm *governance.ManagedVM) {
+	if fn, ok := ctx.Value(mutationKey{}).(func(*governance.ManagedVM)); ok && fn != nil {
+		fn(vm)
+	}
+}
+
+func inNamespace(ctx context.Context, namespace string) context.Context {
+	return genericapirequest.WithNamespace(ctx, namespace)
+}
+
+func userName(ctx context.Context) string {
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		return u.GetName()
+	}
+	return ""
+}
+
+func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
+
+// lineage returns the VM's service and system, or the error that names the missing one.
+func (f *Flow) lineage(ctx context.Context, namespace, vmName, serviceName string) (*governance.SystemService, *governance.System, error) {
+	obj, err := f.stores.Services.Get(inNamespace(ctx, namespace), serviceName, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, apperror.New(apperror.ServiceNotFound, vmResource, vmName, apperror.Params{"service": serviceName, "namespace": namespace},
+			"SystemService %q does not exist in namespace %q.", serviceName, namespace)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	svc := obj.(*governance.SystemService)
+	obj, err = f.stores.Systems.Get(inNamespace(ctx, namespace), svc.Spec.SystemRef.Name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, apperror.New(apperror.SystemNotFound, vmResource, vmName, apperror.Params{"system": svc.Spec.SystemRef.Name, "namespace": namespace},
+			"System %q does not exist in namespace %q.", svc.Spec.SystemRef.Name, namespace)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, obj.(*governance.System), nil
+}
+
+func (f *Flow) policies(ctx context.Context) ([]governance.ApprovalPolicy, error) {
+	obj, err := f.stores.Policies.List(inNamespace(ctx, ""), &metainternalversion.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*governance.ApprovalPolicyList).Items, nil
+}
+
+func (f *Flow) requirement(ctx context.Context, env governance.Environment, op governance.Operation) (policy.Requirement, error) {
+	policies, err := f.policies(ctx)
+	if err != nil {
+		return policy.Requirement{}, err
+	}
+	return policy.For(policies, env, op), nil
+}
+
+func (f *Flow) getVM(ctx context.Context, namespace, name string) (*governance.ManagedVM, error) {
+	obj, err := f.stores.VMs.Get(inNamespace(ctx, namespace), name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, apperror.New(apperror.VMNotFound, vmResource, name, apperror.Params{"vm": name, "namespace": namespace},
+			"ManagedVM %q does not exist in namespace %q.", name, namespace)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*governance.ManagedVM), nil
+}
+
+// update changes one object of store by fn, applied to the current stored version; the store
+// retries fn on conflicts, so fn sees every concurrent change and its checks hold atomically.
+func update(ctx context.Context, store *genericregistry.Store, namespace, name string, fn func(obj runtime.Object) error) (runtime.Object, error) {
+	obj, _, err := store.Update(inNamespace(ctx, namespace), name,
+		rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+			obj := old.DeepCopyObject()
+			if err := fn(obj); err != nil {
+				return nil, err
+			}
+			return obj, nil
+		}),
+		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	return obj, err
+}
+
+// updateVM changes a VM's spec, metadata and status in one write. fn must be idempotent: it
+// runs on the stored object and again after the strategy restored the stored status.
+func (f *Flow) updateVM(ctx context.Context, namespace, name string, fn func(vm *governance.ManagedVM)) (*governance.ManagedVM, error) {
+	obj, err := update(withMutation(ctx, fn), f.stores.VMs, namespace, name, func(obj runtime.Object) error {
+		fn(obj.(*governance.ManagedVM))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*governance.ManagedVM), nil
+}
+
+// instanceName is {namespace}-{system}-{service}-{NN}.
+func instanceName(namespace, system, service string, instance int32) string {
+	return fmt.Sprintf("%s-%s-%s-%02d", namespace, system, service, instance)
+}
+
+// platformLabels are the labels of every object the platform manages for vm.
+func platformLabels(vm *governance.ManagedVM) map[string]string {
+	out := map[string]string{governance.LabelManagedBy: governance.ManagedByValue}
+	for _, k := range []string{governance.LabelSystem, governance.LabelService, governance.LabelInstance} {
+		if v, ok := vm.Labels[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func vmTarget(vm *governance.ManagedVM) governance.TargetReference {
+	return governance.TargetReference{Kind: "ManagedVM", Namespace: vm.Namespace, Name: vm.Name}
+}
+
+func setCondition(vm *governance.ManagedVM, status metav1.ConditionStatus, reason, message string) {
+	cond := metav1.Condition{Type: "Approved", Status: status, Reason: reason, Message: message, ObservedGeneration: vm.Generation}
+	for i := range vm.Status.Conditions {
+		if vm.Status.Conditions[i].Type == cond.Type {
+			if vm.Status.Conditions[i].Status == cond.Status {
+				cond.LastTransitionTime = vm.Status.Conditions[i].LastTransitionTime
+			} else {
+				cond.LastTransitionTime = metav1.Now()
+			}
+			vm.Status.Conditions[i] = cond
+			return
+		}
+	}
+	cond.LastTransitionTime = metav1.Now()
+	vm.Status.Conditions = append(vm.Status.Conditions, cond)
+}

@@ -1,0 +1,109 @@
+// Package approvalticket is the REST storage of governance.plinth.dev ApprovalTickets: read-only
+// for clients, written by the approval flow, decided through the approval subresource.
+package approvalticket
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/validation"
+	"github.com/plinth-dev/plinth/pkg/registry/governance/approval"
+	"github.com/plinth-dev/plinth/pkg/registry/store"
+	"github.com/plinth-dev/plinth/pkg/registry/strategy"
+	"github.com/plinth-dev/plinth/pkg/registry/table"
+)
+
+// Definition is the ticket's validation. Only the flow writes tickets; a new one is PENDING.
+var Definition = strategy.Definition[*governance.ApprovalTicket]{
+	NamespaceScoped: true,
+	APIVersions:     []string{v1alpha1.SchemeGroupVersion.String()},
+	Validate: func(t *governance.ApprovalTicket) field.ErrorList {
+		return validation.ValidateRecordMeta(t)
+	},
+	ValidateUpdate: func(t, old *governance.ApprovalTicket) field.ErrorList {
+		return validation.ValidateImmutableRecord(t.Spec, old.Spec)
+	},
+	ValidateStatusUpdate: func(t, old *governance.ApprovalTicket) field.ErrorList { return nil },
+	PrepareForCreate: func(_ context.Context, t *governance.ApprovalTicket) {
+		t.Status.State = governance.TicketPending
+		t.Status.Message = fmt.Sprintf("Waiting for %d approval(s).", max(t.Spec.RequiredApprovals, 1))
+	},
+}
+
+// NewREST returns the approvaltickets storage and its status store.
+func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*store.REST, *store.StatusREST, error) {
+	return store.New(scheme, optsGetter, store.Options[*governance.ApprovalTicket]{
+		Resource:    governance.Resource("approvaltickets"),
+		Singular:    "approvalticket",
+		NewFunc:     func() *governance.ApprovalTicket { return &governance.ApprovalTicket{} },
+		NewListFunc: func() runtime.Object { return &governance.ApprovalTicketList{} },
+		Definition:  Definition,
+		SelectableFields: func(t *governance.ApprovalTicket) fields.Set {
+			return fields.Set{
+				"spec.targetRef.name": t.Spec.TargetRef.Name, "spec.operation": string(t.Spec.Operation),
+				"status.state": string(t.Status.State), "spec.requester": t.Spec.Requester,
+			}
+		},
+		Table:      Table,
+		ShortNames: []string{"tkt"},
+		Categories: []string{"governance"},
+	})
+}
+
+// ApprovalREST is the approval subresource: POST a TicketDecision, get the updated ticket.
+type ApprovalREST struct {
+	flow *approval.Flow
+}
+
+var _ rest.NamedCreater = &ApprovalREST{}
+
+// NewApprovalREST returns the approval subresource.
+func NewApprovalREST(flow *approval.Flow) *ApprovalREST { return &ApprovalREST{flow: flow} }
+
+// New allocates the request body.
+func (r *ApprovalREST) New() runtime.Object { return &governance.TicketDecision{} }
+
+// Destroy does nothing: the tickets resource owns the storage.
+func (r *ApprovalREST) Destroy() {}
+
+// Create records the decision on ticket name.
+func (r *ApprovalREST) Create(ctx context.Context, name string, obj runtime.Object, _ rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if len(options.DryRun) > 0 {
+		return nil, errDryRun
+	}
+	return r.flow.Decide(ctx, name, obj.(*governance.TicketDecision))
+}
+
+// Table prints OPERATION, VM, REQUESTER, STATE and APPROVALS.
+var Table = table.New([]table.Column{
+	{Name: "Operation", Type: "string", Description: "The requested operation."},
+	{Name: "VM", Type: "string", Description: "The ManagedVM."},
+	{Name: "Requester", Type: "string", Description: "The user who asked."},
+	{Name: "State", Type: "string", Description: "The ticket's state."},
+	{Name: "Approvals", Type: "string", Description: "Approvals given out of approvals required."},
+	{Name: "Approvers", Type: "string", Description: "The users who approved.", Wide: true},
+}, func(t *governance.ApprovalTicket) []interface{} {
+	var approvers []string
+	for _, d := range t.Status.Decisions {
+		if d.Decision == governance.DecisionApprove {
+			approvers = append(approvers, d.User)
+		}
+	}
+	return []interface{}{
+		string(t.Spec.Operation), t.Spec.TargetRef.Name, t.Spec.Requester, string(t.Status.State),
+		fmt.Sprintf("%d/%d", len(approvers), t.Spec.RequiredApprovals), table.OrNone(strings.Join(approvers, ",")),
+	}
+})
+
+var errDryRun = apierrors.NewBadRequest("dry-run is not supported for ticket decisions")
