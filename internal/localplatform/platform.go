@@ -249,8 +249,10 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := p.kubectl(ctx, "wait", "--for=condition=Available", "apiservice/v1b1.score.dev", "--timeout=90s"); err != nil {
-		return fmt.Errorf("APIService v1b1.score.dev did not become Available: %w (log: %s)", err, p.plinth.logPath())
+	for _, apiService := range APIServices {
+		if err := p.kubectl(ctx, "wait", "--for=condition=Available", "apiservice/"+apiService, "--timeout=90s"); err != nil {
+			return fmt.Errorf("APIService %s did not become Available: %w (log: %s)", apiService, err, p.plinth.logPath())
+		}
 	}
 	// The aggregated OpenAPI appears shortly after the APIService turns Available; kubectl
 	// explain and server-side apply need it.
@@ -259,9 +261,17 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 		return err
 	}
 	return poll(ctx, 60*time.Second, func() error {
-		return client.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/score.dev/v1b1").Do(ctx).Error()
+		for _, path := range []string{"/openapi/v3/apis/score.dev/v1b1", "/openapi/v3/apis/governance.plinth.dev/v1alpha1"} {
+			if err := client.Discovery().RESTClient().Get().AbsPath(path).Do(ctx).Error(); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
+
+// APIServices are the APIService objects plinth-apiserver serves, one per group/version.
+var APIServices = []string{"v1b1.score.dev", "v1alpha1.governance.plinth.dev"}
 
 func (p *Platform) step(format string, args ...interface{}) {
 	fmt.Fprintf(p.cfg.Progress, "plinth: starting "+format+"\n", args...)
@@ -502,7 +512,12 @@ func (p *Platform) install(ctx context.Context) error {
 		return err
 	}
 	patch := fmt.Sprintf(`{"spec":{"caBundle":%q,"service":{"port":%d}}}`, base64.StdEncoding.EncodeToString(caPEM), p.cfg.PlinthPort)
-	return p.kubectl(ctx, "patch", "apiservice", "v1b1.score.dev", "--type", "merge", "-p", patch)
+	for _, apiService := range APIServices {
+		if err := p.kubectl(ctx, "patch", "apiservice", apiService, "--type", "merge", "-p", patch); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // replacedLocally are the artifacts the local platform replaces: no pod runs plinth-apiserver,

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
-	"github.com/plinth-dev/plinth/pkg/apis/score"
 	governanceinstall "github.com/plinth-dev/plinth/pkg/apis/governance/install"
+	"github.com/plinth-dev/plinth/pkg/apis/score"
 	scoreinstall "github.com/plinth-dev/plinth/pkg/apis/score/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/registry/score/platformpolicy"

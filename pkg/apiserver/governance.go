@@ -73,7 +73,7 @@ func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Au
 	return map[string]rest.Storage{
 		"systems":                  store.Guarded(systems, store.Writes{Delete: flow.DeleteSystem}),
 		"systems/status":           systemsStatus,
-		"systemservices":           store.Guarded(services, store.Writes{Delete: flow.DeleteService}),
+		"systemservices":           store.Guarded(services, store.Writes{Create: flow.CreateService, Delete: flow.DeleteService}),
 		"systemservices/status":    servicesStatus,
 		"managedvms":               managedvm.Governed(vms, flow),
 		"managedvms/status":        vmsStatus,

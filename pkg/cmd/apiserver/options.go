@@ -26,6 +26,7 @@ import (
 
 	plinthinitializer "github.com/plinth-dev/plinth/pkg/admission/initializer"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
+	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/apiserver"
 	"github.com/plinth-dev/plinth/pkg/authentication/frontproxy"
@@ -62,18 +63,21 @@ type Options struct {
 	informers informers.SharedInformerFactory
 }
 
+// storageVersions is the version each group's objects are stored in: the one it serves.
+var storageVersions = schema.GroupVersions{v1b1.SchemeGroupVersion, governancev1alpha1.SchemeGroupVersion}
+
 // NewOptions returns the defaults.
 func NewOptions(out io.Writer) *Options {
 	o := &Options{
-		Recommended:    genericoptions.NewRecommendedOptions(etcdPathPrefix, apiserver.Codecs.LegacyCodec(v1b1.SchemeGroupVersion)),
+		Recommended:    genericoptions.NewRecommendedOptions(etcdPathPrefix, apiserver.Codecs.LegacyCodec(storageVersions...)),
 		DataDir:        filepath.Join(".plinth", "data"),
 		StandaloneDir:  ".plinth",
 		PlatformGroups: []string{"system:masters", "platform:admins"},
 		PlatformUsers:  []string{"system:serviceaccount:plinth-system:plinth-controller"},
 		Out:            out,
 	}
-	// Store objects as v1b1 JSON: readable with etcdctl, and the only version served.
-	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(v1b1.SchemeGroupVersion, schema.GroupKind{Group: v1b1.GroupName})
+	// Store every object as JSON of its group's one served version: readable with etcdctl.
+	o.Recommended.Etcd.StorageConfig.EncodeVersioner = storageVersions
 	o.Recommended.Etcd.DefaultStorageMediaType = runtime.ContentTypeJSON
 	// Without a secure port flag the server listens on 8443 like sample-apiserver.
 	o.Recommended.SecureServing.BindPort = 8443

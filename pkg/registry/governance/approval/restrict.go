@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,4 +50,21 @@ func (f *Flow) restrict(ctx context.Context, children *genericregistry.Store, fi
 	return apperror.New(apperror.DeleteRestricted, parentResource, parent,
 		apperror.Params{"name": parent, "namespace": ns, "dependents": childKind},
 		"%s %q still has %d %s; delete them first.", parentKind, parent, n, childKind)
+}
+
+// CreateService stores a SystemService whose System exists; otherwise SYSTEM_NOT_FOUND.
+func (f *Flow) CreateService(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	svc := obj.(*governance.SystemService)
+	ns := genericapirequest.NamespaceValue(ctx)
+	if system := svc.Spec.SystemRef.Name; system != "" {
+		_, err := f.stores.Systems.Get(inNamespace(ctx, ns), system, &metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, apperror.New(apperror.SystemNotFound, governance.Resource("systemservices"), svc.Name,
+				apperror.Params{"system": system, "namespace": ns}, "System %q does not exist in namespace %q.", system, ns)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return f.stores.Services.Create(ctx, obj, createValidation, opts)
 }
