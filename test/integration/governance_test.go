@@ -128,10 +128,9 @@ func TestGovernance(t *testing.T) {
 		expectForbidden(t, err, "alice updates VM status")
 		_, err = alice.ManagedVMs(ns).Patch(ctx, "cache-1", types.MergePatchType, []byte(`{"metadata":{"labels":{"kubevirt-shepherd.io/instance":"99"}}}`), metav1.PatchOptions{})
 		expectCode(t, err, apperror.PlatformLabel, "alice sets the instance label")
-		// dana (platform admin, not an approver) may not approve either.
+		// dana (platform admin, not an approver) may not even reach the subresource.
 		_, err = approve(dana, first)
-		expectCode(t, err, apperror.ApproverNotAuthorized, "dana approves")
-		// The admin could approve, but not as the requester: requester checks run on user names.
+		expectForbidden(t, err, "dana approves")
 		_, err = alice.ManagedVMs(ns).Create(ctx, newVM("cache-x", "missing"), metav1.CreateOptions{})
 		expectCode(t, err, apperror.ServiceNotFound, "VM of a missing service")
 		bad := newVM("cache-y", "redis")
