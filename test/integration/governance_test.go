@@ -300,6 +300,52 @@ func TestGovernance(t *testing.T) {
 		}
 	})
 
+	t.Run("self-approval, approver groups, quota, and deleting an unapproved VM", func(t *testing.T) {
+		// The cluster admin may approve, but not what the admin requested.
+		vm, err := admin.ManagedVMs(ns).Create(ctx, newVM("admin-vm", "redis"), metav1.CreateOptions{})
+		mustCreate("admin requests a VM", err)
+		_, err = approve(admin, vm.Status.PendingApproval.Ticket)
+		expectCode(t, err, apperror.SelfApprovalForbidden, "admin approves own ticket")
+		// Deleting a VM that was never approved needs no ticket and cancels its create ticket.
+		if err := admin.ManagedVMs(ns).Delete(ctx, "admin-vm", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.ManagedVMs(ns).Get(ctx, "admin-vm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("unapproved VM after delete: %v", err)
+		}
+		ticket, _ := admin.ApprovalTickets(ns).Get(ctx, vm.Status.PendingApproval.Ticket, metav1.GetOptions{})
+		if ticket.Status.State != gov.TicketCancelled {
+			t.Errorf("create ticket of a deleted VM: %s", ticket.Status.State)
+		}
+
+		_, err = dana.ApprovalPolicies().Create(ctx, &gov.ApprovalPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "sre-only"},
+			Spec:       gov.ApprovalPolicySpec{Environment: gov.EnvironmentTest, Operations: []gov.Operation{gov.OperationModify}, ApprovalRequired: true, ApproverGroups: []string{"sre"}},
+		}, metav1.CreateOptions{})
+		mustCreate("sre-only policy", err)
+		_, err = alice.ManagedVMs(ns).Patch(ctx, "cache-3", types.MergePatchType, []byte(`{"spec":{"image":"quay.io/containerdisks/fedora:41"}}`), metav1.PatchOptions{})
+		mustCreate("modify under the sre-only policy", err)
+		_, err = approve(carol, vmTicket("cache-3"))
+		expectCode(t, err, apperror.ApproverNotEligible, "carol is not in sre")
+		if _, err := alice.ApprovalTickets(ns).Decide(ctx, vmTicket("cache-3"), &gov.TicketDecision{Decision: gov.DecisionCancel}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+
+		three := int32(3)
+		_, err = dana.ApprovalPolicies().Create(ctx, &gov.ApprovalPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "quota"},
+			Spec:       gov.ApprovalPolicySpec{Environment: gov.EnvironmentTest, Operations: []gov.Operation{gov.OperationCreate}, ApprovalRequired: true, VMQuotaPerNamespace: &three},
+		}, metav1.CreateOptions{})
+		mustCreate("quota policy", err)
+		_, err = alice.ManagedVMs(ns).Create(ctx, newVM("cache-4", "redis"), metav1.CreateOptions{})
+		expectCode(t, err, apperror.QuotaExceeded, "a VM beyond the quota")
+		for _, name := range []string{"sre-only", "quota"} {
+			if err := dana.ApprovalPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
 	t.Run("DELETE_RESTRICTED for a service with VMs and a system with services", func(t *testing.T) {
 		err := alice.SystemServices(ns).Delete(ctx, "redis", metav1.DeleteOptions{})
 		expectCode(t, err, apperror.DeleteRestricted, "delete service with VMs")
