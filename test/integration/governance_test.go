@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -248,6 +249,9 @@ func TestGovernance(t *testing.T) {
 		if err != nil || vm.Status.PendingApproval != nil || vm.Status.ApprovedRevision != 2 {
 			t.Fatalf("stop in test: %+v %v", vm.Status, err)
 		}
+		if audits, _ := alice.AuditLogs(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.action=vm.stop,spec.target.name=cache-3"}); len(audits.Items) != 1 {
+			t.Errorf("vm.stop audit records: %d", len(audits.Items))
+		}
 		_, err = alice.Systems(ns).Create(ctx, &gov.System{ObjectMeta: metav1.ObjectMeta{Name: "bank"}, Spec: gov.SystemSpec{Environment: gov.EnvironmentProd}}, metav1.CreateOptions{})
 		mustCreate("prod system", err)
 		_, err = alice.SystemServices(ns).Create(ctx, &gov.SystemService{ObjectMeta: metav1.ObjectMeta{Name: "ledger"}, Spec: gov.SystemServiceSpec{SystemRef: gov.LocalObjectReference{Name: "bank"}}}, metav1.CreateOptions{})
@@ -424,6 +428,28 @@ func TestGovernance(t *testing.T) {
 		svc, _ := alice.SystemServices(ns).Get(ctx, "web", metav1.GetOptions{})
 		if svc.Status.NextInstanceIndex != n+1 {
 			t.Errorf("next instance index %d, want %d", svc.Status.NextInstanceIndex, n+1)
+		}
+	})
+
+	t.Run("the README tour with kubectl", func(t *testing.T) {
+		out, err := framework.Kubectl(p.Kubeconfig("alice"), "apply", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "governance.yaml"))
+		if err != nil || !strings.Contains(out, "APPROVAL_REQUIRED") {
+			t.Fatalf("alice applies the example: %v\n%s", err, out)
+		}
+		ticket := vmTicket("cache-1")
+		decision := `{"apiVersion":"governance.plinth.dev/v1alpha1","kind":"TicketDecision","decision":"Approve","cluster":"local"}`
+		path := "/apis/governance.plinth.dev/v1alpha1/namespaces/team-a/approvaltickets/" + ticket + "/approval"
+		out, err = framework.KubectlStdin(p.Kubeconfig("alice"), decision, "create", "--raw", path, "-f", "-")
+		if err == nil || !strings.Contains(out, "may not approve") {
+			t.Errorf("alice approves with kubectl: %v\n%s", err, out)
+		}
+		out, err = framework.KubectlStdin(p.Kubeconfig("carol"), decision, "create", "--raw", path, "-f", "-")
+		if err != nil || !strings.Contains(out, `"state":"EXECUTING"`) {
+			t.Fatalf("carol approves with kubectl: %v\n%s", err, out)
+		}
+		out, err = framework.Kubectl(p.Kubeconfig("alice"), "get", "managedvm", "cache-1", "-n", ns)
+		if err != nil || !strings.Contains(out, "CREATING") || !strings.Contains(out, "team-a-shop-redis-04") {
+			t.Errorf("kubectl get managedvm after approval: %v\n%s", err, out)
 		}
 	})
 

@@ -17,18 +17,17 @@ import (
 	"github.com/plinth-dev/plinth/pkg/governance/policy"
 )
 
-// Canonical audit actions.
+// Canonical audit actions. An operation that needs no approval is audited as "vm." followed
+// by the operation (vm.create, vm.modify, vm.start, vm.stop, vm.restart).
 const (
 	ActionVMRequest         = "vm.request"
 	ActionVMModifyRequest   = "vm.modify_request"
 	ActionVMPowerRequest    = "vm.power_request"
-	ActionVMPower           = "vm.power"
 	ActionVMDeleteSubmitted = "vm.delete_submitted"
 	ActionVMDelete          = "vm.delete"
 	ActionApprove           = "approval.approve"
 	ActionReject            = "approval.reject"
 	ActionCancel            = "approval.cancel"
-	ActionExecute           = "approval.execute"
 )
 
 // Domain event types.

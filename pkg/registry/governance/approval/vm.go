@@ -145,7 +145,7 @@ func (f *Flow) CreateVM(ctx context.Context, vm *governance.ManagedVM, createVal
 			return obj, err
 		}
 		created := obj.(*governance.ManagedVM)
-		if err := f.audit(ctx, created.Namespace, user, ActionVMRequest, vmTarget(created), map[string]string{"operation": "create", "approval": "not required"}); err != nil {
+		if err := f.audit(ctx, created.Namespace, user, "vm.create", vmTarget(created), map[string]string{"operation": "create", "approval": "not required"}); err != nil {
 			return nil, err
 		}
 		if _, _, err := f.apply(ctx, created, change{op: governance.OperationCreate, spec: created.Spec}); err != nil {
@@ -260,7 +260,7 @@ func (f *Flow) UpdateVM(ctx context.Context, name string, objInfo rest.UpdatedOb
 	vm := obj.(*governance.ManagedVM)
 	user := userName(ctx)
 	if g.immediate {
-		if err := f.audit(ctx, vm.Namespace, user, actionFor(g.op), vmTarget(vm), map[string]string{"operation": string(g.op), "approval": "not required"}); err != nil {
+		if err := f.audit(ctx, vm.Namespace, user, "vm."+string(g.op), vmTarget(vm), map[string]string{"operation": string(g.op), "approval": "not required"}); err != nil {
 			return nil, false, err
 		}
 		if _, _, err := f.apply(ctx, vm, change{op: g.op, spec: vm.Spec}); err != nil {
