@@ -432,7 +432,7 @@ func TestGovernance(t *testing.T) {
 	})
 
 	t.Run("the README tour with kubectl", func(t *testing.T) {
-		out, err := framework.Kubectl(p.Kubeconfig("alice"), "apply", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "governance.yaml"))
+		out, err := framework.Kubectl(p.Kubeconfig("alice"), "apply", "-n", ns, "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "governance.yaml"))
 		if err != nil || !strings.Contains(out, "APPROVAL_REQUIRED") {
 			t.Fatalf("alice applies the example: %v\n%s", err, out)
 		}

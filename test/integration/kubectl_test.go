@@ -156,7 +156,8 @@ func TestKubectl(t *testing.T) {
 
 	t.Run("the examples in artifacts apply", func(t *testing.T) {
 		out := kubectl("apply", "--server-side", "-n", "demo", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples"))
-		for _, want := range []string{"workload.score.dev/hello", "workload.score.dev/inline", "platformpolicy.score.dev/team-a-defaults"} {
+		for _, want := range []string{"workload.score.dev/hello", "workload.score.dev/inline", "platformpolicy.score.dev/team-a-defaults",
+			"system.governance.plinth.dev/shop", "systemservice.governance.plinth.dev/redis", "managedvm.governance.plinth.dev/cache-1"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("apply output lacks %s:\n%s", want, out)
 			}

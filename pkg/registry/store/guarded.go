@@ -53,10 +53,10 @@ func (r *GuardedREST) Create(ctx context.Context, obj runtime.Object, createVali
 	return r.writes.Create(ctx, obj, createValidation, options)
 }
 
-// Update changes an object; it never creates one.
+// Update changes an object; server-side apply (forceAllowCreate) may also create one.
 func (r *GuardedREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.writes.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+	return r.writes.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
 }
 
 // Delete removes an object, or asks for its removal.

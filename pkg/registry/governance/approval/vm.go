@@ -249,9 +249,25 @@ func (g *governedUpdate) mark(vm *governance.ManagedVM) {
 }
 
 // UpdateVM applies a tenant's update: a governed change is stored as a request with a ticket,
-// or takes effect at once where no approval is required.
+// or takes effect at once where no approval is required. A server-side apply of a VM that
+// does not exist yet (forceAllowCreate) is a create and goes through CreateVM.
 func (f *Flow) UpdateVM(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
-	updateValidation rest.ValidateObjectUpdateFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	if forceAllowCreate {
+		_, err := f.stores.VMs.Get(ctx, name, &metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			obj, err := objInfo.UpdatedObject(ctx, &governance.ManagedVM{})
+			if err != nil {
+				return nil, false, err
+			}
+			created, err := f.CreateVM(ctx, obj.(*governance.ManagedVM), createValidation,
+				&metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation})
+			return created, err == nil, err
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
 	g := &governedUpdate{flow: f, inner: objInfo}
 	obj, created, err := f.stores.VMs.Update(withMutation(ctx, g.mark), name, g, createValidation, updateValidation, false, opts)
 	if err != nil || isDryRun(opts.DryRun) || g.op == "" {

@@ -58,8 +58,8 @@ func Governed(main *store.REST, flow *approval.Flow) *store.GuardedREST {
 			return flow.CreateVM(ctx, obj.(*governance.ManagedVM), createValidation, options)
 		},
 		Update: func(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
-			updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-			return flow.UpdateVM(ctx, name, objInfo, createValidation, updateValidation, options)
+			updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+			return flow.UpdateVM(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
 		},
 		Delete: flow.DeleteVM,
 	})
