@@ -6,7 +6,9 @@ package localplatform
 
 import (
 	"context"
+	_ "embed"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +26,24 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/pki"
+)
+
+// The simulated KubeVirt of the local cluster: CRDs and RBAC first, then, once the CRDs are
+// established, the KubeVirt resource with its version and feature gates.
+var (
+	//go:embed kubevirt.yaml
+	kubevirtManifest string
+	//go:embed kubevirt-cr.yaml
+	kubevirtResource string
+)
+
+// LocalCluster is the name under which the local kube-apiserver is registered as a target
+// Cluster, and TargetUser the identity of its kubeconfig.
+const (
+	LocalCluster = "local"
+	TargetUser   = "plinth:target:local"
 )
 
 // Demo identities, each with a kubeconfig in the platform directory.
@@ -114,6 +133,12 @@ func (p *Platform) KubeURL() string { return p.kubeURL }
 // PKIDir holds every certificate of the platform.
 func (p *Platform) PKIDir() string { return p.pkiDir }
 
+// EncryptionKeyFile is the key file plinth-apiserver and plinth-controller share to seal and
+// open target clusters' kubeconfigs.
+func (p *Platform) EncryptionKeyFile() string {
+	return filepath.Join(p.cfg.Dir, "encryption-keys.yaml")
+}
+
 // LogDir holds each component's log.
 func (p *Platform) LogDir() string { return filepath.Join(p.cfg.Dir, "logs") }
 
@@ -167,6 +192,10 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	if err := p.waitRoleAggregation(ctx); err != nil {
 		return nil, err
 	}
+	p.step("registering this cluster as target Cluster %q", LocalCluster)
+	if err := p.registerLocalCluster(ctx); err != nil {
+		return nil, err
+	}
 	if cfg.NoController {
 		return p, nil
 	}
@@ -193,7 +222,8 @@ func (p *Platform) Stop() {
 // StartController starts plinth-controller (with leader election) as the controller's
 // service account. Several may run; one leads.
 func (p *Platform) StartController() error {
-	args := []string{"--kubeconfig", p.Kubeconfig(ControllerUser), "--bind-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort)}
+	args := []string{"--kubeconfig", p.Kubeconfig(ControllerUser), "--bind-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort),
+		"--encryption-key-file", p.EncryptionKeyFile()}
 	if p.cfg.ProvisionersConfig != "" {
 		args = append(args, "--provisioners-config", p.cfg.ProvisionersConfig)
 	}
@@ -245,6 +275,7 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 		"--kubeconfig", kubeconfig,
 		"--authentication-kubeconfig", kubeconfig,
 		"--authorization-kubeconfig", kubeconfig,
+		"--encryption-key-file", p.EncryptionKeyFile(),
 	)
 	if err != nil {
 		return err
@@ -261,7 +292,7 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 		return err
 	}
 	return poll(ctx, 60*time.Second, func() error {
-		for _, path := range []string{"/openapi/v3/apis/score.dev/v1b1", "/openapi/v3/apis/governance.plinth.dev/v1alpha1"} {
+		for _, path := range []string{"/openapi/v3/apis/score.dev/v1b1", "/openapi/v3/apis/governance.plinth.dev/v1alpha1", "/openapi/v3/apis/platform.plinth.dev/v1alpha1"} {
 			if err := client.Discovery().RESTClient().Get().AbsPath(path).Do(ctx).Error(); err != nil {
 				return err
 			}
@@ -271,7 +302,7 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 }
 
 // APIServices are the APIService objects plinth-apiserver serves, one per group/version.
-var APIServices = []string{"v1b1.score.dev", "v1alpha1.governance.plinth.dev"}
+var APIServices = []string{"v1b1.score.dev", "v1alpha1.governance.plinth.dev", "v1alpha1.platform.plinth.dev"}
 
 func (p *Platform) step(format string, args ...interface{}) {
 	fmt.Fprintf(p.cfg.Progress, "plinth: starting "+format+"\n", args...)
@@ -304,6 +335,12 @@ func (p *Platform) ensurePKI() error {
 		if err := pki.WriteKubeconfig(p.Kubeconfig(id.User), p.kubeURL, ca.Cert, pair, id.User, ns); err != nil {
 			return err
 		}
+	}
+	if err := ca.EnsureClient(pki.PairIn(p.pkiDir, "plinth-target"), TargetUser, "plinth:targets"); err != nil {
+		return err
+	}
+	if err := keyring.EnsureFile(p.EncryptionKeyFile()); err != nil {
+		return err
 	}
 	apiserverClient := pki.PairIn(p.pkiDir, "plinth-apiserver-client")
 	if err := ca.EnsureClient(apiserverClient, apiserverUser, "system:serviceaccounts", "system:serviceaccounts:plinth-system"); err != nil {
@@ -507,6 +544,9 @@ func (p *Platform) install(ctx context.Context) error {
 	if err := p.kubectlStdin(ctx, localManifest(p.cfg.PlinthPort), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
 		return err
 	}
+	if err := p.installKubeVirt(ctx); err != nil {
+		return err
+	}
 	caPEM, err := os.ReadFile(filepath.Join(p.pkiDir, "plinth-ca.crt"))
 	if err != nil {
 		return err
@@ -518,6 +558,54 @@ func (p *Platform) install(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// installKubeVirt installs the simulated KubeVirt (see kubevirt.yaml).
+func (p *Platform) installKubeVirt(ctx context.Context) error {
+	if err := p.kubectlStdin(ctx, kubevirtManifest, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+		return err
+	}
+	if err := p.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/kubevirts.kubevirt.io", "crd/virtualmachines.kubevirt.io", "crd/virtualmachineinstances.kubevirt.io"); err != nil {
+		return err
+	}
+	return p.kubectlStdin(ctx, kubevirtResource, "apply", "--server-side", "--force-conflicts", "-f", "-")
+}
+
+// registerLocalCluster registers the local kube-apiserver as the target Cluster "local", with a
+// self-contained kubeconfig of the plinth:targets identity, unless it is registered already.
+func (p *Platform) registerLocalCluster(ctx context.Context) error {
+	kubeconfig, err := p.TargetKubeconfig(p.kubeURL)
+	if err != nil {
+		return err
+	}
+	manifest, err := ClusterManifest(LocalCluster, "The local platform's own kube-apiserver, with a simulated KubeVirt.", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, p.bin("kubectl"), "--kubeconfig", p.AdminKubeconfig(), "create", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "AlreadyExists") {
+		// kubectl's message names the object, never the kubeconfig.
+		return fmt.Errorf("registering Cluster %s: %v\n%s", LocalCluster, err, out)
+	}
+	return nil
+}
+
+// TargetKubeconfig is a self-contained kubeconfig of the plinth:targets identity for the
+// local kube-apiserver at server (tests point it through a proxy).
+func (p *Platform) TargetKubeconfig(server string) ([]byte, error) {
+	return pki.InlineKubeconfig(server, filepath.Join(p.pkiDir, "ca.crt"), pki.PairIn(p.pkiDir, "plinth-target"), TargetUser)
+}
+
+// ClusterManifest is the YAML of a Cluster with the given kubeconfig.
+func ClusterManifest(name, description string, kubeconfig []byte) (string, error) {
+	data, err := json.Marshal(map[string]any{
+		"apiVersion": "platform.plinth.dev/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"description": description, "kubeconfig": string(kubeconfig)},
+	})
+	return string(data), err
 }
 
 // replacedLocally are the artifacts the local platform replaces: no pod runs plinth-apiserver,

@@ -12,9 +12,11 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	governanceinstall "github.com/plinth-dev/plinth/pkg/apis/governance/install"
+	platforminstall "github.com/plinth-dev/plinth/pkg/apis/platform/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
 	scoreinstall "github.com/plinth-dev/plinth/pkg/apis/score/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/registry/score/platformpolicy"
 	"github.com/plinth-dev/plinth/pkg/registry/score/resourcebinding"
 	"github.com/plinth-dev/plinth/pkg/registry/score/workload"
@@ -36,6 +38,7 @@ var (
 func init() {
 	scoreinstall.Install(Scheme)
 	governanceinstall.Install(Scheme)
+	platforminstall.Install(Scheme)
 
 	// The generic server needs the meta/v1 option types registered in the empty group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
@@ -60,16 +63,19 @@ func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 // Config is the server's configuration.
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
+	// EncryptionKeys seal target clusters' kubeconfigs; nil refuses to store them.
+	EncryptionKeys *keyring.Keyring
 }
 
 // CompletedConfig is a Config whose defaults are filled in.
 type CompletedConfig struct {
-	GenericConfig genericapiserver.CompletedConfig
+	GenericConfig  genericapiserver.CompletedConfig
+	EncryptionKeys *keyring.Keyring
 }
 
 // Complete fills in defaults.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete()}
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), EncryptionKeys: c.EncryptionKeys}
 }
 
 // Server is a running plinth-apiserver.
@@ -106,6 +112,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	if err := c.installGovernance(genericServer); err != nil {
+		return nil, err
+	}
+	if err := c.installPlatform(genericServer); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -25,6 +25,9 @@ var InternalAPIs = []Resource{
 	{Group: "score.dev", Resource: "platformpolicies"},
 	{Group: "score.dev", Resource: "resourcebindings"},
 	{Group: "score.dev", Resource: "workloadplans"},
+	// Target clusters, with their status and sealed credentials, are for platform
+	// administrators and plinth-controller only.
+	{Group: "platform.plinth.dev", Resource: "clusters"},
 }
 
 // InternalAPIAuthorizer denies every verb on internal resources (and their subresources) to

@@ -33,6 +33,10 @@ func TestInternalAPIAuthorizer(t *testing.T) {
 		{"anonymous on resourcebindings", request(nil, "score.dev", "resourcebindings", ""), authorizer.DecisionDeny},
 		{"platform admin: RBAC decides", request(dana, "score.dev", "resourcebindings", ""), authorizer.DecisionNoOpinion},
 		{"controller user: RBAC decides", request(controller, "score.dev", "workloadplans", ""), authorizer.DecisionNoOpinion},
+		{"tenant on target clusters", request(alice, "platform.plinth.dev", "clusters", ""), authorizer.DecisionDeny},
+		{"tenant on sealed cluster credentials", request(alice, "platform.plinth.dev", "clusters", "credentials"), authorizer.DecisionDeny},
+		{"controller on cluster credentials: RBAC decides", request(controller, "platform.plinth.dev", "clusters", "credentials"), authorizer.DecisionNoOpinion},
+		{"platform admin on clusters: RBAC decides", request(dana, "platform.plinth.dev", "clusters", ""), authorizer.DecisionNoOpinion},
 		{"same resource name, other group", request(alice, "example.com", "resourcebindings", ""), authorizer.DecisionNoOpinion},
 		{"non-resource request", authorizer.AttributesRecord{User: alice, Verb: "get", Path: "/apis/score.dev/v1b1"}, authorizer.DecisionNoOpinion},
 	}

@@ -157,3 +157,17 @@ func WriteFile(path string, f File) error {
 	}
 	return os.WriteFile(path, data, 0o600)
 }
+
+// EnsureFile writes a key file with one new key, named k1, unless path exists already.
+func EnsureFile(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	key, err := GenerateKey("k1")
+	if err != nil {
+		return err
+	}
+	return WriteFile(path, File{Keys: []FileKey{key}})
+}

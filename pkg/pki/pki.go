@@ -161,6 +161,30 @@ func WriteKubeconfig(path, server, caCert string, client Pair, user, namespace s
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
+// InlineKubeconfig returns a self-contained kubeconfig (certificates and key embedded, no file
+// references) that reaches server as the client pair: the form a target Cluster registration
+// takes.
+func InlineKubeconfig(server, caCert string, client Pair, user string) ([]byte, error) {
+	ca, err := os.ReadFile(caCert)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := os.ReadFile(client.Cert)
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(client.Key)
+	if err != nil {
+		return nil, err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["target"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts["target"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: user}
+	cfg.CurrentContext = "target"
+	return clientcmd.Write(*cfg)
+}
+
 func newKey() (*ecdsa.PrivateKey, error) {
 	return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 }

@@ -27,6 +27,7 @@ import (
 	plinthinitializer "github.com/plinth-dev/plinth/pkg/admission/initializer"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/apiserver"
 	"github.com/plinth-dev/plinth/pkg/authentication/frontproxy"
@@ -35,6 +36,7 @@ import (
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	plinthopenapi "github.com/plinth-dev/plinth/pkg/generated/openapi"
+	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/standalone"
 )
 
@@ -56,6 +58,9 @@ type Options struct {
 	// ResourceBinding, WorkloadPlan); everyone else is denied before RBAC is asked.
 	PlatformGroups []string
 	PlatformUsers  []string
+	// EncryptionKeyFile holds the AES-256 keys that seal target clusters' kubeconfigs; the
+	// first key encrypts, all decrypt. --standalone creates one under StandaloneDir.
+	EncryptionKeyFile string
 
 	Out io.Writer
 
@@ -64,7 +69,7 @@ type Options struct {
 }
 
 // storageVersions is the version each group's objects are stored in: the one it serves.
-var storageVersions = schema.GroupVersions{v1b1.SchemeGroupVersion, governancev1alpha1.SchemeGroupVersion}
+var storageVersions = schema.GroupVersions{v1b1.SchemeGroupVersion, governancev1alpha1.SchemeGroupVersion, platformv1alpha1.SchemeGroupVersion}
 
 // NewOptions returns the defaults.
 func NewOptions(out io.Writer) *Options {
@@ -119,6 +124,7 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 	flags.BoolVar(&o.Standalone, "standalone", false, "Serve without a kube-apiserver: client-certificate authentication against a private CA, system:masters allowed, no delegated checks.")
 	flags.StringVar(&o.StandaloneDir, "standalone-dir", o.StandaloneDir, "Directory of the standalone CA, certificates and admin.kubeconfig.")
 	flags.StringSliceVar(&o.PlatformGroups, "platform-groups", o.PlatformGroups, "Groups that may use the internal APIs (PlatformPolicy, ResourceBinding, WorkloadPlan), subject to RBAC. Everyone else is denied whatever RBAC grants.")
+	flags.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "Key file (YAML: keys: [{id, secret: base64 of 32 bytes}]) whose first key encrypts target clusters' kubeconfigs and whose every key decrypts them. Without it, Clusters cannot be created. With --standalone, a file is created under --standalone-dir when none is given.")
 	flags.StringSliceVar(&o.PlatformUsers, "platform-users", o.PlatformUsers, "Users (such as the controller's service account) that may use the internal APIs, subject to RBAC.")
 	return cmd
 }
@@ -189,6 +195,12 @@ func (o *Options) applyStandalone() error {
 	r.CoreAPI = nil
 	r.Admission = nil
 	r.Features.EnablePriorityAndFairness = false
+	if o.EncryptionKeyFile == "" {
+		o.EncryptionKeyFile = filepath.Join(o.StandaloneDir, "encryption-keys.yaml")
+		if err := keyring.EnsureFile(o.EncryptionKeyFile); err != nil {
+			return fmt.Errorf("preparing the standalone key file: %w", err)
+		}
+	}
 
 	host := r.SecureServing.BindAddress.String()
 	if r.SecureServing.BindAddress.IsUnspecified() {
@@ -239,7 +251,16 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			return nil, err
 		}
 	}
-	return &apiserver.Config{GenericConfig: cfg}, nil
+	var keys *keyring.Keyring
+	if o.EncryptionKeyFile != "" {
+		if keys, err = keyring.Load(o.EncryptionKeyFile); err != nil {
+			return nil, err
+		}
+		klog.InfoS("Loaded the cluster credential key file", "path", o.EncryptionKeyFile, "encryptingKey", keys.Primary())
+	} else {
+		klog.InfoS("No --encryption-key-file: Clusters cannot be created until the server has one")
+	}
+	return &apiserver.Config{GenericConfig: cfg, EncryptionKeys: keys}, nil
 }
 
 // plinthInformers returns the informer factory admission plugins share, created once from the

@@ -20,9 +20,11 @@ package applyconfiguration
 
 import (
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/governance/v1alpha1"
 	internal "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/internal"
+	applyconfigurationplatformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/score/v1b1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,6 +72,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &governancev1alpha1.SystemStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VMResources"):
 		return &governancev1alpha1.VMResourcesApplyConfiguration{}
+
+		// Group=platform.plinth.dev, Version=v1alpha1
+	case platformv1alpha1.SchemeGroupVersion.WithKind("Cluster"):
+		return &applyconfigurationplatformv1alpha1.ClusterApplyConfiguration{}
+	case platformv1alpha1.SchemeGroupVersion.WithKind("ClusterSpec"):
+		return &applyconfigurationplatformv1alpha1.ClusterSpecApplyConfiguration{}
+	case platformv1alpha1.SchemeGroupVersion.WithKind("ClusterStatus"):
+		return &applyconfigurationplatformv1alpha1.ClusterStatusApplyConfiguration{}
 
 		// Group=score.dev, Version=v1b1
 	case v1b1.SchemeGroupVersion.WithKind("BindingOutputs"):

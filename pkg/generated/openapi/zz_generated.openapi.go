@@ -24,6 +24,7 @@ package openapi
 import (
 	apiscommon "github.com/plinth-dev/plinth/pkg/apis/common"
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,155 +36,160 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		apiscommon.RawObject{}.OpenAPIModelName():           apiscommon.RawObject{}.OpenAPIDefinition(),
-		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
-		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
-		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
-		v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
-		v1alpha1.ApprovalTicket{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
-		v1alpha1.ApprovalTicketList{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
-		v1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
-		v1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
-		v1alpha1.AuditLog{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
-		v1alpha1.AuditLogList{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
-		v1alpha1.AuditLogSpec{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
-		v1alpha1.DomainEvent{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
-		v1alpha1.DomainEventList{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
-		v1alpha1.DomainEventSpec{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
-		v1alpha1.DomainEventStatus{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
-		v1alpha1.LocalObjectReference{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
-		v1alpha1.ManagedVM{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
-		v1alpha1.ManagedVMList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
-		v1alpha1.ManagedVMSpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
-		v1alpha1.ManagedVMStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
-		v1alpha1.PendingAdoption{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
-		v1alpha1.PendingAdoptionList{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
-		v1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
-		v1alpha1.PendingAdoptionStatus{}.OpenAPIModelName(): schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
-		v1alpha1.PendingApproval{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
-		v1alpha1.System{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_System(ref),
-		v1alpha1.SystemList{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemList(ref),
-		v1alpha1.SystemService{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_SystemService(ref),
-		v1alpha1.SystemServiceList{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
-		v1alpha1.SystemServiceSpec{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
-		v1alpha1.SystemServiceStatus{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
-		v1alpha1.SystemSpec{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
-		v1alpha1.SystemStatus{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
-		v1alpha1.TargetReference{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
-		v1alpha1.TicketDecision{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
-		v1alpha1.TicketDecisionRecord{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
-		v1alpha1.VMResources{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_VMResources(ref),
-		v1alpha1.VMRevision{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
-		v1alpha1.VMRevisionList{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
-		v1alpha1.VMRevisionSpec{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
-		v1b1.BindingOutputSource{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
-		v1b1.BindingOutputs{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_BindingOutputs(ref),
-		v1b1.BindingSummary{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_BindingSummary(ref),
-		v1b1.CertificatesReference{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_CertificatesReference(ref),
-		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
-		v1b1.Container{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_Container(ref),
-		v1b1.ContainerFile{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_ContainerFile(ref),
-		v1b1.ContainerProbe{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ContainerProbe(ref),
-		v1b1.ContainerProjection{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_ContainerProjection(ref),
-		v1b1.ContainerResources{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_ContainerResources(ref),
-		v1b1.ContainerVolume{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ContainerVolume(ref),
-		v1b1.CredentialsReference{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_CredentialsReference(ref),
-		v1b1.EnvProjection{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_EnvProjection(ref),
-		v1b1.ExecProbe{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ExecProbe(ref),
-		v1b1.HTTPGetProbe{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
-		v1b1.HTTPHeader{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_HTTPHeader(ref),
-		v1b1.ImageConstraints{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ImageConstraints(ref),
-		v1b1.IngressRule{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_IngressRule(ref),
-		v1b1.NetworkingProjection{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
-		v1b1.PlanBinding{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_PlanBinding(ref),
-		v1b1.PlanMetadata{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_PlanMetadata(ref),
-		v1b1.PlanWorkloadReference{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
-		v1b1.PlatformPolicy{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
-		v1b1.PlatformPolicyList{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
-		v1b1.PlatformPolicySpec{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
-		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():      schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
-		v1b1.PolicyConstraints{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
-		v1b1.PolicyDefaults{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
-		v1b1.ProvisionerInfo{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
-		v1b1.ResourceAmounts{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
-		v1b1.ResourceBinding{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_ResourceBinding(ref),
-		v1b1.ResourceBindingList{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
-		v1b1.ResourceBindingSpec{}.OpenAPIModelName():       schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
-		v1b1.ResourceBindingStatus{}.OpenAPIModelName():     schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
-		v1b1.ResourceDefaults{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
-		v1b1.ResourceSpec{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_ResourceSpec(ref),
-		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():   schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
-		v1b1.RuntimeInfo{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
-		v1b1.SecretKeyReference{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
-		v1b1.ServicePort{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ServicePort(ref),
-		v1b1.ServiceProjection{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_ServiceProjection(ref),
-		v1b1.ServiceSpec{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ServiceSpec(ref),
-		v1b1.Workload{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_Workload(ref),
-		v1b1.WorkloadList{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_WorkloadList(ref),
-		v1b1.WorkloadPlan{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
-		v1b1.WorkloadPlanList{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
-		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
-		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
-		v1b1.WorkloadProjection{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
-		v1b1.WorkloadReference{}.OpenAPIModelName():         schema_pkg_apis_score_v1b1_WorkloadReference(ref),
-		v1b1.WorkloadSource{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_WorkloadSource(ref),
-		v1b1.WorkloadSpec{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
-		v1b1.WorkloadStatus{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
-		resource.Quantity{}.OpenAPIModelName():              schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():       schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName():   schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():   schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():       schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():           schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():               schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                   schema_k8sio_apimachinery_pkg_version_Info(ref),
+		apiscommon.RawObject{}.OpenAPIModelName():                apiscommon.RawObject{}.OpenAPIDefinition(),
+		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
+		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
+		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
+		v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
+		v1alpha1.ApprovalTicket{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
+		v1alpha1.ApprovalTicketList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
+		v1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
+		v1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
+		v1alpha1.AuditLog{}.OpenAPIModelName():                   schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
+		v1alpha1.AuditLogList{}.OpenAPIModelName():               schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
+		v1alpha1.AuditLogSpec{}.OpenAPIModelName():               schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
+		v1alpha1.DomainEvent{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
+		v1alpha1.DomainEventList{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
+		v1alpha1.DomainEventSpec{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
+		v1alpha1.DomainEventStatus{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
+		v1alpha1.LocalObjectReference{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
+		v1alpha1.ManagedVM{}.OpenAPIModelName():                  schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
+		v1alpha1.ManagedVMList{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
+		v1alpha1.ManagedVMSpec{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
+		v1alpha1.ManagedVMStatus{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
+		v1alpha1.PendingAdoption{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
+		v1alpha1.PendingAdoptionList{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
+		v1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
+		v1alpha1.PendingAdoptionStatus{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
+		v1alpha1.PendingApproval{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
+		v1alpha1.System{}.OpenAPIModelName():                     schema_pkg_apis_governance_v1alpha1_System(ref),
+		v1alpha1.SystemList{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_SystemList(ref),
+		v1alpha1.SystemService{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_SystemService(ref),
+		v1alpha1.SystemServiceList{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
+		v1alpha1.SystemServiceSpec{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
+		v1alpha1.SystemServiceStatus{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
+		v1alpha1.SystemSpec{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
+		v1alpha1.SystemStatus{}.OpenAPIModelName():               schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
+		v1alpha1.TargetReference{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
+		v1alpha1.TicketDecision{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
+		v1alpha1.TicketDecisionRecord{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
+		v1alpha1.VMResources{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_VMResources(ref),
+		v1alpha1.VMRevision{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
+		v1alpha1.VMRevisionList{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
+		v1alpha1.VMRevisionSpec{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
+		platformv1alpha1.Cluster{}.OpenAPIModelName():            schema_pkg_apis_platform_v1alpha1_Cluster(ref),
+		platformv1alpha1.ClusterCredentials{}.OpenAPIModelName(): schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref),
+		platformv1alpha1.ClusterList{}.OpenAPIModelName():        schema_pkg_apis_platform_v1alpha1_ClusterList(ref),
+		platformv1alpha1.ClusterSpec{}.OpenAPIModelName():        schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref),
+		platformv1alpha1.ClusterStatus{}.OpenAPIModelName():      schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref),
+		v1b1.BindingOutputSource{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
+		v1b1.BindingOutputs{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_BindingOutputs(ref),
+		v1b1.BindingSummary{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_BindingSummary(ref),
+		v1b1.CertificatesReference{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_CertificatesReference(ref),
+		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
+		v1b1.Container{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_Container(ref),
+		v1b1.ContainerFile{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_ContainerFile(ref),
+		v1b1.ContainerProbe{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ContainerProbe(ref),
+		v1b1.ContainerProjection{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ContainerProjection(ref),
+		v1b1.ContainerResources{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_ContainerResources(ref),
+		v1b1.ContainerVolume{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_ContainerVolume(ref),
+		v1b1.CredentialsReference{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_CredentialsReference(ref),
+		v1b1.EnvProjection{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_EnvProjection(ref),
+		v1b1.ExecProbe{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_ExecProbe(ref),
+		v1b1.HTTPGetProbe{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
+		v1b1.HTTPHeader{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_HTTPHeader(ref),
+		v1b1.ImageConstraints{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ImageConstraints(ref),
+		v1b1.IngressRule{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_IngressRule(ref),
+		v1b1.NetworkingProjection{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
+		v1b1.PlanBinding{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_PlanBinding(ref),
+		v1b1.PlanMetadata{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_PlanMetadata(ref),
+		v1b1.PlanWorkloadReference{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
+		v1b1.PlatformPolicy{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
+		v1b1.PlatformPolicyList{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
+		v1b1.PlatformPolicySpec{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
+		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
+		v1b1.PolicyConstraints{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
+		v1b1.PolicyDefaults{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
+		v1b1.ProvisionerInfo{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
+		v1b1.ResourceAmounts{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
+		v1b1.ResourceBinding{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_ResourceBinding(ref),
+		v1b1.ResourceBindingList{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
+		v1b1.ResourceBindingSpec{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
+		v1b1.ResourceBindingStatus{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
+		v1b1.ResourceDefaults{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
+		v1b1.ResourceSpec{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ResourceSpec(ref),
+		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
+		v1b1.RuntimeInfo{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
+		v1b1.SecretKeyReference{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
+		v1b1.ServicePort{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ServicePort(ref),
+		v1b1.ServiceProjection{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_ServiceProjection(ref),
+		v1b1.ServiceSpec{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ServiceSpec(ref),
+		v1b1.Workload{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_Workload(ref),
+		v1b1.WorkloadList{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_WorkloadList(ref),
+		v1b1.WorkloadPlan{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
+		v1b1.WorkloadPlanList{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
+		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
+		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
+		v1b1.WorkloadProjection{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
+		v1b1.WorkloadReference{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_WorkloadReference(ref),
+		v1b1.WorkloadSource{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_WorkloadSource(ref),
+		v1b1.WorkloadSpec{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
+		v1b1.WorkloadStatus{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
+		resource.Quantity{}.OpenAPIModelName():                   schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		version.Info{}.OpenAPIModelName():                        schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -2172,6 +2178,288 @@ func schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref common.ReferenceCall
 		},
 		Dependencies: []string{
 			v1alpha1.ManagedVMSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_platform_v1alpha1_Cluster(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Cluster is a target cluster that Plinth creates VMs and workloads on, registered by a platform administrator. Its kubeconfig is write-only: plinth-apiserver accepts it on create and update, stores it encrypted with AES-256-GCM, and never returns it. plinth-controller probes the cluster and reports its health, versions and KubeVirt features in status.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the registration.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(platformv1alpha1.ClusterSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by plinth-controller's probes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(platformv1alpha1.ClusterStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			platformv1alpha1.ClusterSpec{}.OpenAPIModelName(), platformv1alpha1.ClusterStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCredentials is a Cluster's kubeconfig as stored: sealed with AES-256-GCM, never in plain text. The clusters/credentials subresource serves it to plinth-controller, which holds the same key file as plinth-apiserver and decrypts it; reading it needs both the RBAC grant and the key. The name, UID and generation are the Cluster's; the ciphertext only decrypts for the Cluster it was sealed for.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: the Cluster's name, UID and generation.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"encryptionKeyID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EncryptionKeyID names the key that sealed the kubeconfig.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"sealedKubeconfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SealedKubeconfig is the nonce followed by the AES-256-GCM ciphertext and tag.",
+							Type:        []string{"string"},
+							Format:      "byte",
+						},
+					},
+				},
+				Required: []string{"encryptionKeyID", "sealedKubeconfig"},
+			},
+		},
+		Dependencies: []string{
+			v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_platform_v1alpha1_ClusterList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterList is a list of clusters.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the clusters.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(platformv1alpha1.Cluster{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			platformv1alpha1.Cluster{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterSpec is what a platform administrator registers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kubeconfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kubeconfig is the cluster's kubeconfig (YAML), write-only: required on create, optional on update (an update without it keeps the stored one), and always empty in responses. It must name a current context whose cluster has an https server and inline certificate-authority-data, and whose user authenticates with inline data (a token or a client certificate): exec plugins, auth providers and file references are refused, because plinth-controller would run or read them on its own host. Changing it takes effect at the next probe, without restarting anything.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description tells approvers what the cluster is for.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterStatus is what plinth-controller's probes found.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is UNKNOWN (not probed yet, or the credentials cannot be read), HEALTHY (the API server answers and is ready), UNHEALTHY (it answers but is not ready, or refuses the credentials) or UNREACHABLE (it does not answer).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiServerURL": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIServerURL is the server of the kubeconfig's current context.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kubernetesVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "KubernetesVersion is the cluster's Kubernetes version, for example v1.37.1.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kubevirtVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "KubevirtVersion is the version KubeVirt reports on the cluster (its KubeVirt resource's observed version); empty when KubeVirt is not installed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"enabledFeatures": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "EnabledFeatures are the KubeVirt feature gates enabled on the cluster, sorted. Approvers may only place a VM on a cluster that has the features it needs.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"encryptionKeyID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EncryptionKeyID names the key of plinth-apiserver's key file that encrypts the stored kubeconfig. After a key rotation, objects still sealed with an old key show it here until they are written again.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastProbeTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastProbeTime is when plinth-controller last probed the cluster.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation whose kubeconfig the last probe used.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are CredentialsValid (the kubeconfig decrypts and loads), Reachable (the API server answers and is ready) and KubeVirtAvailable (KubeVirt serves VirtualMachines).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -42,6 +42,10 @@ type Options[T strategy.Object] struct {
 	// ShortNames and Categories are advertised in discovery.
 	ShortNames []string
 	Categories []string
+	// WrapStorage, when set, wraps the kind's storage above the watch cache, for kinds that
+	// transform objects on their way into storage (Clusters seal their kubeconfig). The main
+	// resource and the status subresource both write through the wrapper.
+	WrapStorage func(storage.Interface) storage.Interface
 }
 
 // REST is the main resource.
@@ -135,6 +139,9 @@ func New[T strategy.Object](scheme *runtime.Scheme, optsGetter generic.RESTOptio
 	}
 	if err := s.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: getAttrs}); err != nil {
 		return nil, nil, err
+	}
+	if o.WrapStorage != nil {
+		s.Storage.Storage = o.WrapStorage(s.Storage.Storage)
 	}
 	statusStore := *s
 	statusStore.UpdateStrategy = statusStrategy

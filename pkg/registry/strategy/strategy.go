@@ -42,6 +42,10 @@ type Definition[T Object] struct {
 	// PrepareForUpdate, when set, runs after the generic preparation of a main-resource
 	// update (status kept, generation bumped on spec changes).
 	PrepareForUpdate func(ctx context.Context, obj, old T)
+	// RetainOnUpdate, when set, runs first on a main-resource update: it copies write-only
+	// fields the client left empty (it never saw them) from the stored object, so that the
+	// generation counts only real spec changes.
+	RetainOnUpdate func(obj, old T)
 	// WarningsOnCreate and WarningsOnUpdate return optional warnings for the client.
 	WarningsOnCreate func(obj T) []string
 	WarningsOnUpdate func(obj, old T) []string
@@ -83,6 +87,9 @@ func (s Strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 
 // PrepareForUpdate keeps the stored status and bumps the generation when the spec changed.
 func (s Strategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	if s.def.RetainOnUpdate != nil {
+		s.def.RetainOnUpdate(obj.(T), old.(T))
+	}
 	if field := statusField(obj); field.IsValid() {
 		field.Set(statusField(old))
 	}

@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -32,6 +33,7 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface
+	PlatformV1alpha1() platformv1alpha1.PlatformV1alpha1Interface
 	ScoreV1b1() scorev1b1.ScoreV1b1Interface
 }
 
@@ -39,12 +41,18 @@ type Interface interface {
 type Clientset struct {
 	*discovery.DiscoveryClient
 	governanceV1alpha1 *governancev1alpha1.GovernanceV1alpha1Client
+	platformV1alpha1   *platformv1alpha1.PlatformV1alpha1Client
 	scoreV1b1          *scorev1b1.ScoreV1b1Client
 }
 
 // GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
 func (c *Clientset) GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface {
 	return c.governanceV1alpha1
+}
+
+// PlatformV1alpha1 retrieves the PlatformV1alpha1Client
+func (c *Clientset) PlatformV1alpha1() platformv1alpha1.PlatformV1alpha1Interface {
+	return c.platformV1alpha1
 }
 
 // ScoreV1b1 retrieves the ScoreV1b1Client
@@ -100,6 +108,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.platformV1alpha1, err = platformv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.scoreV1b1, err = scorev1b1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -126,6 +138,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.governanceV1alpha1 = governancev1alpha1.New(c)
+	cs.platformV1alpha1 = platformv1alpha1.New(c)
 	cs.scoreV1b1 = scorev1b1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

@@ -27,6 +27,7 @@ import (
 	versioned "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	governance "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance"
 	internalinterfaces "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/internalinterfaces"
+	platform "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform"
 	score "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -327,11 +328,16 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Governance() governance.Interface
+	Platform() platform.Interface
 	Score() score.Interface
 }
 
 func (f *sharedInformerFactory) Governance() governance.Interface {
 	return governance.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Platform() platform.Interface {
+	return platform.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Score() score.Interface {

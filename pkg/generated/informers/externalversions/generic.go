@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -72,6 +73,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().SystemServices().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("vmrevisions"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().VMRevisions().Informer()}, nil
+
+		// Group=platform.plinth.dev, Version=v1alpha1
+	case platformv1alpha1.SchemeGroupVersion.WithResource("clusters"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Platform().V1alpha1().Clusters().Informer()}, nil
 
 		// Group=score.dev, Version=v1b1
 	case v1b1.SchemeGroupVersion.WithResource("platformpolicies"):

@@ -23,6 +23,8 @@ import (
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	fakegovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1/fake"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
+	fakeplatformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1/fake"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 	fakescorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,6 +143,11 @@ var (
 // GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
 func (c *Clientset) GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface {
 	return &fakegovernancev1alpha1.FakeGovernanceV1alpha1{Fake: &c.Fake}
+}
+
+// PlatformV1alpha1 retrieves the PlatformV1alpha1Client
+func (c *Clientset) PlatformV1alpha1() platformv1alpha1.PlatformV1alpha1Interface {
+	return &fakeplatformv1alpha1.FakePlatformV1alpha1{Fake: &c.Fake}
 }
 
 // ScoreV1b1 retrieves the ScoreV1b1Client

@@ -20,6 +20,7 @@ package fake
 
 import (
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,7 @@ var codecs = serializer.NewCodecFactory(scheme)
 
 var localSchemeBuilder = runtime.SchemeBuilder{
 	governancev1alpha1.AddToScheme,
+	platformv1alpha1.AddToScheme,
 	scorev1b1.AddToScheme,
 }
 

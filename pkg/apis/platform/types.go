@@ -1,0 +1,87 @@
+package platform
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterPhase is what the last probe of a target cluster found.
+type ClusterPhase string
+
+const (
+	// ClusterPhaseUnknown means the cluster was not probed yet, or its credentials could not
+	// be read.
+	ClusterPhaseUnknown ClusterPhase = "UNKNOWN"
+	// ClusterPhaseHealthy means the cluster answered and its API server is ready.
+	ClusterPhaseHealthy ClusterPhase = "HEALTHY"
+	// ClusterPhaseUnhealthy means the cluster answered but is not ready, or refused the
+	// credentials.
+	ClusterPhaseUnhealthy ClusterPhase = "UNHEALTHY"
+	// ClusterPhaseUnreachable means the cluster's API server could not be reached.
+	ClusterPhaseUnreachable ClusterPhase = "UNREACHABLE"
+)
+
+// Condition types of a Cluster.
+const (
+	// ConditionCredentialsValid says whether the stored kubeconfig decrypts and loads.
+	ConditionCredentialsValid = "CredentialsValid"
+	// ConditionReachable says whether the cluster's API server answered and is ready.
+	ConditionReachable = "Reachable"
+	// ConditionKubeVirtAvailable says whether KubeVirt serves VirtualMachines on the cluster.
+	ConditionKubeVirtAvailable = "KubeVirtAvailable"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Cluster is a target cluster that Plinth creates VMs and workloads on. Its kubeconfig is
+// write-only: accepted on create and update, stored encrypted, and never returned.
+type Cluster struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   ClusterSpec
+	Status ClusterStatus
+}
+
+// ClusterSpec is what a platform administrator registers.
+type ClusterSpec struct {
+	// Kubeconfig is the plain kubeconfig on writes. In storage it holds the sealed envelope
+	// (see pkg/registry/platform/cluster); it is empty in everything the API returns.
+	Kubeconfig string
+	// Description tells approvers what the cluster is for.
+	Description string
+}
+
+// ClusterStatus is what plinth-controller's probes found.
+type ClusterStatus struct {
+	Phase              ClusterPhase
+	APIServerURL       string
+	KubernetesVersion  string
+	KubevirtVersion    string
+	EnabledFeatures    []string
+	EncryptionKeyID    string
+	LastProbeTime      *metav1.Time
+	ObservedGeneration int64
+	Conditions         []metav1.Condition
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ClusterList is a list of clusters.
+type ClusterList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []Cluster
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ClusterCredentials is a Cluster's sealed kubeconfig, served by the clusters/credentials
+// subresource. Its name, UID and generation are the Cluster's.
+type ClusterCredentials struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	EncryptionKeyID  string
+	SealedKubeconfig []byte
+}

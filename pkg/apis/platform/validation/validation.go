@@ -1,0 +1,62 @@
+// Package validation checks platform.plinth.dev objects. A Cluster's kubeconfig is checked by
+// pkg/kubeconfig, whose errors never repeat the kubeconfig's content.
+package validation
+
+import (
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plinth-dev/plinth/pkg/apis/platform"
+	"github.com/plinth-dev/plinth/pkg/kubeconfig"
+)
+
+const maxDescription = 4096
+
+var phases = sets.New(platform.ClusterPhaseUnknown, platform.ClusterPhaseHealthy, platform.ClusterPhaseUnhealthy, platform.ClusterPhaseUnreachable)
+
+// ValidateCluster checks a new cluster: a DNS label for a name (it is stamped on VMs and
+// tickets) and a usable kubeconfig.
+func ValidateCluster(c *platform.Cluster) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMetaAccessor(c, false, apimachineryvalidation.NameIsDNSLabel, field.NewPath("metadata"))
+	errs = append(errs, kubeconfig.Check([]byte(c.Spec.Kubeconfig), field.NewPath("spec", "kubeconfig"))...)
+	return append(errs, validateDescription(c.Spec.Description)...)
+}
+
+// ValidateClusterUpdate checks an update. An update without a kubeconfig keeps the stored one
+// (the strategy puts it back before validation), so only a new kubeconfig is checked.
+func ValidateClusterUpdate(c, old *platform.Cluster) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(c, old, field.NewPath("metadata"))
+	if c.Spec.Kubeconfig != old.Spec.Kubeconfig {
+		errs = append(errs, kubeconfig.Check([]byte(c.Spec.Kubeconfig), field.NewPath("spec", "kubeconfig"))...)
+	}
+	return append(errs, validateDescription(c.Spec.Description)...)
+}
+
+// ValidateClusterStatusUpdate checks what a probe reports.
+func ValidateClusterStatusUpdate(c, old *platform.Cluster) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(c, old, field.NewPath("metadata"))
+	path := field.NewPath("status")
+	if p := c.Status.Phase; p != "" && !phases.Has(p) {
+		errs = append(errs, field.NotSupported(path.Child("phase"), p, sets.List(phases)))
+	}
+	seen := sets.New[string]()
+	for i, f := range c.Status.EnabledFeatures {
+		if seen.Has(f) {
+			errs = append(errs, field.Duplicate(path.Child("enabledFeatures").Index(i), f))
+		}
+		seen.Insert(f)
+	}
+	if c.Status.ObservedGeneration < 0 {
+		errs = append(errs, field.Invalid(path.Child("observedGeneration"), c.Status.ObservedGeneration, "must not be negative"))
+	}
+	return append(errs, metav1validation.ValidateConditions(c.Status.Conditions, path.Child("conditions"))...)
+}
+
+func validateDescription(d string) field.ErrorList {
+	if len(d) > maxDescription {
+		return field.ErrorList{field.TooLong(field.NewPath("spec", "description"), "", maxDescription)}
+	}
+	return nil
+}
