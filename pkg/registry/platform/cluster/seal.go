@@ -42,7 +42,6 @@ func openEnvelope(value string) (keyID string, sealed []byte, ok bool) {
 	return keyID, sealed, true
 }
 
-
 // sealingStorage encrypts a Cluster's kubeconfig on its way into storage: every create and
 // every update that carries a plain kubeconfig stores the envelope instead, and an envelope
 // sealed with a key that is no longer the primary one is sealed again with the primary key on
