@@ -105,6 +105,9 @@ func checkCluster(name string, c *clientcmdapi.Cluster, path *field.Path) field.
 		errs = append(errs, invalid(path, "cluster %q must have a server", name))
 	case err != nil || u.Scheme != "https" || u.Host == "":
 		errs = append(errs, invalid(path, "cluster %q must have an https:// server URL", name))
+	case u.User != nil:
+		// The URL is shown in status and logs; credentials belong in the user entry.
+		errs = append(errs, invalid(path, "cluster %q must not carry credentials in its server URL", name))
 	}
 	if c.InsecureSkipTLSVerify {
 		errs = append(errs, invalid(path, "cluster %q must verify the server's certificate: insecure-skip-tls-verify would send the credentials to anyone", name))

@@ -33,12 +33,15 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
+	clustercontroller "github.com/plinth-dev/plinth/pkg/controllers/cluster"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 	"github.com/plinth-dev/plinth/pkg/controllers/orchestrator"
 	"github.com/plinth-dev/plinth/pkg/controllers/resolver"
 	runtimecontroller "github.com/plinth-dev/plinth/pkg/controllers/runtime"
+	"github.com/plinth-dev/plinth/pkg/credentials"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+	"github.com/plinth-dev/plinth/pkg/keyring"
 )
 
 // Options are plinth-controller's flags.
@@ -58,6 +61,11 @@ type Options struct {
 	QPS                 float32
 	Burst               int
 	ProvisionersConfig  string
+	// EncryptionKeyFile is the key file shared with plinth-apiserver that opens target
+	// clusters' sealed kubeconfigs.
+	EncryptionKeyFile    string
+	ClusterProbeInterval time.Duration
+	ClusterProbeTimeout  time.Duration
 }
 
 // NewCommand returns the plinth-controller command.
@@ -67,6 +75,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		LeaderElect: true, LeaseNamespace: "plinth-system", LeaseName: "plinth-controller",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		QPS: 200, Burst: 400,
+		ClusterProbeInterval: 30 * time.Second, ClusterProbeTimeout: 10 * time.Second,
 	}
 	cmd := &cobra.Command{
 		Use:          "plinth-controller",
@@ -90,6 +99,9 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew.")
 	f.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second the controller may send to the API servers.")
 	f.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests above --kube-api-qps.")
+	f.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "plinth-apiserver's key file, which opens target clusters' sealed kubeconfigs. Without it, no target cluster is used.")
+	f.DurationVar(&o.ClusterProbeInterval, "cluster-probe-interval", o.ClusterProbeInterval, "How often each target cluster's health and capabilities are probed.")
+	f.DurationVar(&o.ClusterProbeTimeout, "cluster-probe-timeout", o.ClusterProbeTimeout, "How long one probe request to a target cluster may take.")
 	f.StringVar(&o.ProvisionersConfig, "provisioners-config", "", "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
 	return cmd
 }
@@ -313,5 +325,19 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 			return nil, err
 		}
 	}
-	return []*loop.Loop{orch.Loop, res.Loop, rt.Loop}, nil
+	var keys *keyring.Keyring
+	if o.EncryptionKeyFile != "" {
+		var err error
+		if keys, err = keyring.Load(o.EncryptionKeyFile); err != nil {
+			return nil, err
+		}
+	}
+	clusters := pf.Platform().V1alpha1().Clusters()
+	clusterCreds := credentials.NewClusterProvider(plinth.PlatformV1alpha1(), clusters.Lister(), keys)
+	prober := clustercontroller.New(plinth.PlatformV1alpha1(), clusters.Lister(), clusterCreds,
+		clustercontroller.Probe(o.ClusterProbeTimeout), o.ClusterProbeInterval)
+	if err := prober.WatchGenerations(clusters.Informer()); err != nil {
+		return nil, err
+	}
+	return []*loop.Loop{orch.Loop, res.Loop, rt.Loop, prober.Loop}, nil
 }

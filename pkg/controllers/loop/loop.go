@@ -109,7 +109,35 @@ func (l *Loop) Enqueue(namespace, name string) {
 
 // EnqueueAfter adds a key after a delay, for polling what no informer reports.
 func (l *Loop) EnqueueAfter(namespace, name string, after time.Duration) {
+	if namespace == "" {
+		l.queue.AddAfter(name, after)
+		return
+	}
 	l.queue.AddAfter(namespace+"/"+name, after)
+}
+
+// WatchGenerations enqueues an informer's objects when they are added or deleted and when an
+// update changes their generation or deletion timestamp — not on status-only updates, so a
+// controller that writes status and polls on its own schedule does not wake itself up.
+func (l *Loop) WatchGenerations(informer cache.SharedIndexInformer) error {
+	enqueue := func(obj interface{}) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			l.queue.Add(key)
+		}
+	}
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(oldObj, obj interface{}) {
+			o, err1 := meta.Accessor(oldObj)
+			n, err2 := meta.Accessor(obj)
+			if err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) {
+				enqueue(obj)
+			}
+		},
+		DeleteFunc: enqueue,
+	})
+	l.synced = append(l.synced, informer.HasSynced)
+	return err
 }
 
 // OwnerKeys maps an object to its owners of the given kind in the same namespace.

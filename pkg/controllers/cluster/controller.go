@@ -1,0 +1,106 @@
+// Package cluster is plinth-controller's target-cluster prober: for every Cluster it opens the
+// sealed kubeconfig through a credentials.Provider, probes the cluster's API server and
+// KubeVirt, and writes phase, versions, feature gates and conditions to the Cluster's status.
+// It probes each cluster again every interval, and at once when its spec (the kubeconfig)
+// changes.
+package cluster
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/credentials"
+	platformclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
+	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
+)
+
+// Condition types, as in the internal API package.
+const (
+	ConditionCredentialsValid  = "CredentialsValid"
+	ConditionReachable         = "Reachable"
+	ConditionKubeVirtAvailable = "KubeVirtAvailable"
+)
+
+// Forgetter drops what a provider cached for a deleted cluster.
+type Forgetter interface{ Forget(clusterName string) }
+
+// Controller probes target clusters.
+type Controller struct {
+	*loop.Loop
+	client   platformclient.ClustersGetter
+	lister   platformlisters.ClusterLister
+	creds    credentials.Provider
+	probe    Prober
+	interval time.Duration
+	now      func() time.Time
+}
+
+// New returns the prober controller; it probes each cluster every interval.
+func New(client platformclient.ClustersGetter, lister platformlisters.ClusterLister, creds credentials.Provider, probe Prober, interval time.Duration) *Controller {
+	c := &Controller{client: client, lister: lister, creds: creds, probe: probe, interval: interval, now: time.Now}
+	c.Loop = loop.New("cluster", c.reconcile)
+	return c
+}
+
+func (c *Controller) reconcile(ctx context.Context, _, name string) error {
+	cl, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		if f, ok := c.creds.(Forgetter); ok {
+			f.Forget(name)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cl.DeletionTimestamp != nil {
+		return nil
+	}
+	status := cl.Status.DeepCopy()
+	gen := cl.Generation
+	cfg, err := c.creds.GetRESTConfig(ctx, name)
+	switch reason := credentials.ReasonOf(err); {
+	case err != nil && reason == "":
+		return err // the API or the lister failed: retried with backoff
+	case err != nil:
+		status.Phase = platform.ClusterPhaseUnknown
+		c.set(status, gen, ConditionCredentialsValid, Verdict{metav1.ConditionFalse, string(reason), err.Error()})
+		c.set(status, gen, ConditionReachable, Verdict{metav1.ConditionUnknown, "NoCredentials", "The cluster was not probed: its credentials cannot be used."})
+		c.set(status, gen, ConditionKubeVirtAvailable, Verdict{metav1.ConditionUnknown, "NoCredentials", "The cluster was not probed: its credentials cannot be used."})
+	default:
+		f := c.probe(ctx, cfg)
+		status.Phase, status.APIServerURL = f.Phase, cfg.Host
+		if f.Phase == platform.ClusterPhaseHealthy {
+			status.KubernetesVersion, status.KubevirtVersion, status.EnabledFeatures = f.KubernetesVersion, f.KubevirtVersion, f.EnabledFeatures
+		}
+		c.set(status, gen, ConditionCredentialsValid, Verdict{metav1.ConditionTrue, "Loaded", "The kubeconfig decrypts and loads."})
+		c.set(status, gen, ConditionReachable, f.Reachable)
+		c.set(status, gen, ConditionKubeVirtAvailable, f.KubeVirt)
+	}
+	now := metav1.NewTime(c.now())
+	status.LastProbeTime, status.ObservedGeneration = &now, gen
+	updated := cl.DeepCopy()
+	updated.Status = *status
+	if _, err := c.client.Clusters().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if cl.Status.Phase != status.Phase {
+		klog.InfoS("Cluster phase changed", "cluster", name, "from", cl.Status.Phase, "to", status.Phase)
+	}
+	c.EnqueueAfter("", name, c.interval)
+	return nil
+}
+
+func (c *Controller) set(status *platform.ClusterStatus, gen int64, conditionType string, v Verdict) {
+	apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: conditionType, Status: v.Status, Reason: v.Reason, Message: v.Message, ObservedGeneration: gen,
+		LastTransitionTime: metav1.NewTime(c.now()),
+	})
+}

@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/credentials"
+	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
+	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
+)
+
+type fakeProvider struct {
+	cfg *rest.Config
+	err error
+}
+
+func (p *fakeProvider) GetRESTConfig(context.Context, string) (*rest.Config, error) { return p.cfg, p.err }
+func (p *fakeProvider) Type() string                                                 { return "fake" }
+
+func setup(t *testing.T, provider credentials.Provider, f Finding) (*Controller, *fake.Clientset) {
+	t.Helper()
+	cl := &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Generation: 3}}
+	client := fake.NewSimpleClientset(cl)
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := indexer.Add(cl); err != nil {
+		t.Fatal(err)
+	}
+	c := New(client.PlatformV1alpha1(), platformlisters.NewClusterLister(indexer), provider,
+		func(context.Context, *rest.Config) Finding { return f }, time.Hour)
+	return c, client
+}
+
+func get(t *testing.T, client *fake.Clientset) *platform.Cluster {
+	t.Helper()
+	cl, err := client.PlatformV1alpha1().Clusters().Get(context.Background(), "east", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func TestReconcileWritesWhatTheProbeFound(t *testing.T) {
+	f := Finding{Phase: platform.ClusterPhaseHealthy, KubernetesVersion: "v1.37.1", KubevirtVersion: "v1.9.0", EnabledFeatures: []string{"Snapshot"},
+		Reachable: Verdict{metav1.ConditionTrue, "Ready", "ok"}, KubeVirt: Verdict{metav1.ConditionTrue, "Deployed", "ok"}}
+	c, client := setup(t, &fakeProvider{cfg: &rest.Config{Host: "https://east:6443"}}, f)
+	if err := c.reconcile(context.Background(), "", "east"); err != nil {
+		t.Fatal(err)
+	}
+	s := get(t, client).Status
+	if s.Phase != platform.ClusterPhaseHealthy || s.APIServerURL != "https://east:6443" || s.KubevirtVersion != "v1.9.0" ||
+		s.ObservedGeneration != 3 || s.LastProbeTime == nil || len(s.EnabledFeatures) != 1 {
+		t.Fatalf("status: %+v", s)
+	}
+	for _, cond := range []string{ConditionCredentialsValid, ConditionReachable, ConditionKubeVirtAvailable} {
+		if !apimeta.IsStatusConditionTrue(s.Conditions, cond) {
+			t.Errorf("%s is not True: %+v", cond, s.Conditions)
+		}
+	}
+}
+
+func TestReconcileReportsUnusableCredentials(t *testing.T) {
+	provider := &fakeProvider{err: &credentials.Error{Reason: credentials.ReasonUnknownKey, Message: "sealed with key \"k0\""}}
+	c, client := setup(t, provider, Finding{})
+	if err := c.reconcile(context.Background(), "", "east"); err != nil {
+		t.Fatal(err)
+	}
+	s := get(t, client).Status
+	cond := apimeta.FindStatusCondition(s.Conditions, ConditionCredentialsValid)
+	if s.Phase != platform.ClusterPhaseUnknown || cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "UnknownEncryptionKey" {
+		t.Fatalf("status: %+v", s)
+	}
+}
+
+func TestReconcileRetriesOtherErrors(t *testing.T) {
+	c, _ := setup(t, &fakeProvider{err: errors.New("apiserver unavailable")}, Finding{})
+	if err := c.reconcile(context.Background(), "", "east"); err == nil {
+		t.Fatal("a transient error was swallowed")
+	}
+	if err := c.reconcile(context.Background(), "", "gone"); err != nil {
+		t.Errorf("a deleted cluster: %v", err)
+	}
+}
