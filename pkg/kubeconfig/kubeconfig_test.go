@@ -61,7 +61,7 @@ func TestCheckRefusesUnsafeOrBrokenKubeconfigs(t *testing.T) {
 		"missing cluster": {mutate: func(c *clientcmdapi.Config) { c.Contexts["ctx"].Cluster = "nope" }, want: `names cluster "nope"`},
 		"missing user":    {mutate: func(c *clientcmdapi.Config) { c.Contexts["ctx"].AuthInfo = "nope" }, want: `names user "nope"`},
 		"http server":     {mutate: func(c *clientcmdapi.Config) { c.Clusters["c"].Server = "http://10.0.0.1" }, want: "https://"},
-		"userinfo in URL":  {mutate: func(c *clientcmdapi.Config) { c.Clusters["c"].Server = "https://admin:" + secretToken + "@10.0.0.1" }, want: "credentials in its server URL"},
+		"userinfo in URL": {mutate: func(c *clientcmdapi.Config) { c.Clusters["c"].Server = "https://admin:" + secretToken + "@10.0.0.1" }, want: "credentials in its server URL"},
 		"no server":       {mutate: func(c *clientcmdapi.Config) { c.Clusters["c"].Server = "" }, want: "must have a server"},
 		"insecure":        {mutate: func(c *clientcmdapi.Config) { c.Clusters["c"].InsecureSkipTLSVerify = true }, want: "insecure-skip-tls-verify"},
 		"ca file":         {mutate: func(c *clientcmdapi.Config) { c.Clusters["c"].CertificateAuthority = "/etc/ca.crt" }, want: "not a file"},

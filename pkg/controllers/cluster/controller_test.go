@@ -22,8 +22,10 @@ type fakeProvider struct {
 	err error
 }
 
-func (p *fakeProvider) GetRESTConfig(context.Context, string) (*rest.Config, error) { return p.cfg, p.err }
-func (p *fakeProvider) Type() string                                                 { return "fake" }
+func (p *fakeProvider) GetRESTConfig(context.Context, string) (*rest.Config, error) {
+	return p.cfg, p.err
+}
+func (p *fakeProvider) Type() string { return "fake" }
 
 func setup(t *testing.T, provider credentials.Provider, f Finding) (*Controller, *fake.Clientset) {
 	t.Helper()
