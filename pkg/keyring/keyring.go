@@ -49,15 +49,24 @@ type Keyring struct {
 
 var keyID = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$`)
 
-// Load reads a key file.
-func Load(path string) (*Keyring, error) {
+// ReadFile reads a key file without checking its keys.
+func ReadFile(path string) (File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the key file: %w", err)
+		return File{}, fmt.Errorf("reading the key file: %w", err)
 	}
 	var f File
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
+		return File{}, fmt.Errorf("key file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Load reads a key file.
+func Load(path string) (*Keyring, error) {
+	f, err := ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
 	k, err := New(f)
 	if err != nil {

@@ -54,6 +54,13 @@ func (e *buildError) Error() string {
 // stops it when the test ends. Component logs are printed if the test failed.
 func StartLocalPlatform(t testing.TB) *localplatform.Platform {
 	t.Helper()
+	return StartLocalPlatformWith(t, nil)
+}
+
+// StartLocalPlatformWith is StartLocalPlatform with changes to the platform's configuration,
+// for example extra plinth-controller flags.
+func StartLocalPlatformWith(t testing.TB, configure func(*localplatform.Config)) *localplatform.Platform {
+	t.Helper()
 	if err := EnsurePlatformBinaries(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +75,15 @@ func StartLocalPlatform(t testing.TB) *localplatform.Platform {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err = localplatform.Start(ctx, localplatform.Config{
+		cfg := localplatform.Config{
 			Dir: dir, BinDir: BinDir(), ArtifactsDir: filepath.Join(RepoRoot(), "artifacts", "deploy"),
 			EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
 			EtcdUnsafeNoFsync: true, ProvisionersConfig: filepath.Join(RepoRoot(), "artifacts", "controller", "provisioners.yaml"),
-		})
+		}
+		if configure != nil {
+			configure(&cfg)
+		}
+		p, err = localplatform.Start(ctx, cfg)
 		var inUse *localplatform.PortInUseError
 		if err == nil {
 			break
