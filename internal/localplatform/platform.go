@@ -203,6 +203,10 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	if err := p.StartController(); err != nil {
 		return nil, err
 	}
+	// Ready means VMs can be approved: the controller has probed the local cluster.
+	if err := p.kubectl(ctx, "wait", "--for=jsonpath={.status.phase}=HEALTHY", "cluster/"+LocalCluster, "--timeout=60s"); err != nil {
+		return nil, fmt.Errorf("Cluster %s did not become HEALTHY: %w (log: %s)", LocalCluster, err, p.controller.logPath())
+	}
 	return p, nil
 }
 

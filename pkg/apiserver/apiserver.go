@@ -111,10 +111,11 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := genericServer.InstallAPIGroup(&scoreGroup); err != nil {
 		return nil, err
 	}
-	if err := c.installGovernance(genericServer); err != nil {
+	clusters, err := c.installPlatform(genericServer)
+	if err != nil {
 		return nil, err
 	}
-	if err := c.installPlatform(genericServer); err != nil {
+	if err := c.installGovernance(genericServer, clusters); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
@@ -25,7 +26,7 @@ import (
 // governanceStorage builds the governance.plinth.dev resources: the plain stores first, then
 // the approval flow over them, then the client-facing resources that route writes through
 // the flow. authz answers the flow's "may this user approve" questions.
-func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer) (map[string]rest.Storage, error) {
+func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, clusters *genericregistry.Store) (map[string]rest.Storage, error) {
 	systems, systemsStatus, err := system.NewREST(Scheme, optsGetter)
 	if err != nil {
 		return nil, err
@@ -67,7 +68,7 @@ func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Au
 		Systems: systems.Store, Services: services.Store, ServiceStatus: servicesStatus.Store(),
 		VMs: vms.Store, VMStatus: vmsStatus.Store(), Revisions: revisions.Store,
 		Tickets: tickets.Store, TicketStatus: ticketsStatus.Store(), Policies: policies.Store,
-		AuditLogs: audit.Store, Events: events.Store,
+		AuditLogs: audit.Store, Events: events.Store, Clusters: clusters,
 	}, authz)
 
 	return map[string]rest.Storage{
@@ -90,10 +91,10 @@ func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Au
 	}, nil
 }
 
-func (c CompletedConfig) installGovernance(s *genericapiserver.GenericAPIServer) error {
+func (c CompletedConfig) installGovernance(s *genericapiserver.GenericAPIServer, clusters *genericregistry.Store) error {
 	group := genericapiserver.NewDefaultAPIGroupInfo(governance.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = Serializer
-	storage, err := governanceStorage(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.Authorization.Authorizer)
+	storage, err := governanceStorage(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.Authorization.Authorizer, clusters)
 	if err != nil {
 		return err
 	}

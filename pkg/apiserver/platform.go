@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
@@ -11,18 +12,18 @@ import (
 )
 
 // installPlatform serves platform.plinth.dev: Clusters, their status and their sealed
-// credentials.
-func (c CompletedConfig) installPlatform(s *genericapiserver.GenericAPIServer) error {
+// credentials. It returns the Clusters' store, which the governance flow reads to place VMs.
+func (c CompletedConfig) installPlatform(s *genericapiserver.GenericAPIServer) (*genericregistry.Store, error) {
 	group := genericapiserver.NewDefaultAPIGroupInfo(platform.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = Serializer
 	clusters, status, credentials, err := cluster.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.EncryptionKeys)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"clusters":             clusters,
 		"clusters/status":      status,
 		"clusters/credentials": credentials,
 	}
-	return s.InstallAPIGroup(&group)
+	return clusters.Store, s.InstallAPIGroup(&group)
 }

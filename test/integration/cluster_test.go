@@ -22,8 +22,11 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
+	governance "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	govclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
@@ -258,6 +261,9 @@ func TestClusters(t *testing.T) {
 		if r := findCondition(c, "Reachable"); r == nil || r.Status != metav1.ConditionFalse || r.Reason != "Unreachable" {
 			t.Errorf("Reachable: %+v", r)
 		}
+		t.Run("approvals place VMs only on registered, HEALTHY clusters with the features the VM needs", func(t *testing.T) {
+			testPlacement(t, p)
+		})
 		proxy.Start()
 		waitPhase("edge", platform.ClusterPhaseHealthy, 30*time.Second, nil)
 	})
@@ -348,6 +354,66 @@ func TestClusters(t *testing.T) {
 			noSecret("log "+filepath.Base(f), string(data))
 		}
 	})
+}
+
+// testPlacement runs while Cluster edge is UNREACHABLE and local is HEALTHY.
+func testPlacement(t *testing.T, p *localplatform.Platform) {
+	ctx := context.Background()
+	gov := func(user string) govclient.GovernanceV1alpha1Interface {
+		cfg, err := p.ConfigFor(user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return clientset.NewForConfigOrDie(cfg).GovernanceV1alpha1()
+	}
+	alice, carol := gov("alice"), gov("carol")
+	const ns = "team-a"
+	if _, err := alice.Systems(ns).Create(ctx, &governance.System{ObjectMeta: metav1.ObjectMeta{Name: "maps"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.SystemServices(ns).Create(ctx, &governance.SystemService{ObjectMeta: metav1.ObjectMeta{Name: "tiles"},
+		Spec: governance.SystemServiceSpec{SystemRef: governance.LocalObjectReference{Name: "maps"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := alice.ManagedVMs(ns).Create(ctx, &governance.ManagedVM{ObjectMeta: metav1.ObjectMeta{Name: "tiles-gpu"},
+		Spec: governance.ManagedVMSpec{SystemServiceRef: governance.LocalObjectReference{Name: "tiles"}, InstanceType: "u1.small",
+			Image: "quay.io/containerdisks/fedora:40", RequiredFeatures: []string{"GPU", "Snapshot"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticket := vm.Status.PendingApproval.Ticket
+	decide := func(d governance.TicketDecision) error {
+		d.Decision = governance.DecisionApprove
+		_, err := carol.ApprovalTickets(ns).Decide(ctx, ticket, &d, metav1.CreateOptions{})
+		return err
+	}
+	expectCode(t, decide(governance.TicketDecision{}), apperror.ClusterRequired, "approval without a cluster")
+	expectCode(t, decide(governance.TicketDecision{Cluster: "atlantis"}), apperror.ClusterNotFound, "approval on an unregistered cluster")
+	err = decide(governance.TicketDecision{Cluster: "edge"})
+	expectCode(t, err, apperror.ClusterDegraded, "approval on an UNREACHABLE cluster")
+	if params := apperror.ParamsOf(err); params["phase"] != "UNREACHABLE" {
+		t.Errorf("params %v", params)
+	}
+	err = decide(governance.TicketDecision{Cluster: "local"})
+	expectCode(t, err, apperror.ClusterMissingFeatures, "approval on a cluster without GPU")
+	if params := apperror.ParamsOf(err); params["features"] != "GPU" {
+		t.Errorf("params %v", params)
+	}
+	// Nothing was decided by the refused approvals; an approver who drops the requirement
+	// places the VM.
+	modified := vm.Spec.DeepCopy()
+	modified.RequiredFeatures = []string{"Snapshot"}
+	if err := decide(governance.TicketDecision{Cluster: "local", ModifiedSpec: modified}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := alice.ManagedVMs(ns).Get(ctx, "tiles-gpu", metav1.GetOptions{})
+	if err != nil || got.Status.Cluster != "local" || got.Status.Instance != 1 {
+		t.Fatalf("VM after approval: %+v %v", got.Status, err)
+	}
+	tk, _ := alice.ApprovalTickets(ns).Get(ctx, ticket, metav1.GetOptions{})
+	if len(tk.Status.Decisions) != 1 {
+		t.Errorf("refused approvals were recorded: %+v", tk.Status.Decisions)
+	}
 }
 
 func findCondition(c *platform.Cluster, condType string) *metav1.Condition {

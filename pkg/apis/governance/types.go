@@ -189,6 +189,12 @@ type ManagedVMSpec struct {
 	// Template names a VM template offered by the platform, instead of an image.
 	// +optional
 	Template string `json:"template,omitempty"`
+	// RequiredFeatures are KubeVirt feature gates the VM needs, for example LiveMigration or
+	// Snapshot. An approver may only place the VM on a cluster whose probes report all of them
+	// enabled (status.enabledFeatures of the Cluster).
+	// +optional
+	// +listType=set
+	RequiredFeatures []string `json:"requiredFeatures,omitempty"`
 	// RunStrategy is Always (the default), Halted, Manual, RerunOnFailure or Once. Changing
 	// only the run strategy is a start (to anything but Halted) or a stop (to Halted).
 	// +optional

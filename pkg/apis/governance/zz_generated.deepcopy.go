@@ -534,6 +534,11 @@ func (in *ManagedVMSpec) DeepCopyInto(out *ManagedVMSpec) {
 		x := (*in).DeepCopy()
 		*out = &x
 	}
+	if in.RequiredFeatures != nil {
+		in, out := &in.RequiredFeatures, &out.RequiredFeatures
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

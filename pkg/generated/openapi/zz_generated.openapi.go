@@ -1156,6 +1156,25 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref common.ReferenceCallb
 							Format:      "",
 						},
 					},
+					"requiredFeatures": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "RequiredFeatures are KubeVirt feature gates the VM needs, for example LiveMigration or Snapshot. An approver may only place the VM on a cluster whose probes report all of them enabled (status.enabledFeatures of the Cluster).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 					"runStrategy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "RunStrategy is Always (the default), Halted, Manual, RerunOnFailure or Once. Changing only the run strategy is a start (to anything but Halted) or a stop (to Halted).\n\nPossible enum values:\n - `\"Always\"` keeps the VM running.\n - `\"Halted\"` keeps the VM stopped.\n - `\"Manual\"` leaves power to explicit start and stop requests.\n - `\"Once\"` runs the VM once.\n - `\"RerunOnFailure\"` restarts the VM when it fails, not when it shuts down.",

@@ -56,8 +56,15 @@ const (
 	PlatformLabel Code = "PLATFORM_FIELD_FORBIDDEN"
 	// VMDeleting: the VM's deletion was requested; it cannot be changed any more (409).
 	VMDeleting Code = "VM_DELETING"
-	// ClusterDegraded: the chosen target cluster is not healthy (409). Used by the runtime.
+	// ClusterDegraded: the chosen target cluster is not HEALTHY, or KubeVirt is not available
+	// on it (409).
 	ClusterDegraded Code = "CLUSTER_DEGRADED"
+	// ClusterNotFound: the chosen target cluster is not registered (422).
+	ClusterNotFound Code = "CLUSTER_NOT_FOUND"
+	// ClusterRequired: approving a create must choose a target cluster (422).
+	ClusterRequired Code = "CLUSTER_REQUIRED"
+	// ClusterMissingFeatures: the chosen cluster lacks KubeVirt features the VM requires (409).
+	ClusterMissingFeatures Code = "CLUSTER_MISSING_FEATURES"
 )
 
 // status is each code's HTTP status and Kubernetes reason.
@@ -81,6 +88,9 @@ var status = map[Code]struct {
 	PlatformLabel:           {http.StatusUnprocessableEntity, metav1.StatusReasonInvalid},
 	VMDeleting:              {http.StatusConflict, metav1.StatusReasonConflict},
 	ClusterDegraded:         {http.StatusConflict, metav1.StatusReasonConflict},
+	ClusterNotFound:         {http.StatusUnprocessableEntity, metav1.StatusReasonInvalid},
+	ClusterRequired:         {http.StatusUnprocessableEntity, metav1.StatusReasonInvalid},
+	ClusterMissingFeatures:  {http.StatusConflict, metav1.StatusReasonConflict},
 	ApprovalRequired:        {http.StatusForbidden, metav1.StatusReasonForbidden},
 }
 

@@ -5,6 +5,7 @@ package validation
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ const (
 	maxComment       = 1024
 	maxApprovals     = 10
 	maxCPU           = 256
+	maxFeatures      = 32
 )
 
 var (
@@ -177,6 +179,27 @@ func ValidateManagedVMSpec(spec *governance.ManagedVMSpec, path *field.Path) fie
 		}
 	}
 	errs = append(errs, validateLength(spec.Reason, maxReason, path.Child("reason"))...)
+	return append(errs, validateFeatures(spec.RequiredFeatures, path.Child("requiredFeatures"))...)
+}
+
+// featureGate is the shape of a KubeVirt feature gate name, for example LiveMigration.
+var featureGate = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,62}$`)
+
+func validateFeatures(features []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(features) > maxFeatures {
+		errs = append(errs, field.TooMany(path, len(features), maxFeatures))
+	}
+	seen := sets.New[string]()
+	for i, f := range features {
+		switch {
+		case !featureGate.MatchString(f):
+			errs = append(errs, field.Invalid(path.Index(i), f, "must be a KubeVirt feature gate name: letters and digits, starting with a letter"))
+		case seen.Has(f):
+			errs = append(errs, field.Duplicate(path.Index(i), f))
+		}
+		seen.Insert(f)
+	}
 	return errs
 }
 

@@ -60,6 +60,9 @@ func TestValidateManagedVM(t *testing.T) {
 		{"unknown run strategy", func(vm *governance.ManagedVM) { vm.Spec.RunStrategy = "Sometimes" }, "spec.runStrategy"},
 		{"restartedAt not a time", func(vm *governance.ManagedVM) { vm.Spec.RestartedAt = "now" }, "spec.restartedAt"},
 		{"reason too long", func(vm *governance.ManagedVM) { vm.Spec.Reason = strings.Repeat("x", 1025) }, "spec.reason"},
+		{"valid required features", func(vm *governance.ManagedVM) { vm.Spec.RequiredFeatures = []string{"LiveMigration", "Snapshot"} }, ""},
+		{"feature with a space", func(vm *governance.ManagedVM) { vm.Spec.RequiredFeatures = []string{"Live Migration"} }, "spec.requiredFeatures[0]"},
+		{"duplicate feature", func(vm *governance.ManagedVM) { vm.Spec.RequiredFeatures = []string{"Snapshot", "Snapshot"} }, "spec.requiredFeatures[1]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

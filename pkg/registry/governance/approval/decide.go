@@ -58,6 +58,11 @@ func (f *Flow) Decide(ctx context.Context, name string, d *governance.TicketDeci
 		if err := checkModifiedSpec(t, d); err != nil {
 			return nil, err
 		}
+		if d.Decision == governance.DecisionApprove && t.Spec.Operation == governance.OperationCreate {
+			if err := f.checkPlacement(ctx, t, d); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if d.Decision == governance.DecisionApprove && t.Status.State == governance.TicketApproved {
 		// Approved before, but its execution was interrupted: approving again resumes it.

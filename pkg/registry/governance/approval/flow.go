@@ -43,6 +43,8 @@ type Stores struct {
 	Policies      *genericregistry.Store
 	AuditLogs     *genericregistry.Store
 	Events        *genericregistry.Store
+	// Clusters are the target clusters approvers place VMs on (read only: their status).
+	Clusters *genericregistry.Store
 }
 
 // Flow carries out the approval flow.

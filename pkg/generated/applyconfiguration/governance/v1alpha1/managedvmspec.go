@@ -42,6 +42,10 @@ type ManagedVMSpecApplyConfiguration struct {
 	Image *string `json:"image,omitempty"`
 	// Template names a VM template offered by the platform, instead of an image.
 	Template *string `json:"template,omitempty"`
+	// RequiredFeatures are KubeVirt feature gates the VM needs, for example LiveMigration or
+	// Snapshot. An approver may only place the VM on a cluster whose probes report all of them
+	// enabled (status.enabledFeatures of the Cluster).
+	RequiredFeatures []string `json:"requiredFeatures,omitempty"`
 	// RunStrategy is Always (the default), Halted, Manual, RerunOnFailure or Once. Changing
 	// only the run strategy is a start (to anything but Halted) or a stop (to Halted).
 	RunStrategy *governancev1alpha1.RunStrategy `json:"runStrategy,omitempty"`
@@ -103,6 +107,16 @@ func (b *ManagedVMSpecApplyConfiguration) WithImage(value string) *ManagedVMSpec
 // If called multiple times, the Template field is set to the value of the last call.
 func (b *ManagedVMSpecApplyConfiguration) WithTemplate(value string) *ManagedVMSpecApplyConfiguration {
 	b.Template = &value
+	return b
+}
+
+// WithRequiredFeatures adds the given value to the RequiredFeatures field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the RequiredFeatures field.
+func (b *ManagedVMSpecApplyConfiguration) WithRequiredFeatures(values ...string) *ManagedVMSpecApplyConfiguration {
+	for i := range values {
+		b.RequiredFeatures = append(b.RequiredFeatures, values[i])
+	}
 	return b
 }
 

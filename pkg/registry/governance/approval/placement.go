@@ -1,0 +1,66 @@
+package approval
+
+import (
+	"context"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/platform"
+	"github.com/plinth-dev/plinth/pkg/governance/apperror"
+)
+
+// checkPlacement decides whether an approval of a create may place the VM on the chosen
+// cluster — the decision's, or the one an earlier approver of the same ticket chose. The
+// cluster must be registered, its last probe HEALTHY with KubeVirt available, and it must
+// enable every KubeVirt feature the (possibly replaced) spec requires. What the probes report
+// is the platform's knowledge of the cluster; an approval against stale knowledge fails later,
+// at materialization, and the ticket says so.
+func (f *Flow) checkPlacement(ctx context.Context, t *governance.ApprovalTicket, d *governance.TicketDecision) error {
+	name := d.Cluster
+	if name == "" {
+		name = t.Status.Cluster
+	}
+	vm := t.Spec.TargetRef.Name
+	params := apperror.Params{"ticket": t.Name, "vm": vm}
+	if name == "" {
+		return apperror.New(apperror.ClusterRequired, ticketResource, t.Name, params,
+			"Approving the creation of ManagedVM %q chooses its target cluster: set cluster.", vm)
+	}
+	params["cluster"] = name
+	obj, err := f.stores.Clusters.Get(inNamespace(ctx, ""), name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return apperror.New(apperror.ClusterNotFound, ticketResource, t.Name, params, "Cluster %q is not registered.", name)
+	}
+	if err != nil {
+		return err
+	}
+	c := obj.(*platform.Cluster)
+	if c.Status.Phase != platform.ClusterPhaseHealthy || !apimeta.IsStatusConditionTrue(c.Status.Conditions, platform.ConditionKubeVirtAvailable) {
+		phase := string(c.Status.Phase)
+		if phase == "" {
+			phase = string(platform.ClusterPhaseUnknown)
+		}
+		params["phase"] = phase
+		return apperror.New(apperror.ClusterDegraded, ticketResource, t.Name, params,
+			"Cluster %q is %s or has no KubeVirt available; VMs are placed on HEALTHY clusters with KubeVirt.", name, phase)
+	}
+	spec := t.Spec.RequestedSpec
+	switch {
+	case d.ModifiedSpec != nil:
+		spec = *d.ModifiedSpec
+	case t.Status.ModifiedSpec != nil:
+		spec = *t.Status.ModifiedSpec
+	}
+	missing := sets.List(sets.New(spec.RequiredFeatures...).Difference(sets.New(c.Status.EnabledFeatures...)))
+	if len(missing) > 0 {
+		params["features"] = strings.Join(missing, ",")
+		return apperror.New(apperror.ClusterMissingFeatures, ticketResource, t.Name, params,
+			"Cluster %q does not enable %s, which ManagedVM %q requires.", name, strings.Join(missing, ", "), vm)
+	}
+	return nil
+}
