@@ -1,0 +1,409 @@
+// Package kubevirt is the KubeVirt provider: it materializes the platform's VMs as KubeVirt
+// VirtualMachines through kubevirt.io/client-go's generated clientset, on clusters whose REST
+// configs come from a credentials.Provider. It returns the domain types of pkg/provider and
+// never lets a KubeVirt type out.
+package kubevirt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	kubevirtclient "kubevirt.io/client-go/kubevirt"
+
+	"github.com/plinth-dev/plinth/pkg/credentials"
+	"github.com/plinth-dev/plinth/pkg/provider"
+)
+
+// RestartAnnotation records the restart a VM last got (RestartVM's time), so a restart
+// request is carried out once.
+const RestartAnnotation = "kubevirt-shepherd.io/restarted-at"
+
+// Clients are the clients of one cluster.
+type Clients struct {
+	KubeVirt kubevirtclient.Interface
+	Kube     kubernetes.Interface
+}
+
+// ClientsFunc returns the clients of a cluster.
+type ClientsFunc func(ctx context.Context, cluster string) (*Clients, error)
+
+// FromCredentials builds clients from a credentials provider. client-go shares TLS transports
+// between identical configs, so building clients per call costs no new connections.
+func FromCredentials(creds credentials.Provider) ClientsFunc {
+	return func(ctx context.Context, cluster string) (*Clients, error) {
+		cfg, err := creds.GetRESTConfig(ctx, cluster)
+		if err != nil {
+			return nil, err
+		}
+		kv, err := kubevirtclient.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &Clients{KubeVirt: kv, Kube: kube}, nil
+	}
+}
+
+// Provider is the KubeVirt provider.
+type Provider struct {
+	clients ClientsFunc
+}
+
+var (
+	_ provider.InfrastructureProvider = &Provider{}
+	_ provider.MigrationProvider      = &Provider{}
+	_ provider.InstanceTypeProvider   = &Provider{}
+)
+
+// New returns the provider.
+func New(clients ClientsFunc) *Provider { return &Provider{clients: clients} }
+
+// Type is "kubevirt".
+func (p *Provider) Type() string { return "kubevirt" }
+
+// EnsureVM creates the VirtualMachine (and its namespace), or updates the fields the platform
+// owns — labels, run strategy, size, boot source — on an existing one.
+func (p *Provider) EnsureVM(ctx context.Context, cluster string, spec provider.VMSpec) (*provider.VM, error) {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureNamespace(ctx, c.Kube, spec.Namespace); err != nil {
+		return nil, err
+	}
+	desired := virtualMachine(spec)
+	vms := c.KubeVirt.KubevirtV1().VirtualMachines(spec.Namespace)
+	current, err := vms.Get(ctx, spec.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		created, err := vms.Create(ctx, desired, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if err := ensureDisk(ctx, c.Kube, spec, created); err != nil {
+			return nil, err
+		}
+		return toDomain(created), nil
+	case err != nil:
+		return nil, err
+	}
+	if err := ensureDisk(ctx, c.Kube, spec, current); err != nil {
+		return nil, err
+	}
+	updated := current.DeepCopy()
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	for k, v := range desired.Labels {
+		updated.Labels[k] = v
+	}
+	updated.Spec.RunStrategy, updated.Spec.Instancetype, updated.Spec.Preference = desired.Spec.RunStrategy, desired.Spec.Instancetype, desired.Spec.Preference
+	updated.Spec.Template = desired.Spec.Template
+	if apiequality.Semantic.DeepEqual(updated.Labels, current.Labels) && apiequality.Semantic.DeepEqual(updated.Spec, current.Spec) {
+		return toDomain(current), nil
+	}
+	out, err := vms.Update(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return toDomain(out), nil
+}
+
+// GetVM returns the VirtualMachine as a domain VM.
+func (p *Provider) GetVM(ctx context.Context, cluster, namespace, name string) (*provider.VM, error) {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	vm, err := c.KubeVirt.KubevirtV1().VirtualMachines(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("VirtualMachine %s/%s on cluster %s: %w", namespace, name, cluster, provider.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toDomain(vm), nil
+}
+
+// ListVMs lists the VirtualMachines carrying every label of selector.
+func (p *Provider) ListVMs(ctx context.Context, cluster string, selector map[string]string) ([]provider.VM, error) {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.KubeVirt.KubevirtV1().VirtualMachines(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(selector).String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provider.VM, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, *toDomain(&list.Items[i]))
+	}
+	return out, nil
+}
+
+// DeleteVM deletes the VirtualMachine; its disk goes with it (owner reference).
+func (p *Provider) DeleteVM(ctx context.Context, cluster, namespace, name string) error {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	err = c.KubeVirt.KubevirtV1().VirtualMachines(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// SetRunStrategy patches spec.runStrategy, which is how KubeVirt starts and stops VMs.
+func (p *Provider) SetRunStrategy(ctx context.Context, cluster, namespace, name, runStrategy string) error {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"runStrategy": runStrategy}})
+	_, err = c.KubeVirt.KubevirtV1().VirtualMachines(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// RestartVM records the restart on the VirtualMachine, then deletes its running instance,
+// which KubeVirt starts again for a VM that should run — the effect of virtctl restart,
+// without the subresource API. A restart already recorded with the same time does nothing.
+func (p *Provider) RestartVM(ctx context.Context, cluster, namespace, name, at string) error {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	vms := c.KubeVirt.KubevirtV1().VirtualMachines(namespace)
+	vm, err := vms.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if vm.Annotations[RestartAnnotation] == at {
+		return nil
+	}
+	err = c.KubeVirt.KubevirtV1().VirtualMachineInstances(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{RestartAnnotation: at}}})
+	_, err = vms.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// DetectCapabilities reads the KubeVirt resource: the observed version and the feature gates.
+func (p *Provider) DetectCapabilities(ctx context.Context, cluster string) (*provider.Capabilities, error) {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.KubeVirt.KubevirtV1().KubeVirts(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Errorf("KubeVirt on cluster %s: %w", cluster, provider.ErrNotFound)
+	}
+	kv := list.Items[0]
+	caps := &provider.Capabilities{Version: kv.Status.ObservedKubeVirtVersion}
+	if cfg := kv.Spec.Configuration.DeveloperConfiguration; cfg != nil {
+		caps.Features = slices.Compact(slices.Sorted(slices.Values(cfg.FeatureGates)))
+	}
+	return caps, nil
+}
+
+// MigrateVM asks KubeVirt to live-migrate the VM's running instance.
+func (p *Provider) MigrateVM(ctx context.Context, cluster, namespace, name string) (*provider.Migration, error) {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.KubeVirt.KubevirtV1().VirtualMachineInstanceMigrations(namespace).Create(ctx, &kubevirtv1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-migration-"},
+		Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: name},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &provider.Migration{Name: m.Name, VMName: name, Namespace: namespace, Phase: string(m.Status.Phase)}, nil
+}
+
+// GetVMMigration returns the VM's most recent migration.
+func (p *Provider) GetVMMigration(ctx context.Context, cluster, namespace, name string) (*provider.Migration, error) {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.KubeVirt.KubevirtV1().VirtualMachineInstanceMigrations(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var latest *kubevirtv1.VirtualMachineInstanceMigration
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Spec.VMIName == name && (latest == nil || latest.CreationTimestamp.Before(&m.CreationTimestamp)) {
+			latest = m
+		}
+	}
+	if latest == nil {
+		return nil, fmt.Errorf("migration of %s/%s on cluster %s: %w", namespace, name, cluster, provider.ErrNotFound)
+	}
+	return &provider.Migration{Name: latest.Name, VMName: name, Namespace: namespace, Phase: string(latest.Status.Phase)}, nil
+}
+
+// ListInstanceTypes lists the cluster-wide instance types, by name.
+func (p *Provider) ListInstanceTypes(ctx context.Context, cluster string) ([]provider.InstanceType, error) {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.KubeVirt.InstancetypeV1beta1().VirtualMachineClusterInstancetypes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provider.InstanceType, 0, len(list.Items))
+	for _, it := range list.Items {
+		out = append(out, provider.InstanceType{Name: it.Name, CPU: int32(it.Spec.CPU.Guest), Memory: it.Spec.Memory.Guest})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// GetInstanceType returns one cluster-wide instance type.
+func (p *Provider) GetInstanceType(ctx context.Context, cluster, name string) (*provider.InstanceType, error) {
+	c, err := p.clients(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	it, err := c.KubeVirt.InstancetypeV1beta1().VirtualMachineClusterInstancetypes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("instance type %s on cluster %s: %w", name, cluster, provider.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &provider.InstanceType{Name: it.Name, CPU: int32(it.Spec.CPU.Guest), Memory: it.Spec.Memory.Guest}, nil
+}
+
+func ensureNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// diskName is the PersistentVolumeClaim of a VM's data disk.
+func diskName(vm string) string { return vm + "-disk" }
+
+// ensureDisk creates the data disk's claim, owned by the VirtualMachine so that it goes with it.
+func ensureDisk(ctx context.Context, kube kubernetes.Interface, spec provider.VMSpec, owner *kubevirtv1.VirtualMachine) error {
+	if spec.DiskSize == nil {
+		return nil
+	}
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: diskName(spec.Name), Namespace: spec.Namespace, Labels: spec.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: owner.Name, UID: owner.UID}},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *spec.DiskSize}},
+		},
+	}
+	if spec.StorageClass != "" {
+		claim.Spec.StorageClassName = &spec.StorageClass
+	}
+	_, err := kube.CoreV1().PersistentVolumeClaims(spec.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// virtualMachine translates a domain VM spec into KubeVirt's VirtualMachine.
+func virtualMachine(spec provider.VMSpec) *kubevirtv1.VirtualMachine {
+	runStrategy := kubevirtv1.VirtualMachineRunStrategy(spec.RunStrategy)
+	vmi := kubevirtv1.VirtualMachineInstanceSpec{Hostname: spec.Hostname}
+	if spec.InstanceType == "" {
+		cores := uint32(max(spec.CPU, 1))
+		vmi.Domain.CPU = &kubevirtv1.CPU{Cores: cores}
+		if spec.Memory != nil {
+			mem := spec.Memory.DeepCopy()
+			vmi.Domain.Memory = &kubevirtv1.Memory{Guest: &mem}
+			vmi.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: mem}
+		}
+	}
+	if spec.Image != "" {
+		vmi.Domain.Devices.Disks = append(vmi.Domain.Devices.Disks, kubevirtv1.Disk{Name: "root", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}})
+		vmi.Volumes = append(vmi.Volumes, kubevirtv1.Volume{Name: "root", VolumeSource: kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: spec.Image}}})
+	}
+	if spec.DiskSize != nil {
+		vmi.Domain.Devices.Disks = append(vmi.Domain.Devices.Disks, kubevirtv1.Disk{Name: "data", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}})
+		vmi.Volumes = append(vmi.Volumes, kubevirtv1.Volume{Name: "data", VolumeSource: kubevirtv1.VolumeSource{
+			PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: diskName(spec.Name)}},
+		}})
+	}
+	vm := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: spec.Namespace, Labels: spec.Labels},
+		Spec: kubevirtv1.VirtualMachineSpec{
+			RunStrategy: &runStrategy,
+			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: spec.Labels},
+				Spec:       vmi,
+			},
+		},
+	}
+	if spec.InstanceType != "" {
+		vm.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: spec.InstanceType, Kind: "VirtualMachineClusterInstancetype"}
+	}
+	if spec.Template != "" {
+		vm.Spec.Preference = &kubevirtv1.PreferenceMatcher{Name: spec.Template, Kind: "VirtualMachineClusterPreference"}
+	}
+	return vm
+}
+
+// toDomain translates KubeVirt's view of a VM into the domain's.
+func toDomain(vm *kubevirtv1.VirtualMachine) *provider.VM {
+	out := &provider.VM{
+		Name: vm.Name, Namespace: vm.Namespace, Labels: vm.Labels, Ready: vm.Status.Ready,
+		RestartRequestedAt: vm.Annotations[RestartAnnotation], Deleting: vm.DeletionTimestamp != nil,
+	}
+	if vm.Spec.RunStrategy != nil {
+		out.RunStrategy = string(*vm.Spec.RunStrategy)
+	}
+	switch s := vm.Status.PrintableStatus; s {
+	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusPaused, kubevirtv1.VirtualMachineStatusMigrating:
+		out.State = provider.VMStateRunning
+	case kubevirtv1.VirtualMachineStatusStopped:
+		out.State = provider.VMStateStopped
+	case kubevirtv1.VirtualMachineStatusStarting:
+		out.State = provider.VMStateStarting
+	case kubevirtv1.VirtualMachineStatusStopping, kubevirtv1.VirtualMachineStatusTerminating:
+		out.State = provider.VMStateStopping
+	case "", kubevirtv1.VirtualMachineStatusProvisioning, kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding:
+		out.State = provider.VMStateProvisioning
+	case kubevirtv1.VirtualMachineStatusUnknown:
+		out.State, out.Message = provider.VMStateUnknown, "KubeVirt reports the VM's state as unknown."
+	default: // CrashLoopBackOff, ErrorUnschedulable, ErrImagePull, DataVolumeError, ...
+		out.State, out.Message = provider.VMStateFailed, fmt.Sprintf("KubeVirt reports %s.", s)
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package kubevirt
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
+
+	"github.com/plinth-dev/plinth/pkg/provider"
+)
+
+func fakeProvider() (*Provider, *kubevirtfake.Clientset, *kubefake.Clientset) {
+	kv := kubevirtfake.NewSimpleClientset()
+	kube := kubefake.NewSimpleClientset()
+	p := New(func(context.Context, string) (*Clients, error) { return &Clients{KubeVirt: kv, Kube: kube}, nil })
+	return p, kv, kube
+}
+
+func spec() provider.VMSpec {
+	mem := resource.MustParse("2Gi")
+	disk := resource.MustParse("20Gi")
+	return provider.VMSpec{
+		Name: "team-a-shop-redis-01", Namespace: "team-a", Hostname: "team-a-shop-redis-01",
+		Labels: map[string]string{"kubevirt-shepherd.io/managed-by": "plinth", "kubevirt-shepherd.io/instance": "01"},
+		CPU:    2, Memory: &mem, Image: "quay.io/containerdisks/fedora:40", DiskSize: &disk, StorageClass: "fast", RunStrategy: "Always",
+	}
+}
+
+func TestEnsureVMCreatesThenConverges(t *testing.T) {
+	ctx := context.Background()
+	p, kv, kube := fakeProvider()
+	vm, err := p.EnsureVM(ctx, "local", spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.State != provider.VMStateProvisioning || vm.RunStrategy != "Always" {
+		t.Errorf("domain VM: %+v", vm)
+	}
+	got, err := kv.KubevirtV1().VirtualMachines("team-a").Get(ctx, "team-a-shop-redis-01", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["kubevirt-shepherd.io/instance"] != "01" || got.Spec.Template.Spec.Domain.CPU.Cores != 2 ||
+		got.Spec.Template.Spec.Volumes[0].ContainerDisk.Image != "quay.io/containerdisks/fedora:40" || got.Spec.Template.Spec.Hostname != "team-a-shop-redis-01" {
+		t.Errorf("VirtualMachine: %+v", got)
+	}
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, "team-a", metav1.GetOptions{}); err != nil {
+		t.Errorf("namespace: %v", err)
+	}
+	claim, err := kube.CoreV1().PersistentVolumeClaims("team-a").Get(ctx, "team-a-shop-redis-01-disk", metav1.GetOptions{})
+	if err != nil || *claim.Spec.StorageClassName != "fast" || claim.OwnerReferences[0].Kind != "VirtualMachine" {
+		t.Errorf("disk claim: %+v %v", claim, err)
+	}
+	// Idempotent, and converges a changed run strategy.
+	s := spec()
+	s.RunStrategy = "Halted"
+	if _, err := p.EnsureVM(ctx, "local", s); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = kv.KubevirtV1().VirtualMachines("team-a").Get(ctx, "team-a-shop-redis-01", metav1.GetOptions{})
+	if *got.Spec.RunStrategy != kubevirtv1.RunStrategyHalted {
+		t.Errorf("run strategy %v", *got.Spec.RunStrategy)
+	}
+	if err := p.RestartVM(ctx, "local", "team-a", "team-a-shop-redis-01", "2026-11-23T10:00:00Z"); err != nil {
+		t.Fatal(err)
+	}
+	vm, err = p.GetVM(ctx, "local", "team-a", "team-a-shop-redis-01")
+	if err != nil || vm.RestartRequestedAt != "2026-11-23T10:00:00Z" {
+		t.Errorf("after restart: %+v %v", vm, err)
+	}
+	list, err := p.ListVMs(ctx, "local", map[string]string{"kubevirt-shepherd.io/managed-by": "plinth"})
+	if err != nil || len(list) != 1 {
+		t.Errorf("list: %v %v", list, err)
+	}
+	if err := p.DeleteVM(ctx, "local", "team-a", "team-a-shop-redis-01"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteVM(ctx, "local", "team-a", "team-a-shop-redis-01"); err != nil {
+		t.Errorf("deleting a missing VM: %v", err)
+	}
+	if _, err := p.GetVM(ctx, "local", "team-a", "team-a-shop-redis-01"); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("get after delete: %v", err)
+	}
+}
+
+func TestToDomainStates(t *testing.T) {
+	for printable, want := range map[kubevirtv1.VirtualMachinePrintableStatus]provider.VMState{
+		"":                 provider.VMStateProvisioning,
+		"Running":          provider.VMStateRunning,
+		"Paused":           provider.VMStateRunning,
+		"Stopped":          provider.VMStateStopped,
+		"Stopping":         provider.VMStateStopping,
+		"Starting":         provider.VMStateStarting,
+		"CrashLoopBackOff": provider.VMStateFailed,
+		"Unknown":          provider.VMStateUnknown,
+	} {
+		vm := toDomain(&kubevirtv1.VirtualMachine{Status: kubevirtv1.VirtualMachineStatus{PrintableStatus: printable}})
+		if vm.State != want {
+			t.Errorf("%q → %s, want %s", printable, vm.State, want)
+		}
+	}
+}
+
+func TestCapabilitiesAndInstanceTypes(t *testing.T) {
+	ctx := context.Background()
+	p, kv, _ := fakeProvider()
+	_, _ = kv.KubevirtV1().KubeVirts("kubevirt").Create(ctx, &kubevirtv1.KubeVirt{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: "kubevirt"},
+		Spec: kubevirtv1.KubeVirtSpec{Configuration: kubevirtv1.KubeVirtConfiguration{
+			DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{FeatureGates: []string{"Snapshot", "LiveMigration", "Snapshot"}}}},
+		Status: kubevirtv1.KubeVirtStatus{ObservedKubeVirtVersion: "v1.9.0"},
+	}, metav1.CreateOptions{})
+	caps, err := p.DetectCapabilities(ctx, "local")
+	if err != nil || caps.Version != "v1.9.0" || len(caps.Features) != 2 || caps.Features[0] != "LiveMigration" {
+		t.Errorf("capabilities %+v %v", caps, err)
+	}
+	_, _ = kv.InstancetypeV1beta1().VirtualMachineClusterInstancetypes().Create(ctx, &instancetypev1beta1.VirtualMachineClusterInstancetype{
+		ObjectMeta: metav1.ObjectMeta{Name: "u1.medium"},
+		Spec:       instancetypev1beta1.VirtualMachineInstancetypeSpec{CPU: instancetypev1beta1.CPUInstancetype{Guest: 1}, Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("4Gi")}},
+	}, metav1.CreateOptions{})
+	types, err := p.ListInstanceTypes(ctx, "local")
+	if err != nil || len(types) != 1 || types[0].CPU != 1 || types[0].Memory.String() != "4Gi" {
+		t.Errorf("instance types %+v %v", types, err)
+	}
+	if _, err := p.GetInstanceType(ctx, "local", "nope"); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("missing instance type: %v", err)
+	}
+}
