@@ -37,6 +37,8 @@ var (
 	kubevirtManifest string
 	//go:embed kubevirt-cr.yaml
 	kubevirtResource string
+	//go:embed kwok-virtualmachines.yaml
+	virtualMachineStages string
 )
 
 // LocalCluster is the name under which the local kube-apiserver is registered as a target
@@ -170,6 +172,12 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	}
 	p.step("kube-apiserver on %s", p.kubeURL)
 	if err := p.startKubeAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	// kwok reads the VirtualMachine kind's schema once, at start: the simulated KubeVirt
+	// comes first.
+	p.step("the simulated KubeVirt")
+	if err := p.installKubeVirt(ctx); err != nil {
 		return nil, err
 	}
 	p.step("kube-controller-manager, kube-scheduler and kwok")
@@ -500,7 +508,11 @@ func (p *Platform) startSchedulerAndNodes(ctx context.Context) error {
 	args := []string{"--kubeconfig", p.AdminKubeconfig(), "--manage-all-nodes=true", "--cidr", "10.244.0.0/16",
 		"--node-lease-duration-seconds", "40",
 		"--server-address", fmt.Sprintf("127.0.0.1:%d", p.cfg.KwokPort)}
-	for _, s := range stages {
+	vmStages := filepath.Join(p.cfg.Dir, "kwok-virtualmachines.yaml")
+	if err := os.WriteFile(vmStages, []byte(virtualMachineStages), 0o644); err != nil {
+		return err
+	}
+	for _, s := range append(stages, vmStages) {
 		args = append(args, "--config", s)
 	}
 	p.kwok, err = startProcess("kwok", p.bin("kwok"), p.LogDir(), args...)
@@ -548,9 +560,6 @@ func (p *Platform) install(ctx context.Context) error {
 	if err := p.kubectlStdin(ctx, localManifest(p.cfg.PlinthPort), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
 		return err
 	}
-	if err := p.installKubeVirt(ctx); err != nil {
-		return err
-	}
 	caPEM, err := os.ReadFile(filepath.Join(p.pkiDir, "plinth-ca.crt"))
 	if err != nil {
 		return err
@@ -573,7 +582,16 @@ func (p *Platform) installKubeVirt(ctx context.Context) error {
 		"crd/kubevirts.kubevirt.io", "crd/virtualmachines.kubevirt.io", "crd/virtualmachineinstances.kubevirt.io"); err != nil {
 		return err
 	}
-	return p.kubectlStdin(ctx, kubevirtResource, "apply", "--server-side", "--force-conflicts", "-f", "-")
+	if err := p.kubectlStdin(ctx, kubevirtResource, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+		return err
+	}
+	client, err := p.adminClient()
+	if err != nil {
+		return err
+	}
+	return poll(ctx, 60*time.Second, func() error {
+		return client.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/kubevirt.io/v1").Do(ctx).Error()
+	})
 }
 
 // registerLocalCluster registers the local kube-apiserver as the target Cluster "local", with a

@@ -13,10 +13,12 @@ import (
 // resource, verb and object, so a denial reveals nothing about what exists.
 const DeniedReason = "this API is reserved for platform operators"
 
-// Resource is an API group and a resource in it.
+// Resource is an API group and a resource in it, or one subresource of it.
 type Resource struct {
 	Group    string
 	Resource string
+	// Subresource, when set, guards only that subresource.
+	Subresource string
 }
 
 // InternalAPIs are the platform-only resources of every Plinth group: tenants never reach them,
@@ -28,6 +30,8 @@ var InternalAPIs = []Resource{
 	// Target clusters, with their status and sealed credentials, are for platform
 	// administrators and plinth-controller only.
 	{Group: "platform.plinth.dev", Resource: "clusters"},
+	// Reports of executed tickets come from the runtime only.
+	{Group: "governance.plinth.dev", Resource: "approvaltickets", Subresource: "execution"},
 }
 
 // InternalAPIAuthorizer denies every verb on internal resources (and their subresources) to
@@ -66,7 +70,8 @@ func (a *InternalAPIAuthorizer) Authorize(ctx context.Context, attrs authorizer.
 func (a *InternalAPIAuthorizer) guards(attrs authorizer.Attributes) bool {
 	group, resource := attrs.GetAPIGroup(), attrs.GetResource()
 	for r := range a.resources {
-		if (group == r.Group || group == "*") && (resource == r.Resource || resource == "*") {
+		if (group == r.Group || group == "*") && (resource == r.Resource || resource == "*") &&
+			(r.Subresource == "" || attrs.GetSubresource() == r.Subresource || attrs.GetSubresource() == "*") {
 			return true
 		}
 	}

@@ -37,6 +37,9 @@ func TestInternalAPIAuthorizer(t *testing.T) {
 		{"tenant on sealed cluster credentials", request(alice, "platform.plinth.dev", "clusters", "credentials"), authorizer.DecisionDeny},
 		{"controller on cluster credentials: RBAC decides", request(controller, "platform.plinth.dev", "clusters", "credentials"), authorizer.DecisionNoOpinion},
 		{"platform admin on clusters: RBAC decides", request(dana, "platform.plinth.dev", "clusters", ""), authorizer.DecisionNoOpinion},
+		{"tenant reports a ticket's execution", request(alice, "governance.plinth.dev", "approvaltickets", "execution"), authorizer.DecisionDeny},
+		{"tenant decides a ticket: RBAC decides", request(alice, "governance.plinth.dev", "approvaltickets", "approval"), authorizer.DecisionNoOpinion},
+		{"controller reports a ticket's execution: RBAC decides", request(controller, "governance.plinth.dev", "approvaltickets", "execution"), authorizer.DecisionNoOpinion},
 		{"same resource name, other group", request(alice, "example.com", "resourcebindings", ""), authorizer.DecisionNoOpinion},
 		{"non-resource request", authorizer.AttributesRecord{User: alice, Verb: "get", Path: "/apis/score.dev/v1b1"}, authorizer.DecisionNoOpinion},
 	}

@@ -39,6 +39,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&AuditLog{}, &AuditLogList{},
 		&DomainEvent{}, &DomainEventList{},
 		&PendingAdoption{}, &PendingAdoptionList{},
+		&TicketExecution{}, &AdoptionRequest{},
 	)
 	return nil
 }

@@ -711,6 +711,12 @@ type PendingAdoptionSpec struct {
 	SystemServiceRef LocalObjectReference `json:"systemServiceRef"`
 	// Instance is the instance number from the VM's labels.
 	Instance int32 `json:"instance"`
+	// VMSpec is the VM's shape as found on the cluster; adopting makes it the ManagedVM's
+	// first approved revision.
+	VMSpec ManagedVMSpec `json:"vmSpec"`
+	// FoundAt is when the platform first found the VM.
+	// +optional
+	FoundAt metav1.Time `json:"foundAt,omitempty"`
 }
 
 // PendingAdoptionStatus is the observed state of an adoption candidate.
@@ -732,4 +738,41 @@ type PendingAdoptionList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// Items are the candidates.
 	Items []PendingAdoption `json:"items"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TicketExecution is the body plinth-controller POSTs to approvaltickets/NAME/execution when it
+// has carried out an approved ticket (SUCCESS) or could not (FAILED). Only a ticket in
+// EXECUTING accepts it. The response is the updated ApprovalTicket.
+type TicketExecution struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; unused.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// State is SUCCESS or FAILED.
+	State TicketState `json:"state"`
+	// Message is one sentence on the outcome, shown as the ticket's message.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// AdoptionRequest is the body an administrator POSTs to pendingadoptions/NAME/adopt. Adopting
+// creates the ManagedVM for the found VM, with its existing instance number, and removes the
+// PendingAdoption. The response is the new ManagedVM.
+type AdoptionRequest struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; unused.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// VMName names the ManagedVM to create; empty means the found VM's instance name.
+	// +optional
+	VMName string `json:"vmName,omitempty"`
+	// Reason is recorded in the audit log.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }

@@ -37,6 +37,7 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		apiscommon.RawObject{}.OpenAPIModelName():                apiscommon.RawObject{}.OpenAPIDefinition(),
+		v1alpha1.AdoptionRequest{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_AdoptionRequest(ref),
 		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
 		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
 		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
@@ -73,6 +74,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.TargetReference{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
 		v1alpha1.TicketDecision{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
 		v1alpha1.TicketDecisionRecord{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
+		v1alpha1.TicketExecution{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_TicketExecution(ref),
 		v1alpha1.VMResources{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_VMResources(ref),
 		v1alpha1.VMRevision{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
 		v1alpha1.VMRevisionList{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
@@ -190,6 +192,56 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.TypeMeta{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
 		runtime.Unknown{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		version.Info{}.OpenAPIModelName():                        schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_AdoptionRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AdoptionRequest is the body an administrator POSTs to pendingadoptions/NAME/adopt. Adopting creates the ManagedVM for the found VM, with its existing instance number, and removes the PendingAdoption. The response is the new ManagedVM.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; unused.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"vmName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VMName names the ManagedVM to create; empty means the found VM's instance name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is recorded in the audit log.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1443,12 +1495,25 @@ func schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref common.Referenc
 							Format:      "int32",
 						},
 					},
+					"vmSpec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VMSpec is the VM's shape as found on the cluster; adopting makes it the ManagedVM's first approved revision.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+						},
+					},
+					"foundAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FoundAt is when the platform first found the VM.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
 				},
-				Required: []string{"cluster", "vmName", "systemServiceRef", "instance"},
+				Required: []string{"cluster", "vmName", "systemServiceRef", "instance", "vmSpec"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2000,6 +2065,59 @@ func schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref common.Referen
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_governance_v1alpha1_TicketExecution(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TicketExecution is the body plinth-controller POSTs to approvaltickets/NAME/execution when it has carried out an approved ticket (SUCCESS) or could not (FAILED). Only a ticket in EXECUTING accepts it. The response is the updated ApprovalTicket.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; unused.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is SUCCESS or FAILED.\n\nPossible enum values:\n - `\"APPROVED\"` has enough approvals; execution starts.\n - `\"CANCELLED\"` was withdrawn by its requester. Final.\n - `\"EXECUTING\"` is approved and being carried out (or waits for a runtime).\n - `\"FAILED\"` could not be carried out. Final.\n - `\"PENDING\"` waits for decisions.\n - `\"REJECTED\"` was rejected by an approver. Final.\n - `\"SUCCESS\"` was carried out. Final.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"APPROVED", "CANCELLED", "EXECUTING", "FAILED", "PENDING", "REJECTED", "SUCCESS"},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is one sentence on the outcome, shown as the ticket's message.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"state"},
+			},
+		},
+		Dependencies: []string{
+			v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 

@@ -63,6 +63,10 @@ const (
 	ClusterNotFound Code = "CLUSTER_NOT_FOUND"
 	// ClusterRequired: approving a create must choose a target cluster (422).
 	ClusterRequired Code = "CLUSTER_REQUIRED"
+	// TicketNotExecuting: a runtime reported on a ticket that is not EXECUTING (409).
+	TicketNotExecuting Code = "TICKET_NOT_EXECUTING"
+	// AlreadyManaged: an adoption found a ManagedVM for the VM already (409).
+	AlreadyManaged Code = "ALREADY_MANAGED"
 	// ClusterMissingFeatures: the chosen cluster lacks KubeVirt features the VM requires (409).
 	ClusterMissingFeatures Code = "CLUSTER_MISSING_FEATURES"
 )
@@ -91,6 +95,8 @@ var status = map[Code]struct {
 	ClusterNotFound:         {http.StatusUnprocessableEntity, metav1.StatusReasonInvalid},
 	ClusterRequired:         {http.StatusUnprocessableEntity, metav1.StatusReasonInvalid},
 	ClusterMissingFeatures:  {http.StatusConflict, metav1.StatusReasonConflict},
+	TicketNotExecuting:      {http.StatusConflict, metav1.StatusReasonConflict},
+	AlreadyManaged:          {http.StatusConflict, metav1.StatusReasonConflict},
 	ApprovalRequired:        {http.StatusForbidden, metav1.StatusReasonForbidden},
 }
 

@@ -44,6 +44,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&AuditLog{}, &AuditLogList{},
 		&DomainEvent{}, &DomainEventList{},
 		&PendingAdoption{}, &PendingAdoptionList{},
+		&TicketExecution{}, &AdoptionRequest{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -35,6 +35,8 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&ApprovalTicketList{}, func(obj interface{}) { SetObjectDefaults_ApprovalTicketList(obj.(*ApprovalTicketList)) })
 	scheme.AddTypeDefaultingFunc(&ManagedVM{}, func(obj interface{}) { SetObjectDefaults_ManagedVM(obj.(*ManagedVM)) })
 	scheme.AddTypeDefaultingFunc(&ManagedVMList{}, func(obj interface{}) { SetObjectDefaults_ManagedVMList(obj.(*ManagedVMList)) })
+	scheme.AddTypeDefaultingFunc(&PendingAdoption{}, func(obj interface{}) { SetObjectDefaults_PendingAdoption(obj.(*PendingAdoption)) })
+	scheme.AddTypeDefaultingFunc(&PendingAdoptionList{}, func(obj interface{}) { SetObjectDefaults_PendingAdoptionList(obj.(*PendingAdoptionList)) })
 	scheme.AddTypeDefaultingFunc(&System{}, func(obj interface{}) { SetObjectDefaults_System(obj.(*System)) })
 	scheme.AddTypeDefaultingFunc(&SystemList{}, func(obj interface{}) { SetObjectDefaults_SystemList(obj.(*SystemList)) })
 	scheme.AddTypeDefaultingFunc(&TicketDecision{}, func(obj interface{}) { SetObjectDefaults_TicketDecision(obj.(*TicketDecision)) })
@@ -76,6 +78,17 @@ func SetObjectDefaults_ManagedVMList(in *ManagedVMList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_ManagedVM(a)
+	}
+}
+
+func SetObjectDefaults_PendingAdoption(in *PendingAdoption) {
+	SetDefaults_ManagedVMSpec(&in.Spec.VMSpec)
+}
+
+func SetObjectDefaults_PendingAdoptionList(in *PendingAdoptionList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_PendingAdoption(a)
 	}
 }
 

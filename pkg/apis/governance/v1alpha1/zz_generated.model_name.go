@@ -22,6 +22,11 @@ limitations under the License.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AdoptionRequest) OpenAPIModelName() string {
+	return "dev.plinth.governance.v1alpha1.AdoptionRequest"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ApprovalPolicy) OpenAPIModelName() string {
 	return "dev.plinth.governance.v1alpha1.ApprovalPolicy"
 }
@@ -199,6 +204,11 @@ func (in TicketDecision) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in TicketDecisionRecord) OpenAPIModelName() string {
 	return "dev.plinth.governance.v1alpha1.TicketDecisionRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TicketExecution) OpenAPIModelName() string {
+	return "dev.plinth.governance.v1alpha1.TicketExecution"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

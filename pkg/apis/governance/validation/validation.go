@@ -338,6 +338,9 @@ func ValidatePendingAdoption(p *governance.PendingAdoption) field.ErrorList {
 	if p.Spec.Instance < 1 {
 		errs = append(errs, field.Invalid(spec.Child("instance"), p.Spec.Instance, "must be at least 1"))
 	}
+	if p.Spec.VMSpec.SystemServiceRef != p.Spec.SystemServiceRef {
+		errs = append(errs, field.Invalid(spec.Child("vmSpec", "systemServiceRef", "name"), p.Spec.VMSpec.SystemServiceRef.Name, "must be spec.systemServiceRef"))
+	}
 	return errs
 }
 
@@ -359,4 +362,24 @@ func validateLength(value string, max int, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.TooLong(path, "", max)}
 	}
 	return nil
+}
+
+// ValidateTicketExecution checks a runtime's report on an executed ticket.
+func ValidateTicketExecution(e *governance.TicketExecution) field.ErrorList {
+	var errs field.ErrorList
+	if e.State != governance.TicketSuccess && e.State != governance.TicketFailed {
+		errs = append(errs, field.NotSupported(field.NewPath("state"), e.State, []governance.TicketState{governance.TicketSuccess, governance.TicketFailed}))
+	}
+	return append(errs, validateLength(e.Message, maxReason, field.NewPath("message"))...)
+}
+
+// ValidateAdoptionRequest checks an adoption.
+func ValidateAdoptionRequest(r *governance.AdoptionRequest) field.ErrorList {
+	var errs field.ErrorList
+	if r.VMName != "" {
+		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(r.VMName, false) {
+			errs = append(errs, field.Invalid(field.NewPath("vmName"), r.VMName, msg))
+		}
+	}
+	return append(errs, validateLength(r.Reason, maxReason, field.NewPath("reason"))...)
 }

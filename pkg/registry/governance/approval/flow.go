@@ -45,6 +45,8 @@ type Stores struct {
 	Events        *genericregistry.Store
 	// Clusters are the target clusters approvers place VMs on (read only: their status).
 	Clusters *genericregistry.Store
+	// Adoptions are the VMs found on clusters without a ManagedVM.
+	Adoptions *genericregistry.Store
 }
 
 // Flow carries out the approval flow.

@@ -85,6 +85,31 @@ func (r *ApprovalREST) Create(ctx context.Context, name string, obj runtime.Obje
 	return r.flow.Decide(ctx, name, obj.(*governance.TicketDecision))
 }
 
+// ExecutionREST is the execution subresource: a runtime POSTs a TicketExecution when it has
+// carried out an approved ticket, or could not.
+type ExecutionREST struct {
+	flow *approval.Flow
+}
+
+var _ rest.NamedCreater = &ExecutionREST{}
+
+// NewExecutionREST returns the execution subresource.
+func NewExecutionREST(flow *approval.Flow) *ExecutionREST { return &ExecutionREST{flow: flow} }
+
+// New allocates the request body.
+func (r *ExecutionREST) New() runtime.Object { return &governance.TicketExecution{} }
+
+// Destroy does nothing: the tickets resource owns the storage.
+func (r *ExecutionREST) Destroy() {}
+
+// Create records the outcome on ticket name.
+func (r *ExecutionREST) Create(ctx context.Context, name string, obj runtime.Object, _ rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if len(options.DryRun) > 0 {
+		return nil, errDryRun
+	}
+	return r.flow.ReportExecution(ctx, name, obj.(*governance.TicketExecution))
+}
+
 // Table prints OPERATION, VM, REQUESTER, STATE and APPROVALS.
 var Table = table.New([]table.Column{
 	{Name: "Operation", Type: "string", Description: "The requested operation."},

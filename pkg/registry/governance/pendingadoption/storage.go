@@ -2,12 +2,18 @@
 package pendingadoption
 
 import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/validation"
+	"github.com/plinth-dev/plinth/pkg/registry/governance/approval"
 	"github.com/plinth-dev/plinth/pkg/registry/store"
 	"github.com/plinth-dev/plinth/pkg/registry/strategy"
 	"github.com/plinth-dev/plinth/pkg/registry/table"
@@ -44,3 +50,28 @@ var Table = table.New([]table.Column{
 }, func(p *governance.PendingAdoption) []interface{} {
 	return []interface{}{p.Spec.Cluster, p.Spec.VMName, p.Spec.SystemServiceRef.Name, int64(p.Spec.Instance)}
 })
+
+// AdoptREST is the adopt subresource: an administrator POSTs an AdoptionRequest and gets the
+// new ManagedVM.
+type AdoptREST struct {
+	flow *approval.Flow
+}
+
+var _ rest.NamedCreater = &AdoptREST{}
+
+// NewAdoptREST returns the adopt subresource.
+func NewAdoptREST(flow *approval.Flow) *AdoptREST { return &AdoptREST{flow: flow} }
+
+// New allocates the request body.
+func (r *AdoptREST) New() runtime.Object { return &governance.AdoptionRequest{} }
+
+// Destroy does nothing: the pendingadoptions resource owns the storage.
+func (r *AdoptREST) Destroy() {}
+
+// Create adopts the candidate name.
+func (r *AdoptREST) Create(ctx context.Context, name string, obj runtime.Object, _ rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if len(options.DryRun) > 0 {
+		return nil, apierrors.NewBadRequest("dry-run is not supported for adoptions")
+	}
+	return r.flow.Adopt(ctx, name, obj.(*governance.AdoptionRequest))
+}

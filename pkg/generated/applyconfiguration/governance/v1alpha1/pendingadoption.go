@@ -89,6 +89,12 @@ func ExtractPendingAdoption(pendingAdoption *governancev1alpha1.PendingAdoption,
 	return ExtractPendingAdoptionFrom(pendingAdoption, fieldManager, "")
 }
 
+// ExtractPendingAdoptionAdopt extracts the applied configuration owned by fieldManager from
+// pendingAdoption for the adopt subresource.
+func ExtractPendingAdoptionAdopt(pendingAdoption *governancev1alpha1.PendingAdoption, fieldManager string) (*PendingAdoptionApplyConfiguration, error) {
+	return ExtractPendingAdoptionFrom(pendingAdoption, fieldManager, "adopt")
+}
+
 // ExtractPendingAdoptionStatus extracts the applied configuration owned by fieldManager from
 // pendingAdoption for the status subresource.
 func ExtractPendingAdoptionStatus(pendingAdoption *governancev1alpha1.PendingAdoption, fieldManager string) (*PendingAdoptionApplyConfiguration, error) {

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // PendingAdoptionSpecApplyConfiguration represents a declarative configuration of the PendingAdoptionSpec type for use
 // with apply.
 //
@@ -31,6 +35,11 @@ type PendingAdoptionSpecApplyConfiguration struct {
 	SystemServiceRef *LocalObjectReferenceApplyConfiguration `json:"systemServiceRef,omitempty"`
 	// Instance is the instance number from the VM's labels.
 	Instance *int32 `json:"instance,omitempty"`
+	// VMSpec is the VM's shape as found on the cluster; adopting makes it the ManagedVM's
+	// first approved revision.
+	VMSpec *ManagedVMSpecApplyConfiguration `json:"vmSpec,omitempty"`
+	// FoundAt is when the platform first found the VM.
+	FoundAt *v1.Time `json:"foundAt,omitempty"`
 }
 
 // PendingAdoptionSpecApplyConfiguration constructs a declarative configuration of the PendingAdoptionSpec type for use with
@@ -68,5 +77,21 @@ func (b *PendingAdoptionSpecApplyConfiguration) WithSystemServiceRef(value *Loca
 // If called multiple times, the Instance field is set to the value of the last call.
 func (b *PendingAdoptionSpecApplyConfiguration) WithInstance(value int32) *PendingAdoptionSpecApplyConfiguration {
 	b.Instance = &value
+	return b
+}
+
+// WithVMSpec sets the VMSpec field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the VMSpec field is set to the value of the last call.
+func (b *PendingAdoptionSpecApplyConfiguration) WithVMSpec(value *ManagedVMSpecApplyConfiguration) *PendingAdoptionSpecApplyConfiguration {
+	b.VMSpec = value
+	return b
+}
+
+// WithFoundAt sets the FoundAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FoundAt field is set to the value of the last call.
+func (b *PendingAdoptionSpecApplyConfiguration) WithFoundAt(value v1.Time) *PendingAdoptionSpecApplyConfiguration {
+	b.FoundAt = &value
 	return b
 }

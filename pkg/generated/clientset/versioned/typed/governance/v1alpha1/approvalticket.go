@@ -40,6 +40,7 @@ type ApprovalTicketInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*governancev1alpha1.ApprovalTicketList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Decide(ctx context.Context, approvalTicketName string, ticketDecision *governancev1alpha1.TicketDecision, opts v1.CreateOptions) (*governancev1alpha1.ApprovalTicket, error)
+	ReportExecution(ctx context.Context, approvalTicketName string, ticketExecution *governancev1alpha1.TicketExecution, opts v1.CreateOptions) (*governancev1alpha1.ApprovalTicket, error)
 
 	ApprovalTicketExpansion
 }
@@ -73,6 +74,21 @@ func (c *approvalTickets) Decide(ctx context.Context, approvalTicketName string,
 		SubResource("approval").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(ticketDecision).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// ReportExecution takes the representation of a ticketExecution and creates it.  Returns the server's representation of the approvalTicket, and an error, if there is any.
+func (c *approvalTickets) ReportExecution(ctx context.Context, approvalTicketName string, ticketExecution *governancev1alpha1.TicketExecution, opts v1.CreateOptions) (result *governancev1alpha1.ApprovalTicket, err error) {
+	result = &governancev1alpha1.ApprovalTicket{}
+	err = c.GetClient().Post().
+		Namespace(c.GetNamespace()).
+		Resource("approvaltickets").
+		Name(approvalTicketName).
+		SubResource("execution").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(ticketExecution).
 		Do(ctx).
 		Into(result)
 	return

@@ -51,6 +51,8 @@ type PendingAdoptionInterface interface {
 	Apply(ctx context.Context, pendingAdoption *applyconfigurationgovernancev1alpha1.PendingAdoptionApplyConfiguration, opts v1.ApplyOptions) (result *governancev1alpha1.PendingAdoption, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, pendingAdoption *applyconfigurationgovernancev1alpha1.PendingAdoptionApplyConfiguration, opts v1.ApplyOptions) (result *governancev1alpha1.PendingAdoption, err error)
+	Adopt(ctx context.Context, pendingAdoptionName string, adoptionRequest *governancev1alpha1.AdoptionRequest, opts v1.CreateOptions) (*governancev1alpha1.ManagedVM, error)
+
 	PendingAdoptionExpansion
 }
 
@@ -71,4 +73,19 @@ func newPendingAdoptions(c *GovernanceV1alpha1Client, namespace string) *pending
 			func() *governancev1alpha1.PendingAdoptionList { return &governancev1alpha1.PendingAdoptionList{} },
 		),
 	}
+}
+
+// Adopt takes the representation of a adoptionRequest and creates it.  Returns the server's representation of the managedVM, and an error, if there is any.
+func (c *pendingAdoptions) Adopt(ctx context.Context, pendingAdoptionName string, adoptionRequest *governancev1alpha1.AdoptionRequest, opts v1.CreateOptions) (result *governancev1alpha1.ManagedVM, err error) {
+	result = &governancev1alpha1.ManagedVM{}
+	err = c.GetClient().Post().
+		Namespace(c.GetNamespace()).
+		Resource("pendingadoptions").
+		Name(pendingAdoptionName).
+		SubResource("adopt").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(adoptionRequest).
+		Do(ctx).
+		Into(result)
+	return
 }

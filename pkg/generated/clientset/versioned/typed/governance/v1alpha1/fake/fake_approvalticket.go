@@ -66,3 +66,15 @@ func (c *fakeApprovalTickets) Decide(ctx context.Context, approvalTicketName str
 	}
 	return obj.(*v1alpha1.ApprovalTicket), err
 }
+
+// ReportExecution takes the representation of a ticketExecution and creates it.  Returns the server's representation of the approvalTicket, and an error, if there is any.
+func (c *fakeApprovalTickets) ReportExecution(ctx context.Context, approvalTicketName string, ticketExecution *v1alpha1.TicketExecution, opts v1.CreateOptions) (result *v1alpha1.ApprovalTicket, err error) {
+	emptyResult := &v1alpha1.ApprovalTicket{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), approvalTicketName, "execution", c.Namespace(), ticketExecution, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.ApprovalTicket), err
+}

@@ -19,10 +19,14 @@ limitations under the License.
 package fake
 
 import (
+	context "context"
+
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/governance/v1alpha1"
 	typedgovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakePendingAdoptions implements PendingAdoptionInterface
@@ -50,4 +54,16 @@ func newFakePendingAdoptions(fake *FakeGovernanceV1alpha1, namespace string) typ
 		),
 		fake,
 	}
+}
+
+// Adopt takes the representation of a adoptionRequest and creates it.  Returns the server's representation of the managedVM, and an error, if there is any.
+func (c *fakePendingAdoptions) Adopt(ctx context.Context, pendingAdoptionName string, adoptionRequest *v1alpha1.AdoptionRequest, opts v1.CreateOptions) (result *v1alpha1.ManagedVM, err error) {
+	emptyResult := &v1alpha1.ManagedVM{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), pendingAdoptionName, "adopt", c.Namespace(), adoptionRequest, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.ManagedVM), err
 }
