@@ -68,6 +68,8 @@ type VM struct {
 	RestartRequestedAt string
 	// Deleting is true once the VM's deletion has begun.
 	Deleting bool
+	// Spec is the VM's shape as found: size, boot source, run strategy.
+	Spec VMSpec
 }
 
 // Capabilities are what a cluster's virtualization layer offers.

@@ -133,11 +133,16 @@ func TestClusters(t *testing.T) {
 			t.Fatal(out)
 		}
 		noSecret("apply", out)
-		ev := nextEvent(t, w)
-		raw, _ := json.Marshal(ev.Object)
-		noSecret("watch event", string(raw))
-		if c, ok := ev.Object.(*platform.Cluster); !ok || c.Name != "edge" {
-			t.Fatalf("watch event %s %T", ev.Type, ev.Object)
+		// The watch starts with the existing clusters, then sees edge.
+		for seen := false; !seen; {
+			ev := nextEvent(t, w)
+			raw, _ := json.Marshal(ev.Object)
+			noSecret("watch event", string(raw))
+			c, ok := ev.Object.(*platform.Cluster)
+			if !ok {
+				t.Fatalf("watch event %s %T", ev.Type, ev.Object)
+			}
+			seen = c.Name == "edge"
 		}
 		rc := admin.PlatformV1alpha1().RESTClient()
 		for what, req := range map[string]func() ([]byte, error){

@@ -18,3 +18,7 @@ const (
 
 // FinalizerDeleteApproval holds a ManagedVM's deletion until a delete ticket is approved.
 const FinalizerDeleteApproval = "governance.plinth.dev/delete-approval"
+
+// FinalizerVMCleanup holds a ManagedVM's deletion until the runtime has removed its VM from the
+// target cluster. The runtime adds it before it creates anything there.
+const FinalizerVMCleanup = "governance.plinth.dev/vm-cleanup"

@@ -30,6 +30,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
+	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
@@ -38,10 +40,12 @@ import (
 	"github.com/plinth-dev/plinth/pkg/controllers/orchestrator"
 	"github.com/plinth-dev/plinth/pkg/controllers/resolver"
 	runtimecontroller "github.com/plinth-dev/plinth/pkg/controllers/runtime"
+	"github.com/plinth-dev/plinth/pkg/controllers/vmruntime"
 	"github.com/plinth-dev/plinth/pkg/credentials"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/keyring"
+	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
 
 // Options are plinth-controller's flags.
@@ -66,6 +70,11 @@ type Options struct {
 	EncryptionKeyFile    string
 	ClusterProbeInterval time.Duration
 	ClusterProbeTimeout  time.Duration
+	// VMPollInterval is how soon a VM in transition is looked at again; VMResyncInterval, a VM
+	// at rest; AdoptionScanInterval, how often each cluster is scanned for VMs to adopt.
+	VMPollInterval       time.Duration
+	VMResyncInterval     time.Duration
+	AdoptionScanInterval time.Duration
 }
 
 // NewCommand returns the plinth-controller command.
@@ -76,6 +85,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		QPS: 200, Burst: 400,
 		ClusterProbeInterval: 30 * time.Second, ClusterProbeTimeout: 10 * time.Second,
+		VMPollInterval: time.Second, VMResyncInterval: 30 * time.Second, AdoptionScanInterval: 30 * time.Second,
 	}
 	cmd := &cobra.Command{
 		Use:          "plinth-controller",
@@ -102,6 +112,9 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	f.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "plinth-apiserver's key file, which opens target clusters' sealed kubeconfigs. Without it, no target cluster is used.")
 	f.DurationVar(&o.ClusterProbeInterval, "cluster-probe-interval", o.ClusterProbeInterval, "How often each target cluster's health and capabilities are probed.")
 	f.DurationVar(&o.ClusterProbeTimeout, "cluster-probe-timeout", o.ClusterProbeTimeout, "How long one probe request to a target cluster may take.")
+	f.DurationVar(&o.VMPollInterval, "vm-poll-interval", o.VMPollInterval, "How soon a governed VM in transition (creating, stopping, a ticket executing) is looked at again.")
+	f.DurationVar(&o.VMResyncInterval, "vm-resync-interval", o.VMResyncInterval, "How often a governed VM at rest is compared with its cluster.")
+	f.DurationVar(&o.AdoptionScanInterval, "adoption-scan-interval", o.AdoptionScanInterval, "How often each HEALTHY cluster is scanned for labelled VMs without a ManagedVM.")
 	f.StringVar(&o.ProvisionersConfig, "provisioners-config", "", "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
 	return cmd
 }
@@ -339,5 +352,66 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 	if err := prober.WatchGenerations(clusters.Informer()); err != nil {
 		return nil, err
 	}
-	return []*loop.Loop{orch.Loop, res.Loop, rt.Loop, prober.Loop}, nil
+	vmRuntime, adopter, err := o.buildVMRuntime(plinth, pf, clusterCreds)
+	if err != nil {
+		return nil, err
+	}
+	return []*loop.Loop{orch.Loop, res.Loop, rt.Loop, prober.Loop, vmRuntime.Loop, adopter.Loop}, nil
+}
+
+// buildVMRuntime wires the governed-VM runtime and the adopter to the KubeVirt provider.
+func (o *Options) buildVMRuntime(plinth clientset.Interface, pf informers.SharedInformerFactory, creds credentials.Provider) (*vmruntime.Controller, *vmruntime.Adopter, error) {
+	g := pf.Governance().V1alpha1()
+	vms, revisions, tickets, services, adoptions := g.ManagedVMs(), g.VMRevisions(), g.ApprovalTickets(), g.SystemServices(), g.PendingAdoptions()
+	clusters := pf.Platform().V1alpha1().Clusters()
+	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
+	rt := vmruntime.New(plinth.GovernanceV1alpha1(), vmruntime.Listers{
+		VMs: vms.Lister(), Revisions: revisions.Lister(), Tickets: tickets.Lister(), Clusters: clusters.Lister(),
+	}, infra, o.VMPollInterval, o.VMResyncInterval)
+	vmsOnCluster := func(obj interface{}) []string {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		c, ok := obj.(*platformv1alpha1.Cluster)
+		if !ok {
+			return nil
+		}
+		all, _ := vms.Lister().List(labels.Everything())
+		var keys []string
+		for _, vm := range all {
+			if vm.Status.Cluster == c.Name {
+				keys = append(keys, vm.Namespace+"/"+vm.Name)
+			}
+		}
+		return keys
+	}
+	for _, err := range []error{
+		rt.Watch(vms.Informer()),
+		rt.WatchMapped(tickets.Informer(), func(obj interface{}) []string {
+			if t, ok := obj.(*governancev1alpha1.ApprovalTicket); ok {
+				return []string{t.Namespace + "/" + t.Spec.TargetRef.Name}
+			}
+			return nil
+		}),
+		rt.WatchMapped(revisions.Informer(), func(obj interface{}) []string {
+			if r, ok := obj.(*governancev1alpha1.VMRevision); ok {
+				return []string{r.Namespace + "/" + r.Spec.VMName}
+			}
+			return nil
+		}),
+		rt.WatchMapped(clusters.Informer(), vmsOnCluster),
+	} {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	adopter := vmruntime.NewAdopter(plinth.GovernanceV1alpha1(), vmruntime.AdopterListers{
+		VMs: vms.Lister(), Services: services.Lister(), Adoptions: adoptions.Lister(), Clusters: clusters.Lister(),
+	}, infra, o.AdoptionScanInterval)
+	if err := adopter.WatchGenerations(clusters.Informer()); err != nil {
+		return nil, nil, err
+	}
+	// The adopter reads these through listers: a VM must not look unmanaged to a cold cache.
+	adopter.WaitFor(vms.Informer(), services.Informer(), adoptions.Informer())
+	return rt, adopter, nil
 }

@@ -116,6 +116,14 @@ func (l *Loop) EnqueueAfter(namespace, name string, after time.Duration) {
 	l.queue.AddAfter(namespace+"/"+name, after)
 }
 
+// WaitFor makes the workers wait for informers the controller reads through listers without
+// watching them, so that no reconcile sees a half-filled cache.
+func (l *Loop) WaitFor(informers ...cache.SharedIndexInformer) {
+	for _, i := range informers {
+		l.synced = append(l.synced, i.HasSynced)
+	}
+}
+
 // WatchGenerations enqueues an informer's objects when they are added or deleted and when an
 // update changes their generation or deletion timestamp — not on status-only updates, so a
 // controller that writes status and polls on its own schedule does not wake itself up.

@@ -389,6 +389,7 @@ func toDomain(vm *kubevirtv1.VirtualMachine) *provider.VM {
 	if vm.Spec.RunStrategy != nil {
 		out.RunStrategy = string(*vm.Spec.RunStrategy)
 	}
+	out.Spec = shapeOf(vm)
 	switch s := vm.Status.PrintableStatus; s {
 	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusPaused, kubevirtv1.VirtualMachineStatusMigrating:
 		out.State = provider.VMStateRunning
@@ -406,4 +407,34 @@ func toDomain(vm *kubevirtv1.VirtualMachine) *provider.VM {
 		out.State, out.Message = provider.VMStateFailed, fmt.Sprintf("KubeVirt reports %s.", s)
 	}
 	return out
+}
+
+// shapeOf reads back the domain spec of a VirtualMachine: what adoption records.
+func shapeOf(vm *kubevirtv1.VirtualMachine) provider.VMSpec {
+	spec := provider.VMSpec{Name: vm.Name, Namespace: vm.Namespace, Labels: vm.Labels}
+	if vm.Spec.RunStrategy != nil {
+		spec.RunStrategy = string(*vm.Spec.RunStrategy)
+	}
+	if m := vm.Spec.Instancetype; m != nil {
+		spec.InstanceType = m.Name
+	}
+	if m := vm.Spec.Preference; m != nil {
+		spec.Template = m.Name
+	}
+	if t := vm.Spec.Template; t != nil {
+		spec.Hostname = t.Spec.Hostname
+		if cpu := t.Spec.Domain.CPU; cpu != nil {
+			spec.CPU = int32(cpu.Cores)
+		}
+		if mem := t.Spec.Domain.Memory; mem != nil && mem.Guest != nil {
+			q := mem.Guest.DeepCopy()
+			spec.Memory = &q
+		}
+		for _, v := range t.Spec.Volumes {
+			if v.ContainerDisk != nil && spec.Image == "" {
+				spec.Image = v.ContainerDisk.Image
+			}
+		}
+	}
+	return spec
 }

@@ -1,0 +1,142 @@
+package vmruntime
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	govclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
+	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/provider"
+)
+
+// AdopterListers are what the adopter reads from informers.
+type AdopterListers struct {
+	VMs       govlisters.ManagedVMLister
+	Services  govlisters.SystemServiceLister
+	Adoptions govlisters.PendingAdoptionLister
+	Clusters  platformlisters.ClusterLister
+}
+
+// Adopter scans each HEALTHY cluster for VMs that carry the platform's labels and point at an
+// existing SystemService (of the System the labels name) but have no ManagedVM, and records
+// each as a PendingAdoption in the VM's namespace for an administrator to adopt. Anything else
+// is ignored. Candidates whose VM is gone are removed again. Its key is a cluster name.
+type Adopter struct {
+	*loop.Loop
+	client   govclient.GovernanceV1alpha1Interface
+	listers  AdopterListers
+	infra    provider.InfrastructureProvider
+	interval time.Duration
+	now      func() time.Time
+}
+
+// NewAdopter returns the adopter; it scans each cluster every interval.
+func NewAdopter(client govclient.GovernanceV1alpha1Interface, listers AdopterListers, infra provider.InfrastructureProvider, interval time.Duration) *Adopter {
+	a := &Adopter{client: client, listers: listers, infra: infra, interval: interval, now: time.Now}
+	a.Loop = loop.New("vm-adopter", a.reconcile)
+	return a
+}
+
+func (a *Adopter) reconcile(ctx context.Context, _, cluster string) error {
+	cl, err := a.listers.Clusters.Get(cluster)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer a.EnqueueAfter("", cluster, a.interval)
+	if cl.Status.Phase != platform.ClusterPhaseHealthy {
+		return nil
+	}
+	found, err := a.infra.ListVMs(ctx, cluster, map[string]string{governance.LabelManagedBy: governance.ManagedByValue})
+	if err != nil {
+		return err
+	}
+	present := sets.New[string]()
+	for i := range found {
+		vm := &found[i]
+		present.Insert(vm.Namespace + "/" + vm.Name)
+		candidate := a.candidate(cluster, vm)
+		if candidate == nil {
+			continue
+		}
+		if _, err := a.listers.Adoptions.PendingAdoptions(vm.Namespace).Get(candidate.Name); err == nil {
+			continue
+		}
+		_, err := a.client.PendingAdoptions(vm.Namespace).Create(ctx, candidate, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		if err == nil {
+			klog.InfoS("Found a VM without a ManagedVM", "cluster", cluster, "vm", klog.KRef(vm.Namespace, vm.Name))
+		}
+	}
+	stale, err := a.listers.Adoptions.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, pa := range stale {
+		if pa.Spec.Cluster == cluster && !present.Has(pa.Namespace+"/"+pa.Spec.VMName) {
+			if err := a.client.PendingAdoptions(pa.Namespace).Delete(ctx, pa.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// candidate is the PendingAdoption for a found VM, or nil when the VM is managed already or
+// its labels do not point at an existing service of the named system.
+func (a *Adopter) candidate(cluster string, vm *provider.VM) *gov.PendingAdoption {
+	instance, err := strconv.Atoi(vm.Labels[governance.LabelInstance])
+	if err != nil || instance < 1 {
+		return nil
+	}
+	svc, err := a.listers.Services.SystemServices(vm.Namespace).Get(vm.Labels[governance.LabelService])
+	if err != nil || svc.Spec.SystemRef.Name != vm.Labels[governance.LabelSystem] {
+		return nil
+	}
+	managed, err := a.listers.VMs.ManagedVMs(vm.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	for _, m := range managed {
+		if m.Status.InstanceName == vm.Name || (m.Spec.SystemServiceRef.Name == svc.Name && m.Status.Instance == int32(instance)) {
+			return nil
+		}
+	}
+	ref := gov.LocalObjectReference{Name: svc.Name}
+	spec := gov.ManagedVMSpec{
+		SystemServiceRef: ref, InstanceType: vm.Spec.InstanceType, Image: vm.Spec.Image, Template: vm.Spec.Template,
+		RunStrategy: gov.RunStrategy(vm.Spec.RunStrategy), Reason: "Adopted from cluster " + cluster + ".",
+	}
+	if spec.InstanceType == "" && vm.Spec.Memory != nil {
+		spec.Resources = &gov.VMResources{CPU: max(vm.Spec.CPU, 1), Memory: *vm.Spec.Memory}
+	}
+	if spec.RunStrategy == "" {
+		spec.RunStrategy = gov.RunStrategyAlways
+	}
+	return &gov.PendingAdoption{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: cluster + "-" + vm.Name, Namespace: vm.Namespace,
+			Labels: map[string]string{governance.LabelManagedBy: governance.ManagedByValue},
+		},
+		Spec: gov.PendingAdoptionSpec{
+			Cluster: cluster, VMName: vm.Name, SystemServiceRef: ref, Instance: int32(instance), VMSpec: spec,
+			FoundAt: metav1.NewTime(a.now()),
+		},
+	}
+}

@@ -1,0 +1,306 @@
+// Package vmruntime materializes approved ManagedVMs on their target clusters through an
+// InfrastructureProvider, and reports back: the VM's phase follows what the provider observes,
+// and the ticket that is EXECUTING ends in SUCCESS or FAILED. Deleting waits for the VM to be
+// gone from its cluster (the runtime's finalizer). It knows no KubeVirt type: the provider
+// translates.
+package vmruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	govclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
+	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/provider"
+)
+
+// Finalizer holds a ManagedVM's deletion until its VM is gone from the cluster.
+const Finalizer = governance.FinalizerVMCleanup
+
+// Listers are what the runtime reads from informers.
+type Listers struct {
+	VMs       govlisters.ManagedVMLister
+	Revisions govlisters.VMRevisionLister
+	Tickets   govlisters.ApprovalTicketLister
+	Clusters  platformlisters.ClusterLister
+}
+
+// Controller is the ManagedVM runtime.
+type Controller struct {
+	*loop.Loop
+	client  govclient.GovernanceV1alpha1Interface
+	listers Listers
+	infra   provider.InfrastructureProvider
+	// poll is how soon a VM in transition is looked at again; settle, a VM at rest.
+	poll, settle time.Duration
+}
+
+// New returns the runtime.
+func New(client govclient.GovernanceV1alpha1Interface, listers Listers, infra provider.InfrastructureProvider, poll, settle time.Duration) *Controller {
+	c := &Controller{client: client, listers: listers, infra: infra, poll: poll, settle: settle}
+	c.Loop = loop.New("vm-runtime", c.reconcile)
+	return c
+}
+
+func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
+	vm, err := c.listers.VMs.ManagedVMs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if vm.Status.Instance == 0 || vm.Status.Cluster == "" {
+		return nil // not approved yet: nothing to materialize
+	}
+	if vm.DeletionTimestamp != nil {
+		return c.finalize(ctx, vm)
+	}
+	if !slices.Contains(vm.Finalizers, Finalizer) {
+		// Before anything exists on the cluster, so nothing can be left behind.
+		updated := vm.DeepCopy()
+		updated.Finalizers = append(updated.Finalizers, Finalizer)
+		_, err := c.client.ManagedVMs(ns).Update(ctx, updated, metav1.UpdateOptions{})
+		return err
+	}
+	rev, err := c.listers.Revisions.VMRevisions(ns).Get(fmt.Sprintf("%s-r%d", vm.Name, vm.Status.ApprovedRevision))
+	if apierrors.IsNotFound(err) {
+		c.EnqueueAfter(ns, name, c.poll) // the informer has not seen it yet
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	spec := rev.Spec.VMSpec
+	ticket := c.executing(vm)
+
+	if reason, msg := c.clusterProblem(vm.Status.Cluster); reason != "" {
+		c.EnqueueAfter(ns, name, c.settle)
+		return c.writeStatus(ctx, vm, vm.Status.Phase, metav1.ConditionFalse, reason, msg)
+	}
+	observed, err := c.infra.EnsureVM(ctx, vm.Status.Cluster, vmSpec(vm, spec))
+	if err != nil {
+		if !permanent(err) {
+			return err
+		}
+		msg := fmt.Sprintf("Cluster %s refused the VM: %v", vm.Status.Cluster, err)
+		if err := c.report(ctx, ticket, gov.TicketFailed, msg); err != nil {
+			return err
+		}
+		return c.writeStatus(ctx, vm, gov.VMPhaseFailed, metav1.ConditionFalse, "Refused", msg)
+	}
+	if spec.RestartedAt != "" && observed.RestartRequestedAt != spec.RestartedAt && observed.State == provider.VMStateRunning {
+		if err := c.infra.RestartVM(ctx, vm.Status.Cluster, ns, vm.Status.InstanceName, spec.RestartedAt); err != nil {
+			return err
+		}
+		c.EnqueueAfter(ns, name, c.poll)
+		return nil
+	}
+
+	phase := phaseOf(observed.State, vm.Status.Phase)
+	status, reason, msg := metav1.ConditionFalse, string(observed.State), fmt.Sprintf("The VM is %s on cluster %s.", observed.State, vm.Status.Cluster)
+	if observed.State == provider.VMStateRunning && observed.Ready {
+		status = metav1.ConditionTrue
+	}
+	if observed.Message != "" {
+		msg = observed.Message
+	}
+	if err := c.writeStatus(ctx, vm, phase, status, reason, msg); err != nil {
+		return err
+	}
+	switch {
+	case ticket == nil:
+	case observed.State == provider.VMStateFailed:
+		if err := c.report(ctx, ticket, gov.TicketFailed, msg); err != nil {
+			return err
+		}
+	case done(ticket.Spec.Operation, spec, observed):
+		if err := c.report(ctx, ticket, gov.TicketSuccess, fmt.Sprintf("The %s is done: the VM is %s on cluster %s.", ticket.Spec.Operation, observed.State, vm.Status.Cluster)); err != nil {
+			return err
+		}
+		ticket = nil
+	}
+	if ticket != nil || phase == gov.VMPhaseCreating || phase == gov.VMPhaseStopping {
+		c.EnqueueAfter(ns, name, c.poll)
+	} else {
+		c.EnqueueAfter(ns, name, c.settle)
+	}
+	return nil
+}
+
+// finalize removes the VM from its cluster once the deletion is approved (the governance
+// finalizer is gone), then lets the ManagedVM go.
+func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
+	if slices.Contains(vm.Finalizers, governance.FinalizerDeleteApproval) || !slices.Contains(vm.Finalizers, Finalizer) {
+		return nil
+	}
+	if err := c.infra.DeleteVM(ctx, vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName); err != nil {
+		return err
+	}
+	if _, err := c.infra.GetVM(ctx, vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName); !errors.Is(err, provider.ErrNotFound) {
+		if err != nil {
+			return err
+		}
+		c.EnqueueAfter(vm.Namespace, vm.Name, c.poll) // still terminating
+		return nil
+	}
+	if err := c.report(ctx, c.executing(vm), gov.TicketSuccess, fmt.Sprintf("The VM was removed from cluster %s.", vm.Status.Cluster)); err != nil {
+		return err
+	}
+	updated := vm.DeepCopy()
+	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err := c.client.ManagedVMs(vm.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// executing is the VM's ticket if a runtime must still finish it.
+func (c *Controller) executing(vm *gov.ManagedVM) *gov.ApprovalTicket {
+	if vm.Status.LastTicket == "" {
+		return nil
+	}
+	t, err := c.listers.Tickets.ApprovalTickets(vm.Namespace).Get(vm.Status.LastTicket)
+	if err != nil || t.Status.State != gov.TicketExecuting || t.Spec.TargetRef.Name != vm.Name {
+		return nil
+	}
+	return t
+}
+
+func (c *Controller) report(ctx context.Context, t *gov.ApprovalTicket, state gov.TicketState, message string) error {
+	if t == nil {
+		return nil
+	}
+	_, err := c.client.ApprovalTickets(t.Namespace).ReportExecution(ctx, t.Name, &gov.TicketExecution{State: state, Message: message}, metav1.CreateOptions{})
+	if err == nil {
+		klog.InfoS("Ticket executed", "ticket", klog.KObj(t), "operation", t.Spec.Operation, "state", state)
+	}
+	return err
+}
+
+// clusterProblem names why the VM's cluster cannot be used now, or returns "".
+func (c *Controller) clusterProblem(name string) (reason, message string) {
+	cl, err := c.listers.Clusters.Get(name)
+	if err != nil {
+		return "ClusterNotFound", fmt.Sprintf("Cluster %s is not registered.", name)
+	}
+	if cl.Status.Phase != platform.ClusterPhaseHealthy {
+		return "CLUSTER_DEGRADED", fmt.Sprintf("Cluster %s is %s; the VM waits for it.", name, orUnknown(string(cl.Status.Phase)))
+	}
+	return "", ""
+}
+
+func (c *Controller) writeStatus(ctx context.Context, vm *gov.ManagedVM, phase gov.VMPhase, status metav1.ConditionStatus, reason, message string) error {
+	updated := vm.DeepCopy()
+	updated.Status.Phase = phase
+	apimeta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
+		Type: "Ready", Status: status, Reason: conditionReason(reason), Message: message, ObservedGeneration: vm.Generation,
+	})
+	if apiequalStatus(vm, updated) {
+		return nil
+	}
+	_, err := c.client.ManagedVMs(vm.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	return err
+}
+
+// vmSpec is the domain spec of an approved ManagedVM spec.
+func vmSpec(vm *gov.ManagedVM, spec gov.ManagedVMSpec) provider.VMSpec {
+	labels := map[string]string{governance.LabelManagedBy: governance.ManagedByValue}
+	for _, k := range []string{governance.LabelSystem, governance.LabelService, governance.LabelInstance, governance.LabelTicketID} {
+		if v, ok := vm.Labels[k]; ok {
+			labels[k] = v
+		}
+	}
+	out := provider.VMSpec{
+		Name: vm.Status.InstanceName, Namespace: vm.Namespace, Labels: labels, Hostname: vm.Status.Hostname,
+		InstanceType: spec.InstanceType, Image: spec.Image, Template: spec.Template,
+		DiskSize: spec.DiskSize, StorageClass: vm.Status.StorageClass, RunStrategy: string(spec.RunStrategy),
+	}
+	if r := spec.Resources; r != nil {
+		out.CPU, out.Memory = r.CPU, &r.Memory
+	}
+	return out
+}
+
+// phaseOf maps what the provider sees to the VM's phase. A VM on its way up stays CREATING
+// until it first runs; once it ran, a restart or start in progress keeps the phase it had.
+func phaseOf(state provider.VMState, current gov.VMPhase) gov.VMPhase {
+	switch state {
+	case provider.VMStateRunning:
+		return gov.VMPhaseRunning
+	case provider.VMStateStopped:
+		return gov.VMPhaseStopped
+	case provider.VMStateStopping:
+		return gov.VMPhaseStopping
+	case provider.VMStateFailed:
+		return gov.VMPhaseFailed
+	case provider.VMStateProvisioning, provider.VMStateStarting:
+		if current == "" || current == gov.VMPhaseCreating || current == gov.VMPhaseFailed {
+			return gov.VMPhaseCreating
+		}
+	}
+	return current
+}
+
+// done reports whether the VM shows that an operation took effect.
+func done(op gov.Operation, spec gov.ManagedVMSpec, vm *provider.VM) bool {
+	halted := spec.RunStrategy == gov.RunStrategyHalted
+	switch op {
+	case gov.OperationCreate, gov.OperationModify, gov.OperationStart, gov.OperationStop:
+		return (halted && vm.State == provider.VMStateStopped) || (!halted && vm.State == provider.VMStateRunning)
+	case gov.OperationRestart:
+		return vm.RestartRequestedAt == spec.RestartedAt && vm.State == provider.VMStateRunning
+	}
+	return false
+}
+
+// permanent errors are the cluster refusing the VM; anything else is retried.
+func permanent(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
+}
+
+func apiequalStatus(a, b *gov.ManagedVM) bool {
+	if a.Status.Phase != b.Status.Phase || len(a.Status.Conditions) != len(b.Status.Conditions) {
+		return false
+	}
+	for i := range a.Status.Conditions {
+		x, y := a.Status.Conditions[i], b.Status.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+// conditionReason makes a reason CamelCase-safe for metav1.Condition (CLUSTER_DEGRADED is
+// the governance code; the condition reason is ClusterDegraded).
+func conditionReason(r string) string {
+	if r == "CLUSTER_DEGRADED" {
+		return "ClusterDegraded"
+	}
+	if r == "" {
+		return "Unknown"
+	}
+	return r
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return string(platform.ClusterPhaseUnknown)
+	}
+	return s
+}

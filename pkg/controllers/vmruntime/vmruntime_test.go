@@ -1,0 +1,113 @@
+package vmruntime
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/provider"
+)
+
+func TestPhaseOf(t *testing.T) {
+	cases := []struct {
+		state   provider.VMState
+		current gov.VMPhase
+		want    gov.VMPhase
+	}{
+		{provider.VMStateProvisioning, gov.VMPhaseCreating, gov.VMPhaseCreating},
+		{provider.VMStateStarting, "", gov.VMPhaseCreating},
+		{provider.VMStateRunning, gov.VMPhaseCreating, gov.VMPhaseRunning},
+		{provider.VMStateStarting, gov.VMPhaseRunning, gov.VMPhaseRunning}, // a restart keeps RUNNING
+		{provider.VMStateStarting, gov.VMPhaseStopped, gov.VMPhaseStopped}, // a start shows once it runs
+		{provider.VMStateStopping, gov.VMPhaseRunning, gov.VMPhaseStopping},
+		{provider.VMStateStopped, gov.VMPhaseStopping, gov.VMPhaseStopped},
+		{provider.VMStateFailed, gov.VMPhaseRunning, gov.VMPhaseFailed},
+		{provider.VMStateUnknown, gov.VMPhaseRunning, gov.VMPhaseRunning},
+	}
+	for _, tc := range cases {
+		if got := phaseOf(tc.state, tc.current); got != tc.want {
+			t.Errorf("phaseOf(%s, %q) = %s, want %s", tc.state, tc.current, got, tc.want)
+		}
+	}
+}
+
+func TestDone(t *testing.T) {
+	running := &provider.VM{State: provider.VMStateRunning, RestartRequestedAt: "t1"}
+	stopped := &provider.VM{State: provider.VMStateStopped}
+	always := gov.ManagedVMSpec{RunStrategy: gov.RunStrategyAlways, RestartedAt: "t1"}
+	halted := gov.ManagedVMSpec{RunStrategy: gov.RunStrategyHalted}
+	for _, tc := range []struct {
+		op   gov.Operation
+		spec gov.ManagedVMSpec
+		vm   *provider.VM
+		want bool
+	}{
+		{gov.OperationCreate, always, running, true},
+		{gov.OperationCreate, always, stopped, false},
+		{gov.OperationCreate, halted, stopped, true},
+		{gov.OperationStop, halted, running, false},
+		{gov.OperationStop, halted, stopped, true},
+		{gov.OperationStart, always, running, true},
+		{gov.OperationRestart, always, running, true},
+		{gov.OperationRestart, gov.ManagedVMSpec{RunStrategy: gov.RunStrategyAlways, RestartedAt: "t2"}, running, false},
+		{gov.OperationDelete, always, running, false},
+	} {
+		if got := done(tc.op, tc.spec, tc.vm); got != tc.want {
+			t.Errorf("done(%s, %s, %s) = %v", tc.op, tc.spec.RunStrategy, tc.vm.State, got)
+		}
+	}
+}
+
+func TestVMSpecCarriesApprovedShapeAndPlatformLabels(t *testing.T) {
+	mem := resource.MustParse("4Gi")
+	vm := &gov.ManagedVM{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache-1", Namespace: "team-a", Labels: map[string]string{
+			"kubevirt-shepherd.io/system": "shop", "kubevirt-shepherd.io/service": "redis", "kubevirt-shepherd.io/instance": "01",
+			"kubevirt-shepherd.io/ticket-id": "tkt-1", "team": "ignored",
+		}},
+		Status: gov.ManagedVMStatus{InstanceName: "team-a-shop-redis-01", Hostname: "team-a-shop-redis-01", StorageClass: "fast"},
+	}
+	s := vmSpec(vm, gov.ManagedVMSpec{Resources: &gov.VMResources{CPU: 2, Memory: mem}, Image: "img", RunStrategy: gov.RunStrategyHalted})
+	if s.Name != "team-a-shop-redis-01" || s.Namespace != "team-a" || s.CPU != 2 || s.Memory.String() != "4Gi" || s.RunStrategy != "Halted" || s.StorageClass != "fast" {
+		t.Errorf("spec: %+v", s)
+	}
+	if len(s.Labels) != 5 || s.Labels["kubevirt-shepherd.io/managed-by"] != "plinth" || s.Labels["team"] != "" {
+		t.Errorf("labels: %v", s.Labels)
+	}
+}
+
+func TestAdoptionCandidates(t *testing.T) {
+	services := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	vms := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = services.Add(&gov.SystemService{ObjectMeta: metav1.ObjectMeta{Name: "redis", Namespace: "team-a"}, Spec: gov.SystemServiceSpec{SystemRef: gov.LocalObjectReference{Name: "shop"}}})
+	_ = vms.Add(&gov.ManagedVM{ObjectMeta: metav1.ObjectMeta{Name: "cache-1", Namespace: "team-a"},
+		Spec: gov.ManagedVMSpec{SystemServiceRef: gov.LocalObjectReference{Name: "redis"}}, Status: gov.ManagedVMStatus{Instance: 1, InstanceName: "team-a-shop-redis-01"}})
+	a := &Adopter{listers: AdopterListers{Services: govlisters.NewSystemServiceLister(services), VMs: govlisters.NewManagedVMLister(vms)}}
+	a.now = metav1.Now().Time.UTC
+	found := func(name, system, service, instance string) *provider.VM {
+		mem := resource.MustParse("1Gi")
+		return &provider.VM{Name: name, Namespace: "team-a", Labels: map[string]string{
+			"kubevirt-shepherd.io/system": system, "kubevirt-shepherd.io/service": service, "kubevirt-shepherd.io/instance": instance,
+		}, Spec: provider.VMSpec{CPU: 2, Memory: &mem, Image: "img"}}
+	}
+	pa := a.candidate("local", found("team-a-shop-redis-04", "shop", "redis", "04"))
+	if pa == nil || pa.Name != "local-team-a-shop-redis-04" || pa.Spec.Instance != 4 || pa.Spec.VMSpec.Resources.CPU != 2 || pa.Spec.VMSpec.RunStrategy != gov.RunStrategyAlways {
+		t.Fatalf("candidate: %+v", pa)
+	}
+	for what, vm := range map[string]*provider.VM{
+		"managed already":      found("team-a-shop-redis-01", "shop", "redis", "01"),
+		"same instance":        found("other-name", "shop", "redis", "01"),
+		"no such service":      found("team-a-shop-db-02", "shop", "db", "02"),
+		"service of another":   found("team-a-bank-redis-02", "bank", "redis", "02"),
+		"no instance number":   found("team-a-shop-redis-xx", "shop", "redis", "xx"),
+		"instance number zero": found("team-a-shop-redis-00", "shop", "redis", "00"),
+	} {
+		if pa := a.candidate("local", vm); pa != nil {
+			t.Errorf("%s: proposed %s", what, pa.Name)
+		}
+	}
+}
