@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -149,7 +150,8 @@ func TestGovernance(t *testing.T) {
 			t.Fatalf("ticket after approval: %+v", ticket.Status)
 		}
 		vm, err := alice.ManagedVMs(ns).Get(ctx, "cache-1", metav1.GetOptions{})
-		if err != nil || vm.Status.Instance != 1 || vm.Status.InstanceName != "team-a-shop-redis-01" || vm.Status.Phase != gov.VMPhaseCreating ||
+		if err != nil || vm.Status.Instance != 1 || vm.Status.InstanceName != "team-a-shop-redis-01" ||
+			(vm.Status.Phase != gov.VMPhaseCreating && vm.Status.Phase != gov.VMPhaseRunning) ||
 			vm.Status.PendingApproval != nil || vm.Status.ApprovedRevision != 1 || vm.Labels["kubevirt-shepherd.io/instance"] != "01" || vm.Status.Cluster != "local" {
 			t.Fatalf("VM after approval: %+v labels %v %v", vm.Status, vm.Labels, err)
 		}
@@ -182,9 +184,11 @@ func TestGovernance(t *testing.T) {
 		if _, err := approve(carol, held.Status.PendingApproval.Ticket); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := alice.ManagedVMs(ns).Get(ctx, "cache-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Fatalf("cache-1 after approved delete: %v", err)
-		}
+		// The runtime removes the VirtualMachine, then lets the ManagedVM go.
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			_, err := alice.ManagedVMs(ns).Get(ctx, "cache-1", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("cache-1 after approved delete: %v", err)
+		})
 		_, err = alice.ManagedVMs(ns).Create(ctx, newVM("cache-3", "redis"), metav1.CreateOptions{})
 		mustCreate("cache-3", err)
 		if _, err := approve(carol, vmTicket("cache-3")); err != nil {
@@ -447,9 +451,18 @@ func TestGovernance(t *testing.T) {
 		if err != nil || !strings.Contains(out, `"state":"EXECUTING"`) {
 			t.Fatalf("carol approves with kubectl: %v\n%s", err, out)
 		}
+		// The tour ends with alice's VM running on cluster local.
+		out, err = framework.Kubectl(p.Kubeconfig("alice"), "wait", "managedvm/cache-1", "-n", ns, "--for=jsonpath={.status.phase}=RUNNING", "--timeout=60s")
+		if err != nil {
+			t.Fatalf("kubectl wait for RUNNING: %v\n%s", err, out)
+		}
 		out, err = framework.Kubectl(p.Kubeconfig("alice"), "get", "managedvm", "cache-1", "-n", ns)
-		if err != nil || !strings.Contains(out, "CREATING") || !strings.Contains(out, "team-a-shop-redis-04") {
+		if err != nil || !strings.Contains(out, "RUNNING") || !strings.Contains(out, "team-a-shop-redis-04") {
 			t.Errorf("kubectl get managedvm after approval: %v\n%s", err, out)
+		}
+		out, err = framework.Kubectl(p.AdminKubeconfig(), "get", "virtualmachines", "-n", ns, "team-a-shop-redis-04", "-L", "kubevirt-shepherd.io/instance")
+		if err != nil || !strings.Contains(out, "Running") || !strings.Contains(out, "04") {
+			t.Errorf("kubectl get virtualmachines: %v\n%s", err, out)
 		}
 	})
 
