@@ -76,6 +76,9 @@ type VM struct {
 type Capabilities struct {
 	Version  string
 	Features []string
+	// Deployed is true when the layer reports itself fully deployed; Phase is what it reports.
+	Deployed bool
+	Phase    string
 }
 
 // InfrastructureProvider creates and runs VMs on clusters. Every method is idempotent.

@@ -348,7 +348,7 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 	clusters := pf.Platform().V1alpha1().Clusters()
 	clusterCreds := credentials.NewClusterProvider(plinth.PlatformV1alpha1(), clusters.Lister(), keys)
 	prober := clustercontroller.New(plinth.PlatformV1alpha1(), clusters.Lister(), clusterCreds,
-		clustercontroller.Probe(o.ClusterProbeTimeout), o.ClusterProbeInterval)
+		clustercontroller.Probe(o.ClusterProbeTimeout, kubevirtprovider.DetectFromConfig), o.ClusterProbeInterval)
 	if err := prober.WatchGenerations(clusters.Informer()); err != nil {
 		return nil, err
 	}

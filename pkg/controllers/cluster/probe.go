@@ -6,23 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/provider"
 )
-
-// kubevirtResource is KubeVirt's installation resource; virt-operator reports the deployed
-// version and the configured feature gates on it.
-var kubevirtResource = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "kubevirts"}
 
 // Finding is what one probe of a cluster found.
 type Finding struct {
@@ -45,10 +38,10 @@ type Verdict struct {
 // Prober probes a cluster through a REST config.
 type Prober func(ctx context.Context, cfg *rest.Config) Finding
 
-// Probe asks the cluster for its version and readiness, then KubeVirt for its version and
+// Probe asks the cluster for its version and readiness, then detect for KubeVirt's version and
 // feature gates. Every request has timeout: an unreachable cluster costs one timeout, not a
 // stuck worker.
-func Probe(timeout time.Duration) Prober {
+func Probe(timeout time.Duration, detect Detector) Prober {
 	return func(ctx context.Context, cfg *rest.Config) Finding {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Timeout = timeout
@@ -72,38 +65,28 @@ func Probe(timeout time.Duration) Prober {
 			KubernetesVersion: version.GitVersion,
 			Reachable:         Verdict{metav1.ConditionTrue, "Ready", fmt.Sprintf("The API server at %s is ready.", cfg.Host)},
 		}
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			f.KubeVirt = Verdict{metav1.ConditionUnknown, "ProbeFailed", err.Error()}
-			return f
-		}
-		f.KubeVirt, f.KubevirtVersion, f.EnabledFeatures = detectKubeVirt(ctx, dyn)
+		f.KubeVirt, f.KubevirtVersion, f.EnabledFeatures = virtualization(detect(ctx, cfg))
 		return f
 	}
 }
 
-// detectKubeVirt reads the KubeVirt resource: its observed version, its phase and the
-// feature gates of its developer configuration.
-func detectKubeVirt(ctx context.Context, dyn dynamic.Interface) (Verdict, string, []string) {
-	list, err := dyn.Resource(kubevirtResource).List(ctx, metav1.ListOptions{Limit: 1})
+// Detector reads what a cluster's virtualization layer offers (the KubeVirt provider's
+// DetectFromConfig); it returns an error wrapping provider.ErrNotFound when there is none.
+type Detector func(ctx context.Context, cfg *rest.Config) (*provider.Capabilities, error)
+
+// virtualization turns a detection into the KubeVirtAvailable condition, version and features.
+func virtualization(caps *provider.Capabilities, err error) (Verdict, string, []string) {
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && len(list.Items) == 0):
+	case errors.Is(err, provider.ErrNotFound):
 		return Verdict{metav1.ConditionFalse, "NotInstalled", "KubeVirt is not installed on the cluster."}, "", nil
 	case apierrors.IsForbidden(err):
 		return Verdict{metav1.ConditionUnknown, "Forbidden", "The cluster's credentials may not read kubevirts.kubevirt.io."}, "", nil
 	case err != nil:
-		return Verdict{metav1.ConditionUnknown, "ProbeFailed", fmt.Sprintf("Reading KubeVirt failed: %v", err)}, "", nil
+		return Verdict{metav1.ConditionUnknown, "ProbeFailed", fmt.Sprintf("Reading KubeVirt failed: %v", cause(err))}, "", nil
+	case !caps.Deployed:
+		return Verdict{metav1.ConditionFalse, "NotDeployed", fmt.Sprintf("KubeVirt %s is %s, not Deployed.", caps.Version, orUnknown(caps.Phase))}, caps.Version, caps.Features
 	}
-	kv := list.Items[0].Object
-	version, _, _ := unstructured.NestedString(kv, "status", "observedKubeVirtVersion")
-	phase, _, _ := unstructured.NestedString(kv, "status", "phase")
-	features, _, _ := unstructured.NestedStringSlice(kv, "spec", "configuration", "developerConfiguration", "featureGates")
-	slices.Sort(features)
-	features = slices.Compact(features)
-	if phase != "Deployed" {
-		return Verdict{metav1.ConditionFalse, "NotDeployed", fmt.Sprintf("KubeVirt %s is %s, not Deployed.", version, orUnknown(phase))}, version, features
-	}
-	return Verdict{metav1.ConditionTrue, "Deployed", fmt.Sprintf("KubeVirt %s is deployed.", version)}, version, features
+	return Verdict{metav1.ConditionTrue, "Deployed", fmt.Sprintf("KubeVirt %s is deployed.", caps.Version)}, caps.Version, caps.Features
 }
 
 // failed classifies a failed request: no connection (refused, timed out, no route, DNS) is

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
 
 // fakeCluster answers like a kube-apiserver with a KubeVirt installation, or, where ready or
@@ -50,7 +51,7 @@ const deployedKubeVirt = `{"apiVersion":"kubevirt.io/v1","kind":"KubeVirtList","
 "status":{"phase":"Deployed","observedKubeVirtVersion":"v1.9.0"}}]}`
 
 func TestProbeHealthyClusterWithKubeVirt(t *testing.T) {
-	f := Probe(5*time.Second)(context.Background(), fakeCluster(t, true, deployedKubeVirt))
+	f := Probe(5*time.Second, kubevirt.DetectFromConfig)(context.Background(), fakeCluster(t, true, deployedKubeVirt))
 	if f.Phase != platform.ClusterPhaseHealthy || f.KubernetesVersion != "v1.37.1" || f.KubevirtVersion != "v1.9.0" {
 		t.Fatalf("finding: %+v", f)
 	}
@@ -63,14 +64,14 @@ func TestProbeHealthyClusterWithKubeVirt(t *testing.T) {
 }
 
 func TestProbeWithoutKubeVirt(t *testing.T) {
-	f := Probe(5*time.Second)(context.Background(), fakeCluster(t, true, ""))
+	f := Probe(5*time.Second, kubevirt.DetectFromConfig)(context.Background(), fakeCluster(t, true, ""))
 	if f.Phase != platform.ClusterPhaseHealthy || f.KubeVirt.Status != metav1.ConditionFalse || f.KubeVirt.Reason != "NotInstalled" {
 		t.Fatalf("finding: %+v", f)
 	}
 }
 
 func TestProbeNotReadyIsUnhealthy(t *testing.T) {
-	f := Probe(5*time.Second)(context.Background(), fakeCluster(t, false, deployedKubeVirt))
+	f := Probe(5*time.Second, kubevirt.DetectFromConfig)(context.Background(), fakeCluster(t, false, deployedKubeVirt))
 	if f.Phase != platform.ClusterPhaseUnhealthy || f.Reachable.Reason != "NotReady" {
 		t.Fatalf("finding: %+v", f)
 	}
@@ -83,7 +84,7 @@ func TestProbeRejectedCredentialsAreUnhealthy(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
 	}))
 	defer srv.Close()
-	f := Probe(5*time.Second)(context.Background(), &rest.Config{Host: srv.URL, BearerToken: "wrong", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	f := Probe(5*time.Second, kubevirt.DetectFromConfig)(context.Background(), &rest.Config{Host: srv.URL, BearerToken: "wrong", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	if f.Phase != platform.ClusterPhaseUnhealthy || f.Reachable.Reason != "CredentialsRejected" {
 		t.Fatalf("finding: %+v", f)
 	}
@@ -99,7 +100,7 @@ func TestProbeClosedPortIsUnreachable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	f := Probe(2*time.Second)(context.Background(), &rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	f := Probe(2*time.Second, kubevirt.DetectFromConfig)(context.Background(), &rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	if f.Phase != platform.ClusterPhaseUnreachable || f.Reachable.Reason != "Unreachable" {
 		t.Fatalf("finding: %+v", f)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtclient "kubevirt.io/client-go/kubevirt"
 
@@ -211,16 +212,35 @@ func (p *Provider) DetectCapabilities(ctx context.Context, cluster string) (*pro
 	if err != nil {
 		return nil, err
 	}
-	list, err := c.KubeVirt.KubevirtV1().KubeVirts(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	return detect(ctx, c.KubeVirt)
+}
+
+// DetectFromConfig is DetectCapabilities for a REST config in hand: plinth-controller's
+// cluster probes use it.
+func DetectFromConfig(ctx context.Context, cfg *rest.Config) (*provider.Capabilities, error) {
+	kv, err := kubevirtclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if len(list.Items) == 0 {
-		return nil, fmt.Errorf("KubeVirt on cluster %s: %w", cluster, provider.ErrNotFound)
+	return detect(ctx, kv)
+}
+
+// detect reads the first KubeVirt resource. No kubevirt.io API, or no KubeVirt resource, is
+// ErrNotFound.
+func detect(ctx context.Context, kv kubevirtclient.Interface) (*provider.Capabilities, error) {
+	list, err := kv.KubevirtV1().KubeVirts(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
+	if apierrors.IsNotFound(err) || (err == nil && len(list.Items) == 0) {
+		return nil, fmt.Errorf("KubeVirt: %w", provider.ErrNotFound)
 	}
-	kv := list.Items[0]
-	caps := &provider.Capabilities{Version: kv.Status.ObservedKubeVirtVersion}
-	if cfg := kv.Spec.Configuration.DeveloperConfiguration; cfg != nil {
+	if err != nil {
+		return nil, err
+	}
+	kv0 := list.Items[0]
+	caps := &provider.Capabilities{
+		Version: kv0.Status.ObservedKubeVirtVersion, Phase: string(kv0.Status.Phase),
+		Deployed: kv0.Status.Phase == kubevirtv1.KubeVirtPhaseDeployed,
+	}
+	if cfg := kv0.Spec.Configuration.DeveloperConfiguration; cfg != nil {
 		caps.Features = slices.Compact(slices.Sorted(slices.Values(cfg.FeatureGates)))
 	}
 	return caps, nil
