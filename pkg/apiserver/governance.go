@@ -4,7 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
@@ -20,13 +19,14 @@ import (
 	"github.com/plinth-dev/plinth/pkg/registry/governance/system"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/systemservice"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/vmrevision"
+	"github.com/plinth-dev/plinth/pkg/registry/platform/cluster"
 	"github.com/plinth-dev/plinth/pkg/registry/store"
 )
 
 // governanceStorage builds the governance.plinth.dev resources: the plain stores first, then
 // the approval flow over them, then the client-facing resources that route writes through
 // the flow. authz answers the flow's "may this user approve" questions.
-func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, clusters *genericregistry.Store) (map[string]rest.Storage, error) {
+func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, clusters *cluster.REST) (map[string]rest.Storage, error) {
 	systems, systemsStatus, err := system.NewREST(Scheme, optsGetter)
 	if err != nil {
 		return nil, err
@@ -68,8 +68,9 @@ func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Au
 		Systems: systems.Store, Services: services.Store, ServiceStatus: servicesStatus.Store(),
 		VMs: vms.Store, VMStatus: vmsStatus.Store(), Revisions: revisions.Store,
 		Tickets: tickets.Store, TicketStatus: ticketsStatus.Store(), Policies: policies.Store,
-		AuditLogs: audit.Store, Events: events.Store, Clusters: clusters, Adoptions: adoptions.Store,
+		AuditLogs: audit.Store, Events: events.Store, Clusters: clusters.Store, Adoptions: adoptions.Store,
 	}, authz)
+	clusters.GuardDeletion(flow.VMsOnCluster)
 
 	return map[string]rest.Storage{
 		"systems":                   store.Guarded(systems, store.Writes{Delete: flow.DeleteSystem}),
@@ -93,7 +94,7 @@ func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Au
 	}, nil
 }
 
-func (c CompletedConfig) installGovernance(s *genericapiserver.GenericAPIServer, clusters *genericregistry.Store) error {
+func (c CompletedConfig) installGovernance(s *genericapiserver.GenericAPIServer, clusters *cluster.REST) error {
 	group := genericapiserver.NewDefaultAPIGroupInfo(governance.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = Serializer
 	storage, err := governanceStorage(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.Authorization.Authorizer, clusters)

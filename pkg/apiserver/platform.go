@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
@@ -12,8 +11,9 @@ import (
 )
 
 // installPlatform serves platform.plinth.dev: Clusters, their status and their sealed
-// credentials. It returns the Clusters' store, which the governance flow reads to place VMs.
-func (c CompletedConfig) installPlatform(s *genericapiserver.GenericAPIServer) (*genericregistry.Store, error) {
+// credentials. It returns the Clusters' REST: the governance flow reads its store to place VMs,
+// and guards its deletion.
+func (c CompletedConfig) installPlatform(s *genericapiserver.GenericAPIServer) (*cluster.REST, error) {
 	group := genericapiserver.NewDefaultAPIGroupInfo(platform.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = Serializer
 	clusters, status, credentials, err := cluster.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.EncryptionKeys)
@@ -25,5 +25,5 @@ func (c CompletedConfig) installPlatform(s *genericapiserver.GenericAPIServer) (
 		"clusters/status":      status,
 		"clusters/credentials": credentials,
 	}
-	return clusters.Store, s.InstallAPIGroup(&group)
+	return clusters, s.InstallAPIGroup(&group)
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtclient "kubevirt.io/client-go/kubevirt"
 
@@ -265,6 +266,12 @@ func TestVMRuntime(t *testing.T) {
 			t.Errorf("adopted: %+v %v", adopted.Status, adopted.Labels)
 		}
 		waitVM("ledger-7", gov.VMPhaseRunning)
+		// A cluster that hosts VMs stays registered: without its credentials nothing could
+		// remove them.
+		err = clientset.NewForConfigOrDie(danaCfg(t, p)).PlatformV1alpha1().Clusters().Delete(ctx, "local", metav1.DeleteOptions{})
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "team-a/ledger-7") {
+			t.Errorf("deleting a cluster that hosts VMs: %v", err)
+		}
 		if _, err := dana.PendingAdoptions(ns).Get(ctx, pa.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the candidate stays: %v", err)
 		}
@@ -286,6 +293,14 @@ func TestVMRuntime(t *testing.T) {
 			t.Errorf("adopted VM: %+v", vm.Status)
 		}
 	})
+}
+
+func danaCfg(t *testing.T, p *localplatform.Platform) *rest.Config {
+	cfg, err := p.ConfigFor("dana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func hasFinalizer(finalizers []string, f string) bool {

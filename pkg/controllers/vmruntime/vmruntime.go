@@ -147,6 +147,15 @@ func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
 	if slices.Contains(vm.Finalizers, governance.FinalizerDeleteApproval) || !slices.Contains(vm.Finalizers, Finalizer) {
 		return nil
 	}
+	if _, err := c.listers.Clusters.Get(vm.Status.Cluster); apierrors.IsNotFound(err) {
+		// Unregistered behind the guard's back (the API refuses to delete a cluster that hosts
+		// VMs): nothing can reach the VM any more. Let the ManagedVM go and say so.
+		msg := fmt.Sprintf("Cluster %s is no longer registered; VirtualMachine %s/%s could not be removed from it.", vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName)
+		if err := c.report(ctx, c.executing(vm), gov.TicketFailed, msg); err != nil {
+			return err
+		}
+		return c.release(ctx, vm)
+	}
 	if err := c.infra.DeleteVM(ctx, vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName); err != nil {
 		return err
 	}
@@ -160,6 +169,11 @@ func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
 	if err := c.report(ctx, c.executing(vm), gov.TicketSuccess, fmt.Sprintf("The VM was removed from cluster %s.", vm.Status.Cluster)); err != nil {
 		return err
 	}
+	return c.release(ctx, vm)
+}
+
+// release removes the runtime's finalizer, letting the ManagedVM go.
+func (c *Controller) release(ctx context.Context, vm *gov.ManagedVM) error {
 	updated := vm.DeepCopy()
 	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == Finalizer })
 	_, err := c.client.ManagedVMs(vm.Namespace).Update(ctx, updated, metav1.UpdateOptions{})

@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -63,4 +64,20 @@ func (f *Flow) checkPlacement(ctx context.Context, t *governance.ApprovalTicket,
 			"Cluster %q does not enable %s, which ManagedVM %q requires.", name, strings.Join(missing, ", "), vm)
 	}
 	return nil
+}
+
+// VMsOnCluster lists the ManagedVMs (namespace/name) placed on a cluster, in every namespace:
+// a cluster that hosts any may not be deleted.
+func (f *Flow) VMsOnCluster(ctx context.Context, cluster string) ([]string, error) {
+	obj, err := f.stores.VMs.List(inNamespace(ctx, metav1.NamespaceAll), &metainternalversion.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, vm := range obj.(*governance.ManagedVMList).Items {
+		if vm.Status.Cluster == cluster {
+			out = append(out, vm.Namespace+"/"+vm.Name)
+		}
+	}
+	return out, nil
 }

@@ -9,7 +9,10 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -79,6 +82,15 @@ func stripLastApplied(c *platform.Cluster) {
 type REST struct {
 	*store.REST
 	keys *keyring.Keyring
+	// hosted lists the objects placed on a cluster ("namespace/name" of ManagedVMs); a cluster
+	// that hosts any cannot be deleted. Set by the server once the governance group exists.
+	hosted func(ctx context.Context, cluster string) ([]string, error)
+}
+
+// GuardDeletion makes deletes of a cluster that still hosts something fail: hosted lists what
+// a cluster hosts.
+func (r *REST) GuardDeletion(hosted func(ctx context.Context, cluster string) ([]string, error)) {
+	r.hosted = hosted
 }
 
 // StatusREST is clusters/status; the objects it returns are redacted too.
@@ -141,16 +153,31 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 	return obj, created, err
 }
 
-// Delete deletes a cluster; the returned object has no kubeconfig.
+// Delete deletes a cluster that hosts nothing; the returned object has no kubeconfig. A
+// cluster with VMs on it stays registered: without its credentials, nothing could remove them.
 func (r *REST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	if r.hosted != nil {
+		hosted, err := r.hosted(ctx, name)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(hosted) > 0 {
+			return nil, false, apierrors.NewConflict(platform.Resource("clusters"), name,
+				fmt.Errorf("it hosts %d ManagedVM(s) (%s); delete them first", len(hosted), strings.Join(hosted[:min(len(hosted), 5)], ", ")))
+		}
+	}
 	obj, deleted, err := r.REST.Delete(ctx, name, deleteValidation, options)
 	obj, err = redacted(obj, err)
 	return obj, deleted, err
 }
 
-// DeleteCollection deletes clusters; the returned list has no kubeconfigs.
+// DeleteCollection deletes clusters; the returned list has no kubeconfigs. With the deletion
+// guard it is refused: each cluster must be checked, so clusters are deleted one by one.
 func (r *REST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions,
 	listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	if r.hosted != nil {
+		return nil, apierrors.NewMethodNotSupported(platform.Resource("clusters"), "deletecollection")
+	}
 	return redacted(r.REST.DeleteCollection(ctx, deleteValidation, options, listOptions))
 }
 
