@@ -64,13 +64,13 @@ func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
 	// EncryptionKeys seal target clusters' kubeconfigs; nil refuses to store them.
-	EncryptionKeys *keyring.Keyring
+	EncryptionKeys keyring.Source
 }
 
 // CompletedConfig is a Config whose defaults are filled in.
 type CompletedConfig struct {
 	GenericConfig  genericapiserver.CompletedConfig
-	EncryptionKeys *keyring.Keyring
+	EncryptionKeys keyring.Source
 }
 
 // Complete fills in defaults.

@@ -26,7 +26,7 @@ import (
 type ClusterProvider struct {
 	client platformclient.ClustersGetter
 	lister platformlisters.ClusterLister
-	keys   *keyring.Keyring
+	keys   keyring.Source
 
 	mu    sync.Mutex
 	cache map[string]cachedConfig
@@ -42,7 +42,7 @@ var _ Provider = &ClusterProvider{}
 
 // NewClusterProvider returns a provider over Cluster objects. keys may be nil: every cluster's
 // credentials are then reported as sealed with an unknown key.
-func NewClusterProvider(client platformclient.ClustersGetter, lister platformlisters.ClusterLister, keys *keyring.Keyring) *ClusterProvider {
+func NewClusterProvider(client platformclient.ClustersGetter, lister platformlisters.ClusterLister, keys keyring.Source) *ClusterProvider {
 	return &ClusterProvider{client: client, lister: lister, keys: keys, cache: map[string]cachedConfig{}}
 }
 
@@ -64,14 +64,15 @@ func (p *ClusterProvider) GetRESTConfig(ctx context.Context, clusterName string)
 	if p.keys == nil {
 		return nil, &Error{Reason: ReasonUnknownKey, Message: "plinth-controller was started without --encryption-key-file and cannot open any cluster's kubeconfig."}
 	}
+	keys := p.keys.Keyring()
 	creds, err := p.client.Clusters().GetCredentials(ctx, clusterName, metav1.GetOptions{})
 	if err != nil {
 		return nil, &Error{Reason: ReasonUnavailable, Message: fmt.Sprintf("Reading the credentials of cluster %s failed: %v", clusterName, err)}
 	}
-	if !p.keys.Has(creds.EncryptionKeyID) {
+	if !keys.Has(creds.EncryptionKeyID) {
 		return nil, &Error{Reason: ReasonUnknownKey, Message: fmt.Sprintf("The kubeconfig is sealed with key %q, which plinth-controller's key file does not hold.", creds.EncryptionKeyID)}
 	}
-	plain, err := p.keys.Open(creds.EncryptionKeyID, creds.SealedKubeconfig, AdditionalData(creds.Name, creds.UID))
+	plain, err := keys.Open(creds.EncryptionKeyID, creds.SealedKubeconfig, AdditionalData(creds.Name, creds.UID))
 	if err != nil {
 		return nil, &Error{Reason: ReasonDecryptionFailed, Message: fmt.Sprintf("The kubeconfig does not decrypt with key %q.", creds.EncryptionKeyID)}
 	}

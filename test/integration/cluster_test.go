@@ -67,7 +67,7 @@ func TestClusters(t *testing.T) {
 			}
 		}
 	}
-	waitPhase := func(name string, phase platform.ClusterPhase, timeout time.Duration, extra func(*platform.Cluster) bool) *platform.Cluster {
+	waitPhase := func(t *testing.T, name string, phase platform.ClusterPhase, timeout time.Duration, extra func(*platform.Cluster) bool) *platform.Cluster {
 		t.Helper()
 		var last *platform.Cluster
 		waitForCondition(t, timeout, func() (bool, string) {
@@ -82,7 +82,7 @@ func TestClusters(t *testing.T) {
 	}
 
 	t.Run("the local cluster is registered and HEALTHY with the simulated KubeVirt", func(t *testing.T) {
-		c := waitPhase(localplatform.LocalCluster, platform.ClusterPhaseHealthy, 60*time.Second, func(c *platform.Cluster) bool { return c.Status.KubevirtVersion != "" })
+		c := waitPhase(t, localplatform.LocalCluster, platform.ClusterPhaseHealthy, 60*time.Second, func(c *platform.Cluster) bool { return c.Status.KubevirtVersion != "" })
 		s := c.Status
 		if s.KubevirtVersion != "v1.9.0" || s.KubernetesVersion != "v1.37.1" || s.APIServerURL != p.KubeURL() || s.EncryptionKeyID != "k1" || s.ObservedGeneration != 1 {
 			t.Errorf("status: %+v", s)
@@ -260,9 +260,9 @@ func TestClusters(t *testing.T) {
 	})
 
 	t.Run("a cut network makes the cluster UNREACHABLE, then HEALTHY again", func(t *testing.T) {
-		waitPhase("edge", platform.ClusterPhaseHealthy, 60*time.Second, nil)
+		waitPhase(t, "edge", platform.ClusterPhaseHealthy, 60*time.Second, nil)
 		proxy.Stop()
-		c := waitPhase("edge", platform.ClusterPhaseUnreachable, 30*time.Second, nil)
+		c := waitPhase(t, "edge", platform.ClusterPhaseUnreachable, 30*time.Second, nil)
 		if r := findCondition(c, "Reachable"); r == nil || r.Status != metav1.ConditionFalse || r.Reason != "Unreachable" {
 			t.Errorf("Reachable: %+v", r)
 		}
@@ -270,7 +270,7 @@ func TestClusters(t *testing.T) {
 			testPlacement(t, p)
 		})
 		proxy.Start()
-		waitPhase("edge", platform.ClusterPhaseHealthy, 30*time.Second, nil)
+		waitPhase(t, "edge", platform.ClusterPhaseHealthy, 30*time.Second, nil)
 	})
 
 	t.Run("a new kubeconfig takes effect without a restart", func(t *testing.T) {
@@ -289,7 +289,7 @@ func TestClusters(t *testing.T) {
 		}
 		gen := updated.Generation
 		proxy.Stop() // only the new address works now
-		waitPhase("edge", platform.ClusterPhaseHealthy, 30*time.Second, func(c *platform.Cluster) bool {
+		waitPhase(t, "edge", platform.ClusterPhaseHealthy, 30*time.Second, func(c *platform.Cluster) bool {
 			return c.Status.APIServerURL == "https://"+other.addr && c.Status.ObservedGeneration == gen
 		})
 		// An update without a kubeconfig keeps it and does not count as a spec change.
@@ -299,7 +299,7 @@ func TestClusters(t *testing.T) {
 		}
 	})
 
-	t.Run("key rotation: a new key encrypts, the old one still decrypts, a write re-encrypts", func(t *testing.T) {
+	t.Run("key rotation without a restart: a new key encrypts, the old one decrypts, a write re-encrypts", func(t *testing.T) {
 		f, err := keyring.ReadFile(p.EncryptionKeyFile())
 		if err != nil {
 			t.Fatal(err)
@@ -308,42 +308,63 @@ func TestClusters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := keyring.WriteFile(p.EncryptionKeyFile(), keyring.File{Keys: append([]keyring.FileKey{k2}, f.Keys...)}); err != nil {
-			t.Fatal(err)
+		writeKeys := func(keys ...keyring.FileKey) {
+			t.Helper()
+			if err := keyring.WriteFile(p.EncryptionKeyFile(), keyring.File{Keys: keys}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		p.StopController()
-		p.StopPlinth()
-		if err := p.StartPlinth(ctx); err != nil {
-			t.Fatal(err)
+		// A new kubeconfig generation makes the controller read and open the credentials again.
+		touchSpec := func(description string) int64 {
+			t.Helper()
+			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"description": description}})
+			c, err := dana.PlatformV1alpha1().Clusters().Patch(ctx, "local", types.MergePatchType, patch, metav1.PatchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.Generation
 		}
-		if err := p.StartController(); err != nil {
-			t.Fatal(err)
+		probedAt := func(gen int64, phase platform.ClusterPhase) *platform.Cluster {
+			t.Helper()
+			return waitPhase(t, "local", phase, 30*time.Second, func(c *platform.Cluster) bool { return c.Status.ObservedGeneration == gen })
 		}
-		c, err := admin.PlatformV1alpha1().Clusters().Get(ctx, "local", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The controller's probes write status, and any write re-encrypts; the documented step
-		// is to touch every Cluster.
+
+		writeKeys(append([]keyring.FileKey{k2}, f.Keys...)...)
+		time.Sleep(3 * time.Second) // both processes look at the file every 2 s
+		// The documented re-encryption step: touch every Cluster.
 		if out, err := framework.Kubectl(p.AdminKubeconfig(), "annotate", "clusters", "--all", "platform.plinth.dev/reencrypted-at="+time.Now().Format("20060102T150405"), "--overwrite"); err != nil {
 			t.Fatal(out)
 		}
-		c = waitPhase("local", platform.ClusterPhaseHealthy, 30*time.Second, func(c *platform.Cluster) bool { return c.Status.EncryptionKeyID == "k2" })
-		if c.Status.ObservedGeneration != 1 {
-			t.Errorf("re-encryption changed the spec's generation: %d", c.Status.ObservedGeneration)
-		}
-		// With only the new key, everything still opens.
-		if err := keyring.WriteFile(p.EncryptionKeyFile(), keyring.File{Keys: []keyring.FileKey{k2}}); err != nil {
-			t.Fatal(err)
-		}
-		p.StopController()
-		if err := p.StartController(); err != nil {
-			t.Fatal(err)
-		}
-		before := time.Now()
-		waitPhase("local", platform.ClusterPhaseHealthy, 30*time.Second, func(c *platform.Cluster) bool {
-			return c.Status.LastProbeTime != nil && c.Status.LastProbeTime.After(before) && findCondition(c, "CredentialsValid").Status == metav1.ConditionTrue
+		waitPhase(t, "local", platform.ClusterPhaseHealthy, 30*time.Second, func(c *platform.Cluster) bool { return c.Status.EncryptionKeyID == "k2" })
+		// edge is unreachable by now (its proxy ended with the last subtest); its stored
+		// kubeconfig is re-encrypted all the same.
+		waitForCondition(t, 30*time.Second, func() (bool, string) {
+			c, err := admin.PlatformV1alpha1().Clusters().Get(ctx, "edge", metav1.GetOptions{})
+			return err == nil && c.Status.EncryptionKeyID == "k2", fmt.Sprint(err)
 		})
+
+		// Only the new key left: everything still opens.
+		writeKeys(k2)
+		time.Sleep(3 * time.Second)
+		c := probedAt(touchSpec("rotated to k2"), platform.ClusterPhaseHealthy)
+		if cond := findCondition(c, "CredentialsValid"); cond.Status != metav1.ConditionTrue {
+			t.Errorf("CredentialsValid: %+v", cond)
+		}
+
+		// A key file without the sealing key: the kubeconfig cannot be opened, and says why.
+		k3, _ := keyring.GenerateKey("k3")
+		writeKeys(k3)
+		time.Sleep(3 * time.Second)
+		c = probedAt(touchSpec("no key for it"), platform.ClusterPhaseUnknown)
+		if cond := findCondition(c, "CredentialsValid"); cond.Status != metav1.ConditionFalse || cond.Reason != "UnknownEncryptionKey" {
+			t.Errorf("CredentialsValid: %+v", cond)
+		}
+		if c.Status.EncryptionKeyID != "k2" {
+			t.Errorf("a server without the sealing key changed the stored kubeconfig: key %s", c.Status.EncryptionKeyID)
+		}
+		writeKeys(k2)
+		time.Sleep(3 * time.Second)
+		probedAt(touchSpec("k2 is back"), platform.ClusterPhaseHealthy)
 	})
 
 	t.Run("no log line holds a kubeconfig", func(t *testing.T) {

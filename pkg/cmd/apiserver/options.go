@@ -251,12 +251,15 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			return nil, err
 		}
 	}
-	var keys *keyring.Keyring
+	var keys keyring.Source
 	if o.EncryptionKeyFile != "" {
-		if keys, err = keyring.Load(o.EncryptionKeyFile); err != nil {
+		// Followed, not read once: a rotation takes effect without a restart.
+		reloading, err := keyring.NewReloading(o.EncryptionKeyFile, keyring.ReloadInterval)
+		if err != nil {
 			return nil, err
 		}
-		klog.InfoS("Loaded the cluster credential key file", "path", o.EncryptionKeyFile, "encryptingKey", keys.Primary())
+		keys = reloading
+		klog.InfoS("Loaded the cluster credential key file", "path", o.EncryptionKeyFile, "encryptingKey", reloading.Keyring().Primary())
 	} else {
 		klog.InfoS("No --encryption-key-file: Clusters cannot be created until the server has one")
 	}

@@ -338,12 +338,14 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 			return nil, err
 		}
 	}
-	var keys *keyring.Keyring
+	var keys keyring.Source
 	if o.EncryptionKeyFile != "" {
-		var err error
-		if keys, err = keyring.Load(o.EncryptionKeyFile); err != nil {
+		// Followed, like plinth-apiserver's: a key added by a rotation is used without a restart.
+		reloading, err := keyring.NewReloading(o.EncryptionKeyFile, keyring.ReloadInterval)
+		if err != nil {
 			return nil, err
 		}
+		keys = reloading
 	}
 	clusters := pf.Platform().V1alpha1().Clusters()
 	clusterCreds := credentials.NewClusterProvider(plinth.PlatformV1alpha1(), clusters.Lister(), keys)

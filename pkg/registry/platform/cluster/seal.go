@@ -49,7 +49,7 @@ func openEnvelope(value string) (keyID string, sealed []byte, ok bool) {
 // so neither the cache nor etcd ever holds the plain kubeconfig.
 type sealingStorage struct {
 	storage.Interface
-	keys *keyring.Keyring
+	keys keyring.Source
 }
 
 // errNoKeys is what a write of a kubeconfig gets from a server started without a key file.
@@ -82,6 +82,10 @@ func (s *sealingStorage) GuaranteedUpdate(ctx context.Context, key string, desti
 // seal replaces a plain kubeconfig by its envelope and records the key in status. An envelope
 // under the primary key is left alone, so an update that changes nothing writes nothing.
 func (s *sealingStorage) seal(c *platform.Cluster) error {
+	var keys *keyring.Keyring
+	if s.keys != nil {
+		keys = s.keys.Keyring()
+	}
 	value := c.Spec.Kubeconfig
 	if value == "" {
 		c.Status.EncryptionKeyID = ""
@@ -90,10 +94,10 @@ func (s *sealingStorage) seal(c *platform.Cluster) error {
 	aad := credentials.AdditionalData(c.Name, c.UID)
 	if keyID, sealed, ok := openEnvelope(value); ok {
 		c.Status.EncryptionKeyID = keyID
-		if s.keys == nil || keyID == s.keys.Primary() || !s.keys.Has(keyID) {
+		if keys == nil || keyID == keys.Primary() || !keys.Has(keyID) {
 			return nil
 		}
-		plain, err := s.keys.Open(keyID, sealed, aad)
+		plain, err := keys.Open(keyID, sealed, aad)
 		if err != nil {
 			// Keep the stored value: the write goes on, and the controller reports the
 			// credentials as invalid.
@@ -102,10 +106,10 @@ func (s *sealingStorage) seal(c *platform.Cluster) error {
 		}
 		value = string(plain)
 	}
-	if s.keys == nil {
+	if keys == nil {
 		return errNoKeys()
 	}
-	keyID, sealed, err := s.keys.Seal([]byte(value), aad)
+	keyID, sealed, err := keys.Seal([]byte(value), aad)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}

@@ -81,7 +81,7 @@ func stripLastApplied(c *platform.Cluster) {
 // REST is the clusters resource; every object it returns is redacted.
 type REST struct {
 	*store.REST
-	keys *keyring.Keyring
+	keys keyring.Source
 	// hosted lists the objects placed on a cluster ("namespace/name" of ManagedVMs); a cluster
 	// that hosts any cannot be deleted. Set by the server once the governance group exists.
 	hosted func(ctx context.Context, cluster string) ([]string, error)
@@ -100,7 +100,7 @@ type StatusREST struct {
 
 // NewREST returns the clusters resource, its status and its credentials subresource. keys seal
 // the kubeconfigs; without keys, Clusters can be read but not created.
-func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, keys *keyring.Keyring) (*REST, *StatusREST, *CredentialsREST, error) {
+func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, keys keyring.Source) (*REST, *StatusREST, *CredentialsREST, error) {
 	main, status, err := store.New(scheme, optsGetter, store.Options[*platform.Cluster]{
 		Resource:    platform.Resource("clusters"),
 		Singular:    "cluster",
