@@ -630,9 +630,9 @@ func ClusterManifest(name, description string, kubeconfig []byte) (string, error
 	return string(data), err
 }
 
-// replacedLocally are the artifacts the local platform replaces: no pod runs plinth-apiserver,
-// so there is no Deployment, and its Service points at this machine.
-var replacedLocally = map[string]bool{"60-service.yaml": true, "70-deployment.yaml": true}
+// replacedLocally are the artifacts the local platform replaces: no pod runs plinth-apiserver
+// or plinth-controller, so there are no Deployments, and the Service points at this machine.
+var replacedLocally = map[string]bool{"60-service.yaml": true, "70-deployment.yaml": true, "80-controller-deployment.yaml": true}
 
 func localManifest(plinthPort int) string {
 	var b strings.Builder
