@@ -19,6 +19,9 @@ type Resource struct {
 	Resource string
 	// Subresource, when set, guards only that subresource.
 	Subresource string
+	// UsersOnly admits only the platform users (the controller's service account), not the
+	// platform groups: for what only the runtime may do.
+	UsersOnly bool
 }
 
 // InternalAPIs are the platform-only resources of every Plinth group: tenants never reach them,
@@ -30,8 +33,10 @@ var InternalAPIs = []Resource{
 	// Target clusters, with their status and sealed credentials, are for platform
 	// administrators and plinth-controller only.
 	{Group: "platform.plinth.dev", Resource: "clusters"},
-	// Reports of executed tickets come from the runtime only.
-	{Group: "governance.plinth.dev", Resource: "approvaltickets", Subresource: "execution"},
+	// The sealed kubeconfigs are read, and executed tickets reported, by the runtime only —
+	// not by platform administrators, whatever RBAC grants them.
+	{Group: "platform.plinth.dev", Resource: "clusters", Subresource: "credentials", UsersOnly: true},
+	{Group: "governance.plinth.dev", Resource: "approvaltickets", Subresource: "execution", UsersOnly: true},
 }
 
 // InternalAPIAuthorizer denies every verb on internal resources (and their subresources) to
@@ -56,26 +61,32 @@ func NewInternalAPIAuthorizer(resources []Resource, platformUsers, platformGroup
 
 // Authorize implements authorizer.Authorizer.
 func (a *InternalAPIAuthorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	if !attrs.IsResourceRequest() || !a.guards(attrs) {
+	if !attrs.IsResourceRequest() {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
-	if u := attrs.GetUser(); u != nil && (a.users.Has(u.GetName()) || a.groups.HasAny(u.GetGroups()...)) {
+	guarded, usersOnly := a.guards(attrs)
+	if !guarded {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	if u := attrs.GetUser(); u != nil && (a.users.Has(u.GetName()) || (!usersOnly && a.groups.HasAny(u.GetGroups()...))) {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
 	return authorizer.DecisionDeny, DeniedReason, nil
 }
 
-// guards reports whether the request targets an internal resource. A wildcard group or
-// resource (as in a SubjectAccessReview for "*") is guarded too.
-func (a *InternalAPIAuthorizer) guards(attrs authorizer.Attributes) bool {
-	group, resource := attrs.GetAPIGroup(), attrs.GetResource()
+// guards reports whether the request targets an internal resource, and whether any matching
+// rule admits the platform users only. A wildcard group, resource or subresource (as in a
+// SubjectAccessReview for "*") is guarded too.
+func (a *InternalAPIAuthorizer) guards(attrs authorizer.Attributes) (guarded, usersOnly bool) {
+	group, resource, sub := attrs.GetAPIGroup(), attrs.GetResource(), attrs.GetSubresource()
 	for r := range a.resources {
 		if (group == r.Group || group == "*") && (resource == r.Resource || resource == "*") &&
-			(r.Subresource == "" || attrs.GetSubresource() == r.Subresource || attrs.GetSubresource() == "*") {
-			return true
+			(r.Subresource == "" || sub == r.Subresource || sub == "*") {
+			guarded = true
+			usersOnly = usersOnly || r.UsersOnly
 		}
 	}
-	return false
+	return guarded, usersOnly
 }
 
 // ConditionsAwareAuthorize gives the same decision as Authorize: this authorizer never

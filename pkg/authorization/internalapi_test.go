@@ -36,6 +36,8 @@ func TestInternalAPIAuthorizer(t *testing.T) {
 		{"tenant on target clusters", request(alice, "platform.plinth.dev", "clusters", ""), authorizer.DecisionDeny},
 		{"tenant on sealed cluster credentials", request(alice, "platform.plinth.dev", "clusters", "credentials"), authorizer.DecisionDeny},
 		{"controller on cluster credentials: RBAC decides", request(controller, "platform.plinth.dev", "clusters", "credentials"), authorizer.DecisionNoOpinion},
+		{"platform admin on cluster credentials", request(dana, "platform.plinth.dev", "clusters", "credentials"), authorizer.DecisionDeny},
+		{"platform admin reports a ticket's execution", request(dana, "governance.plinth.dev", "approvaltickets", "execution"), authorizer.DecisionDeny},
 		{"platform admin on clusters: RBAC decides", request(dana, "platform.plinth.dev", "clusters", ""), authorizer.DecisionNoOpinion},
 		{"tenant reports a ticket's execution", request(alice, "governance.plinth.dev", "approvaltickets", "execution"), authorizer.DecisionDeny},
 		{"tenant decides a ticket: RBAC decides", request(alice, "governance.plinth.dev", "approvaltickets", "approval"), authorizer.DecisionNoOpinion},

@@ -67,8 +67,8 @@ func (c *Controller) reconcile(ctx context.Context, _, name string) error {
 	gen := cl.Generation
 	cfg, err := c.creds.GetRESTConfig(ctx, name)
 	switch reason := credentials.ReasonOf(err); {
-	case err != nil && reason == "":
-		return err // the API or the lister failed: retried with backoff
+	case err != nil && (reason == "" || reason == credentials.ReasonUnavailable):
+		return err // the API or the lister failed: retried with backoff, status untouched
 	case err != nil:
 		status.Phase = platform.ClusterPhaseUnknown
 		c.set(status, gen, ConditionCredentialsValid, Verdict{metav1.ConditionFalse, string(reason), err.Error()})

@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
@@ -85,7 +87,10 @@ func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
 		return err
 	}
 	spec := rev.Spec.VMSpec
-	ticket := c.executing(vm)
+	ticket, err := c.executing(ctx, vm)
+	if err != nil {
+		return err
+	}
 
 	if reason, msg := c.clusterProblem(vm.Status.Cluster); reason != "" {
 		c.EnqueueAfter(ns, name, c.settle)
@@ -147,11 +152,22 @@ func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
 	if slices.Contains(vm.Finalizers, governance.FinalizerDeleteApproval) || !slices.Contains(vm.Finalizers, Finalizer) {
 		return nil
 	}
+	// The approval removes the governance finalizer a moment before it marks the delete
+	// ticket EXECUTING: wait for that, or the ticket would be left behind unreported.
+	if t, err := c.listers.Tickets.ApprovalTickets(vm.Namespace).Get(vm.Status.LastTicket); err == nil &&
+		t.Spec.Operation == gov.OperationDelete && t.Status.State == gov.TicketApproved {
+		c.EnqueueAfter(vm.Namespace, vm.Name, c.poll)
+		return nil
+	}
+	ticket, err := c.executing(ctx, vm)
+	if err != nil {
+		return err
+	}
 	if _, err := c.listers.Clusters.Get(vm.Status.Cluster); apierrors.IsNotFound(err) {
 		// Unregistered behind the guard's back (the API refuses to delete a cluster that hosts
 		// VMs): nothing can reach the VM any more. Let the ManagedVM go and say so.
 		msg := fmt.Sprintf("Cluster %s is no longer registered; VirtualMachine %s/%s could not be removed from it.", vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName)
-		if err := c.report(ctx, c.executing(vm), gov.TicketFailed, msg); err != nil {
+		if err := c.report(ctx, ticket, gov.TicketFailed, msg); err != nil {
 			return err
 		}
 		return c.release(ctx, vm)
@@ -166,7 +182,7 @@ func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
 		c.EnqueueAfter(vm.Namespace, vm.Name, c.poll) // still terminating
 		return nil
 	}
-	if err := c.report(ctx, c.executing(vm), gov.TicketSuccess, fmt.Sprintf("The VM was removed from cluster %s.", vm.Status.Cluster)); err != nil {
+	if err := c.report(ctx, ticket, gov.TicketSuccess, fmt.Sprintf("The VM was removed from cluster %s.", vm.Status.Cluster)); err != nil {
 		return err
 	}
 	return c.release(ctx, vm)
@@ -183,16 +199,36 @@ func (c *Controller) release(ctx context.Context, vm *gov.ManagedVM) error {
 	return err
 }
 
-// executing is the VM's ticket if a runtime must still finish it.
-func (c *Controller) executing(vm *gov.ManagedVM) *gov.ApprovalTicket {
-	if vm.Status.LastTicket == "" {
-		return nil
+// executing is the VM's newest EXECUTING ticket: the change the VM should show now. Older
+// EXECUTING tickets of the VM were overtaken by a later approved change before their effect
+// was seen; they are reported FAILED, saying which ticket overtook them.
+func (c *Controller) executing(ctx context.Context, vm *gov.ManagedVM) (*gov.ApprovalTicket, error) {
+	all, err := c.listers.Tickets.ApprovalTickets(vm.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
 	}
-	t, err := c.listers.Tickets.ApprovalTickets(vm.Namespace).Get(vm.Status.LastTicket)
-	if err != nil || t.Status.State != gov.TicketExecuting || t.Spec.TargetRef.Name != vm.Name {
-		return nil
+	var mine []*gov.ApprovalTicket
+	for _, t := range all {
+		if t.Spec.TargetRef.Name == vm.Name && t.Status.State == gov.TicketExecuting {
+			mine = append(mine, t)
+		}
 	}
-	return t
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(mine, func(a, b *gov.ApprovalTicket) int {
+		if d := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	newest := mine[len(mine)-1]
+	for _, t := range mine[:len(mine)-1] {
+		if err := c.report(ctx, t, gov.TicketFailed, fmt.Sprintf("Overtaken by ticket %s before its effect was seen.", newest.Name)); err != nil {
+			return nil, err
+		}
+	}
+	return newest, nil
 }
 
 func (c *Controller) report(ctx context.Context, t *gov.ApprovalTicket, state gov.TicketState, message string) error {
@@ -270,13 +306,26 @@ func phaseOf(state provider.VMState, current gov.VMPhase) gov.VMPhase {
 	return current
 }
 
-// done reports whether the VM shows that an operation took effect.
+// done reports whether the VM shows that an operation took effect: it runs or is stopped as
+// its run strategy says (Manual: at rest either way, since only a start request runs it), and
+// a restart is recorded — or there was nothing to restart, the VM being halted.
 func done(op gov.Operation, spec gov.ManagedVMSpec, vm *provider.VM) bool {
-	halted := spec.RunStrategy == gov.RunStrategyHalted
+	atRest := false
+	switch spec.RunStrategy {
+	case gov.RunStrategyHalted:
+		atRest = vm.State == provider.VMStateStopped
+	case gov.RunStrategyManual:
+		atRest = vm.State == provider.VMStateStopped || vm.State == provider.VMStateRunning
+	default:
+		atRest = vm.State == provider.VMStateRunning
+	}
 	switch op {
 	case gov.OperationCreate, gov.OperationModify, gov.OperationStart, gov.OperationStop:
-		return (halted && vm.State == provider.VMStateStopped) || (!halted && vm.State == provider.VMStateRunning)
+		return atRest
 	case gov.OperationRestart:
+		if spec.RunStrategy == gov.RunStrategyHalted {
+			return atRest
+		}
 		return vm.RestartRequestedAt == spec.RestartedAt && vm.State == provider.VMStateRunning
 	}
 	return false

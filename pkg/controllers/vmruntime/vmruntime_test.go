@@ -55,6 +55,9 @@ func TestDone(t *testing.T) {
 		{gov.OperationRestart, always, running, true},
 		{gov.OperationRestart, gov.ManagedVMSpec{RunStrategy: gov.RunStrategyAlways, RestartedAt: "t2"}, running, false},
 		{gov.OperationDelete, always, running, false},
+		{gov.OperationCreate, gov.ManagedVMSpec{RunStrategy: gov.RunStrategyManual}, stopped, true},
+		{gov.OperationCreate, gov.ManagedVMSpec{RunStrategy: gov.RunStrategyManual}, &provider.VM{State: provider.VMStateProvisioning}, false},
+		{gov.OperationRestart, halted, stopped, true},
 	} {
 		if got := done(tc.op, tc.spec, tc.vm); got != tc.want {
 			t.Errorf("done(%s, %s, %s) = %v", tc.op, tc.spec.RunStrategy, tc.vm.State, got)

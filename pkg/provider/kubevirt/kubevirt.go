@@ -105,15 +105,7 @@ func (p *Provider) EnsureVM(ctx context.Context, cluster string, spec provider.V
 	if err := ensureDisk(ctx, c.Kube, spec, current); err != nil {
 		return nil, err
 	}
-	updated := current.DeepCopy()
-	if updated.Labels == nil {
-		updated.Labels = map[string]string{}
-	}
-	for k, v := range desired.Labels {
-		updated.Labels[k] = v
-	}
-	updated.Spec.RunStrategy, updated.Spec.Instancetype, updated.Spec.Preference = desired.Spec.RunStrategy, desired.Spec.Instancetype, desired.Spec.Preference
-	updated.Spec.Template = desired.Spec.Template
+	updated := withOwnedFields(current, desired)
 	if apiequality.Semantic.DeepEqual(updated.Labels, current.Labels) && apiequality.Semantic.DeepEqual(updated.Spec, current.Spec) {
 		return toDomain(current), nil
 	}
@@ -356,6 +348,50 @@ func ensureDisk(ctx context.Context, kube kubernetes.Interface, spec provider.VM
 		return nil
 	}
 	return err
+}
+
+// ownedVolumes are the disks and volumes the platform puts on a VM; any other disk or volume
+// on it (added on the cluster, or on an adopted VM) is left alone.
+var ownedVolumes = map[string]bool{"root": true, "data": true}
+
+// withOwnedFields returns current with the fields the platform owns taken from desired: labels
+// it sets, run strategy, instance type and preference, hostname, CPU and memory, and the root
+// and data disks. Everything else on the VirtualMachine — networks, cloud-init, disks added on
+// the cluster, KubeVirt's defaults — stays as it is, so an adopted VM is not rewritten and
+// defaulting does not cause an update on every pass.
+func withOwnedFields(current, desired *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
+	out := current.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, v := range desired.Labels {
+		out.Labels[k] = v
+	}
+	out.Spec.RunStrategy, out.Spec.Instancetype, out.Spec.Preference = desired.Spec.RunStrategy, desired.Spec.Instancetype, desired.Spec.Preference
+	if out.Spec.Template == nil {
+		out.Spec.Template = desired.Spec.Template.DeepCopy()
+		return out
+	}
+	tpl, want := &out.Spec.Template.Spec, &desired.Spec.Template.Spec
+	if out.Spec.Template.ObjectMeta.Labels == nil {
+		out.Spec.Template.ObjectMeta.Labels = map[string]string{}
+	}
+	for k, v := range desired.Spec.Template.ObjectMeta.Labels {
+		out.Spec.Template.ObjectMeta.Labels[k] = v
+	}
+	tpl.Hostname = want.Hostname
+	tpl.Domain.CPU, tpl.Domain.Memory = want.Domain.CPU, want.Domain.Memory
+	if mem, ok := want.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
+		if tpl.Domain.Resources.Requests == nil {
+			tpl.Domain.Resources.Requests = corev1.ResourceList{}
+		}
+		tpl.Domain.Resources.Requests[corev1.ResourceMemory] = mem
+	} else {
+		delete(tpl.Domain.Resources.Requests, corev1.ResourceMemory)
+	}
+	tpl.Domain.Devices.Disks = append(slices.DeleteFunc(tpl.Domain.Devices.Disks, func(d kubevirtv1.Disk) bool { return ownedVolumes[d.Name] }), want.Domain.Devices.Disks...)
+	tpl.Volumes = append(slices.DeleteFunc(tpl.Volumes, func(v kubevirtv1.Volume) bool { return ownedVolumes[v.Name] }), want.Volumes...)
+	return out
 }
 
 // virtualMachine translates a domain VM spec into KubeVirt's VirtualMachine.

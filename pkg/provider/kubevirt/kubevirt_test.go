@@ -132,3 +132,32 @@ func TestCapabilitiesAndInstanceTypes(t *testing.T) {
 		t.Errorf("missing instance type: %v", err)
 	}
 }
+
+func TestEnsureVMKeepsWhatThePlatformDoesNotOwn(t *testing.T) {
+	ctx := context.Background()
+	p, kv, _ := fakeProvider()
+	s := spec()
+	s.DiskSize = nil
+	existing := virtualMachine(s)
+	existing.Spec.Template.Spec.Domain.Devices.Disks = append(existing.Spec.Template.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "cloudinit"})
+	existing.Spec.Template.Spec.Volumes = append(existing.Spec.Template.Spec.Volumes, kubevirtv1.Volume{Name: "cloudinit",
+		VolumeSource: kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserData: "#cloud-config"}}})
+	existing.Spec.Template.Spec.Networks = []kubevirtv1.Network{{Name: "default"}}
+	if _, err := kv.KubevirtV1().VirtualMachines("team-a").Create(ctx, existing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Image = "quay.io/containerdisks/fedora:41"
+	if _, err := p.EnsureVM(ctx, "local", s); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := kv.KubevirtV1().VirtualMachines("team-a").Get(ctx, s.Name, metav1.GetOptions{})
+	tpl := got.Spec.Template.Spec
+	if len(tpl.Volumes) != 2 || len(tpl.Networks) != 1 || len(tpl.Domain.Devices.Disks) != 2 {
+		t.Fatalf("volumes %+v networks %+v disks %+v", tpl.Volumes, tpl.Networks, tpl.Domain.Devices.Disks)
+	}
+	for _, v := range tpl.Volumes {
+		if v.Name == "root" && v.ContainerDisk.Image != "quay.io/containerdisks/fedora:41" {
+			t.Errorf("root image %s", v.ContainerDisk.Image)
+		}
+	}
+}

@@ -3,6 +3,8 @@
 package validation
 
 import (
+	"strings"
+
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -16,12 +18,35 @@ const maxDescription = 4096
 
 var phases = sets.New(platform.ClusterPhaseUnknown, platform.ClusterPhaseHealthy, platform.ClusterPhaseUnhealthy, platform.ClusterPhaseUnreachable)
 
+// SealedPrefix starts the stored (sealed) form of a kubeconfig. It may appear in
+// spec.kubeconfig only: a patch that copies it elsewhere (a JSON patch "copy" from
+// /spec/kubeconfig) would put the ciphertext where every reader sees it.
+const SealedPrefix = "plinth-sealed/"
+
 // ValidateCluster checks a new cluster: a DNS label for a name (it is stamped on VMs and
 // tickets) and a usable kubeconfig.
 func ValidateCluster(c *platform.Cluster) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(c, false, apimachineryvalidation.NameIsDNSLabel, field.NewPath("metadata"))
 	errs = append(errs, kubeconfig.Check([]byte(c.Spec.Kubeconfig), field.NewPath("spec", "kubeconfig"))...)
+	errs = append(errs, noSealedCopies(c)...)
 	return append(errs, validateDescription(c.Spec.Description)...)
+}
+
+func noSealedCopies(c *platform.Cluster) field.ErrorList {
+	var errs field.ErrorList
+	for path, values := range map[*field.Path]map[string]string{
+		field.NewPath("metadata", "annotations"): c.Annotations, field.NewPath("metadata", "labels"): c.Labels,
+	} {
+		for k, v := range values {
+			if strings.Contains(v, SealedPrefix) {
+				errs = append(errs, field.Forbidden(path.Key(k), "may not hold a sealed kubeconfig"))
+			}
+		}
+	}
+	if strings.Contains(c.Spec.Description, SealedPrefix) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "description"), "may not hold a sealed kubeconfig"))
+	}
+	return errs
 }
 
 // ValidateClusterUpdate checks an update. An update without a kubeconfig keeps the stored one
@@ -31,6 +56,7 @@ func ValidateClusterUpdate(c, old *platform.Cluster) field.ErrorList {
 	if c.Spec.Kubeconfig != old.Spec.Kubeconfig {
 		errs = append(errs, kubeconfig.Check([]byte(c.Spec.Kubeconfig), field.NewPath("spec", "kubeconfig"))...)
 	}
+	errs = append(errs, noSealedCopies(c)...)
 	return append(errs, validateDescription(c.Spec.Description)...)
 }
 

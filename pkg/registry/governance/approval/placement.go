@@ -67,7 +67,8 @@ func (f *Flow) checkPlacement(ctx context.Context, t *governance.ApprovalTicket,
 }
 
 // VMsOnCluster lists the ManagedVMs (namespace/name) placed on a cluster, in every namespace:
-// a cluster that hosts any may not be deleted.
+// a cluster that hosts any may not be deleted. A VM whose deletion is approved does not count:
+// should its cluster be gone for good, unregistering it is how the deletion completes.
 func (f *Flow) VMsOnCluster(ctx context.Context, cluster string) ([]string, error) {
 	obj, err := f.stores.VMs.List(inNamespace(ctx, metav1.NamespaceAll), &metainternalversion.ListOptions{})
 	if err != nil {
@@ -75,7 +76,8 @@ func (f *Flow) VMsOnCluster(ctx context.Context, cluster string) ([]string, erro
 	}
 	var out []string
 	for _, vm := range obj.(*governance.ManagedVMList).Items {
-		if vm.Status.Cluster == cluster {
+		deletionApproved := vm.DeletionTimestamp != nil && !hasFinalizer(&vm)
+		if vm.Status.Cluster == cluster && !deletionApproved {
 			out = append(out, vm.Namespace+"/"+vm.Name)
 		}
 	}

@@ -10,8 +10,13 @@ import (
 // redact returns obj without any kubeconfig: a Cluster or a ClusterList whose
 // spec.kubeconfig is empty. It copies instead of changing obj in place, because objects from
 // the watch cache are shared with every other reader, and the stored envelope must stay there.
-// Other objects (a Status, a bookmark's object) pass unchanged.
+// Other objects (a Status, a bookmark's object) pass unchanged. Watch events from the cache
+// carry a caching wrapper around the object; it is unwrapped (GetObject returns a copy), since
+// the wrapper would otherwise serialize the stored object as it is.
 func redact(obj runtime.Object) runtime.Object {
+	if cacheable, ok := obj.(runtime.CacheableObject); ok {
+		obj = cacheable.GetObject()
+	}
 	switch o := obj.(type) {
 	case *platform.Cluster:
 		if o == nil {
