@@ -65,17 +65,20 @@ type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
 	// EncryptionKeys seal target clusters' kubeconfigs; nil refuses to store them.
 	EncryptionKeys keyring.Source
+	// RuntimeUsers are plinth-controller's identities: the VM runtime's finalizer is theirs.
+	RuntimeUsers []string
 }
 
 // CompletedConfig is a Config whose defaults are filled in.
 type CompletedConfig struct {
 	GenericConfig  genericapiserver.CompletedConfig
 	EncryptionKeys keyring.Source
+	RuntimeUsers   []string
 }
 
 // Complete fills in defaults.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), EncryptionKeys: c.EncryptionKeys}
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), EncryptionKeys: c.EncryptionKeys, RuntimeUsers: c.RuntimeUsers}
 }
 
 // Server is a running plinth-apiserver.

@@ -26,7 +26,7 @@ import (
 // governanceStorage builds the governance.plinth.dev resources: the plain stores first, then
 // the approval flow over them, then the client-facing resources that route writes through
 // the flow. authz answers the flow's "may this user approve" questions.
-func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, clusters *cluster.REST) (map[string]rest.Storage, error) {
+func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, clusters *cluster.REST, runtimeUsers []string) (map[string]rest.Storage, error) {
 	systems, systemsStatus, err := system.NewREST(Scheme, optsGetter)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Au
 		VMs: vms.Store, VMStatus: vmsStatus.Store(), Revisions: revisions.Store,
 		Tickets: tickets.Store, TicketStatus: ticketsStatus.Store(), Policies: policies.Store,
 		AuditLogs: audit.Store, Events: events.Store, Clusters: clusters.Store, Adoptions: adoptions.Store,
-	}, authz)
+	}, authz, runtimeUsers)
 	clusters.GuardDeletion(flow.VMsOnCluster)
 
 	return map[string]rest.Storage{
@@ -97,7 +97,7 @@ func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Au
 func (c CompletedConfig) installGovernance(s *genericapiserver.GenericAPIServer, clusters *cluster.REST) error {
 	group := genericapiserver.NewDefaultAPIGroupInfo(governance.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = Serializer
-	storage, err := governanceStorage(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.Authorization.Authorizer, clusters)
+	storage, err := governanceStorage(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.Authorization.Authorizer, clusters, c.RuntimeUsers)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -133,8 +134,9 @@ func TestClusters(t *testing.T) {
 			t.Fatal(out)
 		}
 		noSecret("apply", out)
-		// The watch starts with the existing clusters, then sees edge.
-		for seen := false; !seen; {
+		// The watch starts with the existing clusters, then sees edge being added and probed
+		// (MODIFIED events come from the watch cache, wrapped for serialization).
+		for modified := false; !modified; {
 			ev := nextEvent(t, w)
 			raw, _ := json.Marshal(ev.Object)
 			noSecret("watch event", string(raw))
@@ -142,7 +144,10 @@ func TestClusters(t *testing.T) {
 			if !ok {
 				t.Fatalf("watch event %s %T", ev.Type, ev.Object)
 			}
-			seen = c.Name == "edge"
+			if c.Spec.Kubeconfig != "" || strings.Contains(string(raw), "plinth-sealed") {
+				t.Fatalf("a %s watch event carries the kubeconfig", ev.Type)
+			}
+			modified = c.Name == "edge" && ev.Type == watch.Modified
 		}
 		rc := admin.PlatformV1alpha1().RESTClient()
 		for what, req := range map[string]func() ([]byte, error){
@@ -254,6 +259,10 @@ func TestClusters(t *testing.T) {
 				t.Errorf("%s: something was stored: %v", name, err)
 			}
 		}
+		// The sealed value cannot be copied where readers would see it.
+		_, err = admin.PlatformV1alpha1().Clusters().Patch(ctx, "edge", types.JSONPatchType,
+			[]byte(`[{"op":"copy","from":"/spec/kubeconfig","path":"/metadata/annotations/leak"}]`), metav1.PatchOptions{})
+		expectInvalid(t, err, "metadata.annotations[leak]")
 		// An update with a bad kubeconfig keeps the stored one.
 		_, err = admin.PlatformV1alpha1().Clusters().Patch(ctx, "edge", types.MergePatchType, []byte(`{"spec":{"kubeconfig":"not: [a kubeconfig"}}`), metav1.PatchOptions{})
 		expectInvalid(t, err, "spec.kubeconfig")

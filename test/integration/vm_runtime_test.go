@@ -21,6 +21,7 @@ import (
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	govclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
 
@@ -154,8 +155,21 @@ func TestVMRuntime(t *testing.T) {
 		}
 	})
 
-	t.Run("tenants cannot report executions", func(t *testing.T) {
-		_, err := alice.ApprovalTickets(ns).ReportExecution(ctx, createTicket, &gov.TicketExecution{State: gov.TicketFailed}, metav1.CreateOptions{})
+	t.Run("tenants cannot report executions or drop the runtime's finalizer", func(t *testing.T) {
+		vm, err := alice.ManagedVMs(ns).Get(ctx, "ledger", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, f := range vm.Finalizers {
+			if f != "governance.plinth.dev/vm-cleanup" {
+				kept = append(kept, f)
+			}
+		}
+		vm.Finalizers = kept
+		_, err = alice.ManagedVMs(ns).Update(ctx, vm, metav1.UpdateOptions{})
+		expectCode(t, err, apperror.PlatformLabel, "alice removes the runtime's finalizer")
+		_, err = alice.ApprovalTickets(ns).ReportExecution(ctx, createTicket, &gov.TicketExecution{State: gov.TicketFailed}, metav1.CreateOptions{})
 		expectForbidden(t, err, "alice reports an execution")
 		_, err = dana.ApprovalTickets(ns).ReportExecution(ctx, createTicket, &gov.TicketExecution{State: gov.TicketFailed}, metav1.CreateOptions{})
 		expectForbidden(t, err, "dana reports an execution")

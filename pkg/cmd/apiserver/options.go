@@ -263,7 +263,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	} else {
 		klog.InfoS("No --encryption-key-file: Clusters cannot be created until the server has one")
 	}
-	return &apiserver.Config{GenericConfig: cfg, EncryptionKeys: keys}, nil
+	return &apiserver.Config{GenericConfig: cfg, EncryptionKeys: keys, RuntimeUsers: o.PlatformUsers}, nil
 }
 
 // plinthInformers returns the informer factory admission plugins share, created once from the

@@ -19,6 +19,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -54,12 +55,19 @@ type Flow struct {
 	stores Stores
 	authz  authorizer.Authorizer
 	now    func() time.Time
+	// runtimeUsers are the identities of the VM runtime (plinth-controller): only they may
+	// add or remove the runtime's finalizer.
+	runtimeUsers sets.Set[string]
 }
 
-// New returns the flow over stores; authz answers whether a user may approve.
-func New(stores Stores, authz authorizer.Authorizer) *Flow {
-	return &Flow{stores: stores, authz: authz, now: time.Now}
+// New returns the flow over stores; authz answers whether a user may approve; runtimeUsers
+// are the VM runtime's identities.
+func New(stores Stores, authz authorizer.Authorizer, runtimeUsers []string) *Flow {
+	return &Flow{stores: stores, authz: authz, now: time.Now, runtimeUsers: sets.New(runtimeUsers...)}
 }
+
+// isRuntime reports whether the request comes from the VM runtime.
+func (f *Flow) isRuntime(ctx context.Context) bool { return f.runtimeUsers.Has(userName(ctx)) }
 
 var (
 	vmResource     = governance.Resource("managedvms")

@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -47,7 +48,7 @@ func classify(old, changed governance.ManagedVMSpec) governance.Operation {
 
 // forbidPlatformFields refuses a tenant write that sets or changes a kubevirt-shepherd.io/
 // label or the delete-approval finalizer; old is nil on create.
-func forbidPlatformFields(vm, old *governance.ManagedVM) error {
+func forbidPlatformFields(vm, old *governance.ManagedVM, runtime bool) error {
 	var errs field.ErrorList
 	labels := field.NewPath("metadata", "labels")
 	for k, v := range vm.Labels {
@@ -64,6 +65,11 @@ func forbidPlatformFields(vm, old *governance.ManagedVM) error {
 	}
 	if hasFinalizer(vm) != (old != nil && hasFinalizer(old)) {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"), governance.FinalizerDeleteApproval+" is managed by the platform"))
+	}
+	// The runtime's finalizer keeps a VM's deletion waiting until its VirtualMachine is gone
+	// from the cluster; removing it by hand would leave the VirtualMachine behind.
+	if !runtime && slices.Contains(vm.Finalizers, governance.FinalizerVMCleanup) != (old != nil && slices.Contains(old.Finalizers, governance.FinalizerVMCleanup)) {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"), governance.FinalizerVMCleanup+" is managed by the platform's runtime"))
 	}
 	if len(errs) == 0 {
 		return nil
@@ -104,7 +110,7 @@ func (f *Flow) CreateVM(ctx context.Context, vm *governance.ManagedVM, createVal
 	if vm.Namespace == "" {
 		vm.Namespace = genericapirequest.NamespaceValue(ctx)
 	}
-	if err := forbidPlatformFields(vm, nil); err != nil {
+	if err := forbidPlatformFields(vm, nil, f.isRuntime(ctx)); err != nil {
 		return nil, err
 	}
 	// Shape errors first, so that a malformed reference is reported as such, not as missing.
@@ -199,7 +205,7 @@ func (g *governedUpdate) UpdatedObject(ctx context.Context, oldObj runtime.Objec
 		return nil, err
 	}
 	vm, old := newObj.(*governance.ManagedVM), oldObj.(*governance.ManagedVM)
-	if err := forbidPlatformFields(vm, old); err != nil {
+	if err := forbidPlatformFields(vm, old, g.flow.isRuntime(ctx)); err != nil {
 		return nil, err
 	}
 	op := classify(old.Spec, vm.Spec)
