@@ -134,6 +134,13 @@ func TestClusters(t *testing.T) {
 			t.Fatal(out)
 		}
 		noSecret("apply", out)
+		// Applying the same manifest again (as GitOps tools do on every sync) changes nothing.
+		if out, err := framework.KubectlStdin(p.AdminKubeconfig(), manifest, "apply", "-f", "-"); err != nil {
+			t.Fatal(out)
+		}
+		if c, err := admin.PlatformV1alpha1().Clusters().Get(ctx, "edge", metav1.GetOptions{}); err != nil || c.Generation != 1 {
+			t.Errorf("re-applying the same kubeconfig: generation %d, %v", c.Generation, err)
+		}
 		// The watch starts with the existing clusters, then sees edge being added and probed
 		// (MODIFIED events come from the watch cache, wrapped for serialization).
 		for modified := false; !modified; {

@@ -307,6 +307,38 @@ func TestVMRuntime(t *testing.T) {
 			t.Errorf("adopted VM: %+v", vm.Status)
 		}
 	})
+
+	t.Run("a create that needs no approval is placed on a HEALTHY cluster that offers what it needs", func(t *testing.T) {
+		policy := &gov.ApprovalPolicy{ObjectMeta: metav1.ObjectMeta{Name: "free-lab-creates"},
+			Spec: gov.ApprovalPolicySpec{Environment: gov.EnvironmentTest, Operations: []gov.Operation{gov.OperationCreate}, ApprovalRequired: false}}
+		if _, err := dana.ApprovalPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = dana.ApprovalPolicies().Delete(ctx, policy.Name, metav1.DeleteOptions{}) }()
+		if _, err := alice.Systems(ns).Create(ctx, &gov.System{ObjectMeta: metav1.ObjectMeta{Name: "lab"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alice.SystemServices(ns).Create(ctx, &gov.SystemService{ObjectMeta: metav1.ObjectMeta{Name: "box"}, Spec: gov.SystemServiceSpec{SystemRef: gov.LocalObjectReference{Name: "lab"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		newBox := func(name string, features ...string) *gov.ManagedVM {
+			return &gov.ManagedVM{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gov.ManagedVMSpec{SystemServiceRef: gov.LocalObjectReference{Name: "box"},
+				InstanceType: "u1.small", Image: "quay.io/containerdisks/fedora:40", RequiredFeatures: features}}
+		}
+		_, err := alice.ManagedVMs(ns).Create(ctx, newBox("box-gpu", "GPU"), metav1.CreateOptions{})
+		expectCode(t, err, apperror.ClusterDegraded, "an approval-free create no cluster can take")
+		if _, err := alice.ManagedVMs(ns).Get(ctx, "box-gpu", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the refused VM was stored: %v", err)
+		}
+		vm, err := alice.ManagedVMs(ns).Create(ctx, newBox("box-1", "Snapshot"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vm.Status.Cluster != "local" || vm.Status.PendingApproval != nil {
+			t.Errorf("approval-free create: %+v", vm.Status)
+		}
+		waitVM("box-1", gov.VMPhaseRunning)
+	})
 }
 
 func danaCfg(t *testing.T, p *localplatform.Platform) *rest.Config {

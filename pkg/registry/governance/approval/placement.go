@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,6 +65,27 @@ func (f *Flow) checkPlacement(ctx context.Context, t *governance.ApprovalTicket,
 			"Cluster %q does not enable %s, which ManagedVM %q requires.", name, strings.Join(missing, ", "), vm)
 	}
 	return nil
+}
+
+// autoPlace chooses a cluster for a create that needs no approval, since no approver chooses
+// one: the first registered cluster, by name, that a checkPlacement would accept. With none,
+// the create is refused as degraded.
+func (f *Flow) autoPlace(ctx context.Context, vmName string, spec governance.ManagedVMSpec) (string, error) {
+	obj, err := f.stores.Clusters.List(inNamespace(ctx, ""), &metainternalversion.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	clusters := obj.(*platform.ClusterList).Items
+	slices.SortFunc(clusters, func(a, b platform.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	need := sets.New(spec.RequiredFeatures...)
+	for _, c := range clusters {
+		if c.Status.Phase == platform.ClusterPhaseHealthy && apimeta.IsStatusConditionTrue(c.Status.Conditions, platform.ConditionKubeVirtAvailable) &&
+			sets.New(c.Status.EnabledFeatures...).IsSuperset(need) {
+			return c.Name, nil
+		}
+	}
+	return "", apperror.New(apperror.ClusterDegraded, vmResource, vmName, apperror.Params{"vm": vmName, "features": strings.Join(sets.List(need), ",")},
+		"No HEALTHY cluster with KubeVirt offers what ManagedVM %q requires, and its creation needs no approver to choose one.", vmName)
 }
 
 // VMsOnCluster lists the ManagedVMs (namespace/name) placed on a cluster, in every namespace:

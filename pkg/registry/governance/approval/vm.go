@@ -146,6 +146,10 @@ func (f *Flow) CreateVM(ctx context.Context, vm *governance.ManagedVM, createVal
 	req := policy.For(policies, sys.Spec.Environment, governance.OperationCreate)
 	user := userName(ctx)
 	if !req.ApprovalRequired {
+		cluster, err := f.autoPlace(ctx, vm.Name, vm.Spec)
+		if err != nil {
+			return nil, err
+		}
 		obj, err := f.stores.VMs.Create(ctx, vm, createValidation, opts)
 		if err != nil || isDryRun(opts.DryRun) {
 			return obj, err
@@ -154,7 +158,7 @@ func (f *Flow) CreateVM(ctx context.Context, vm *governance.ManagedVM, createVal
 		if err := f.audit(ctx, created.Namespace, user, "vm.create", vmTarget(created), map[string]string{"operation": "create", "approval": "not required"}); err != nil {
 			return nil, err
 		}
-		if _, _, err := f.apply(ctx, created, change{op: governance.OperationCreate, spec: created.Spec}); err != nil {
+		if _, _, err := f.apply(ctx, created, change{op: governance.OperationCreate, spec: created.Spec, cluster: cluster}); err != nil {
 			return nil, err
 		}
 		return f.getVM(ctx, created.Namespace, created.Name)
@@ -285,7 +289,13 @@ func (f *Flow) UpdateVM(ctx context.Context, name string, objInfo rest.UpdatedOb
 		if err := f.audit(ctx, vm.Namespace, user, "vm."+string(g.op), vmTarget(vm), map[string]string{"operation": string(g.op), "approval": "not required"}); err != nil {
 			return nil, false, err
 		}
-		if _, _, err := f.apply(ctx, vm, change{op: g.op, spec: vm.Spec}); err != nil {
+		c := change{op: g.op, spec: vm.Spec}
+		if g.op == governance.OperationCreate {
+			if c.cluster, err = f.autoPlace(ctx, vm.Name, vm.Spec); err != nil {
+				return nil, false, err
+			}
+		}
+		if _, _, err := f.apply(ctx, vm, c); err != nil {
 			return nil, false, err
 		}
 		fresh, err := f.getVM(ctx, vm.Namespace, vm.Name)

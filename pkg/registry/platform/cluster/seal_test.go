@@ -197,3 +197,24 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func TestRetainKubeconfigMakesResendingANoOp(t *testing.T) {
+	k1, _ := keys(t, "k1")
+	mem := &memStorage{}
+	if err := (&sealingStorage{Interface: mem, keys: k1}).Create(context.Background(), "k", newCluster(), &platform.Cluster{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	stored := mem.stored
+	for name, tc := range map[string]struct{ sent, want string }{
+		"left out":  {"", stored.Spec.Kubeconfig},
+		"same":      {plain, stored.Spec.Kubeconfig},
+		"different": {plain + "# v2\n", plain + "# v2\n"},
+	} {
+		c := stored.DeepCopy()
+		c.Spec.Kubeconfig = tc.sent
+		retainKubeconfig(c, stored, k1)
+		if c.Spec.Kubeconfig != tc.want {
+			t.Errorf("%s: kept %.30q", name, c.Spec.Kubeconfig)
+		}
+	}
+}

@@ -8,6 +8,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/platform"
 	"github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/platform/validation"
+	"github.com/plinth-dev/plinth/pkg/credentials"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/registry/store"
 	"github.com/plinth-dev/plinth/pkg/registry/strategy"
@@ -35,21 +37,38 @@ import (
 // kubeconfig included, unless the server takes it out.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Definition is the Cluster's validation and its write-only kubeconfig handling.
-var Definition = strategy.Definition[*platform.Cluster]{
-	NamespaceScoped:      false,
-	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
-	Validate:             validation.ValidateCluster,
-	ValidateUpdate:       validation.ValidateClusterUpdate,
-	ValidateStatusUpdate: validation.ValidateClusterStatusUpdate,
-	PrepareForCreate:     func(_ context.Context, c *platform.Cluster) { stripLastApplied(c) },
-	// Clients never see the stored kubeconfig, so an update without one keeps it.
-	RetainOnUpdate: func(c, old *platform.Cluster) {
-		if c.Spec.Kubeconfig == "" {
-			c.Spec.Kubeconfig = old.Spec.Kubeconfig
-		}
-		stripLastApplied(c)
-	},
+// definition is the Cluster's validation and its write-only kubeconfig handling.
+func definition(keys keyring.Source) strategy.Definition[*platform.Cluster] {
+	return strategy.Definition[*platform.Cluster]{
+		NamespaceScoped:      false,
+		APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
+		Validate:             validation.ValidateCluster,
+		ValidateUpdate:       validation.ValidateClusterUpdate,
+		ValidateStatusUpdate: validation.ValidateClusterStatusUpdate,
+		PrepareForCreate:     func(_ context.Context, c *platform.Cluster) { stripLastApplied(c) },
+		RetainOnUpdate: func(c, old *platform.Cluster) {
+			retainKubeconfig(c, old, keys)
+			stripLastApplied(c)
+		},
+	}
+}
+
+// retainKubeconfig keeps the stored kubeconfig when an update leaves it out (clients never see
+// it) or sends the same one again (kubectl apply and GitOps tools send the whole manifest on
+// every sync): neither is a spec change, so the generation stays and nothing is sealed anew.
+func retainKubeconfig(c, old *platform.Cluster, keys keyring.Source) {
+	if c.Spec.Kubeconfig == "" {
+		c.Spec.Kubeconfig = old.Spec.Kubeconfig
+		return
+	}
+	keyID, sealed, ok := openEnvelope(old.Spec.Kubeconfig)
+	if !ok || keys == nil || c.Spec.Kubeconfig == old.Spec.Kubeconfig {
+		return
+	}
+	plain, err := keys.Keyring().Open(keyID, sealed, credentials.AdditionalData(old.Name, old.UID))
+	if err == nil && subtle.ConstantTimeCompare(plain, []byte(c.Spec.Kubeconfig)) == 1 {
+		c.Spec.Kubeconfig = old.Spec.Kubeconfig
+	}
 }
 
 // stripLastApplied removes spec.kubeconfig from kubectl's last-applied annotation. kubectl
@@ -106,7 +125,7 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, keys 
 		Singular:    "cluster",
 		NewFunc:     func() *platform.Cluster { return &platform.Cluster{} },
 		NewListFunc: func() runtime.Object { return &platform.ClusterList{} },
-		Definition:  Definition,
+		Definition:  definition(keys),
 		SelectableFields: func(c *platform.Cluster) fields.Set {
 			return fields.Set{"status.phase": string(c.Status.Phase)}
 		},
