@@ -401,7 +401,13 @@ func (o *Options) buildVMRuntime(plinth clientset.Interface, pf informers.Shared
 			}
 			return nil
 		}),
-		rt.WatchMapped(clusters.Informer(), vmsOnCluster),
+		// Probes rewrite a Cluster's status every interval; its VMs care only when the
+		// phase changes.
+		rt.WatchMappedIf(clusters.Informer(), vmsOnCluster, func(oldObj, obj interface{}) bool {
+			o, ok1 := oldObj.(*platformv1alpha1.Cluster)
+			n, ok2 := obj.(*platformv1alpha1.Cluster)
+			return !ok1 || !ok2 || o.Status.Phase != n.Status.Phase
+		}),
 	} {
 		if err != nil {
 			return nil, nil, err

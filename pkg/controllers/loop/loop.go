@@ -128,17 +128,32 @@ func (l *Loop) WaitFor(informers ...cache.SharedIndexInformer) {
 // update changes their generation or deletion timestamp — not on status-only updates, so a
 // controller that writes status and polls on its own schedule does not wake itself up.
 func (l *Loop) WatchGenerations(informer cache.SharedIndexInformer) error {
+	self := func(obj interface{}) []string {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return nil
+		}
+		return []string{key}
+	}
+	return l.WatchMappedIf(informer, self, func(oldObj, obj interface{}) bool {
+		o, err1 := meta.Accessor(oldObj)
+		n, err2 := meta.Accessor(obj)
+		return err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
+	})
+}
+
+// WatchMappedIf is WatchMapped that enqueues on updates only when changed says the update
+// matters, for controllers that follow a few fields of a busy object.
+func (l *Loop) WatchMappedIf(informer cache.SharedIndexInformer, toKeys func(obj interface{}) []string, changed func(oldObj, obj interface{}) bool) error {
 	enqueue := func(obj interface{}) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		for _, key := range toKeys(obj) {
 			l.queue.Add(key)
 		}
 	}
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(oldObj, obj interface{}) {
-			o, err1 := meta.Accessor(oldObj)
-			n, err2 := meta.Accessor(obj)
-			if err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) {
+			if changed(oldObj, obj) {
 				enqueue(obj)
 			}
 		},
