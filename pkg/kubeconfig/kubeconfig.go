@@ -35,15 +35,6 @@ func RESTConfig(data []byte) (*rest.Config, error) {
 	return clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
 }
 
-// ServerURL is the API server of the kubeconfig's current context.
-func ServerURL(data []byte) (string, error) {
-	cfg, errs := load(data, field.NewPath("kubeconfig"))
-	if len(errs) > 0 {
-		return "", errs.ToAggregate()
-	}
-	return cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server, nil
-}
-
 func invalid(path *field.Path, format string, args ...any) *field.Error {
 	return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf(format, args...))
 }

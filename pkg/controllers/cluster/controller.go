@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	platformapi "github.com/plinth-dev/plinth/pkg/apis/platform"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 	"github.com/plinth-dev/plinth/pkg/credentials"
@@ -21,11 +22,11 @@ import (
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 )
 
-// Condition types, as in the internal API package.
+// The condition types a probe writes (defined with the API's types).
 const (
-	ConditionCredentialsValid  = "CredentialsValid"
-	ConditionReachable         = "Reachable"
-	ConditionKubeVirtAvailable = "KubeVirtAvailable"
+	ConditionCredentialsValid  = platformapi.ConditionCredentialsValid
+	ConditionReachable         = platformapi.ConditionReachable
+	ConditionKubeVirtAvailable = platformapi.ConditionKubeVirtAvailable
 )
 
 // Forgetter drops what a provider cached for a deleted cluster.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,7 +85,7 @@ func virtualization(caps *provider.Capabilities, err error) (Verdict, string, []
 	case err != nil:
 		return Verdict{metav1.ConditionUnknown, "ProbeFailed", fmt.Sprintf("Reading KubeVirt failed: %v", cause(err))}, "", nil
 	case !caps.Deployed:
-		return Verdict{metav1.ConditionFalse, "NotDeployed", fmt.Sprintf("KubeVirt %s is %s, not Deployed.", caps.Version, orUnknown(caps.Phase))}, caps.Version, caps.Features
+		return Verdict{metav1.ConditionFalse, "NotDeployed", fmt.Sprintf("KubeVirt %s is %s, not Deployed.", caps.Version, cmp.Or(caps.Phase, "in an unknown phase"))}, caps.Version, caps.Features
 	}
 	return Verdict{metav1.ConditionTrue, "Deployed", fmt.Sprintf("KubeVirt %s is deployed.", caps.Version)}, caps.Version, caps.Features
 }
@@ -124,11 +125,4 @@ func cause(err error) string {
 		err = urlErr.Err
 	}
 	return err.Error()
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "in an unknown phase"
-	}
-	return s
 }

@@ -6,6 +6,7 @@
 package vmruntime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -249,7 +251,8 @@ func (c *Controller) clusterProblem(name string) (reason, message string) {
 		return "ClusterNotFound", fmt.Sprintf("Cluster %s is not registered.", name)
 	}
 	if cl.Status.Phase != platform.ClusterPhaseHealthy {
-		return "CLUSTER_DEGRADED", fmt.Sprintf("Cluster %s is %s; the VM waits for it.", name, orUnknown(string(cl.Status.Phase)))
+		phase := cmp.Or(cl.Status.Phase, platform.ClusterPhaseUnknown)
+		return "ClusterDegraded", fmt.Sprintf("Cluster %s is %s (CLUSTER_DEGRADED); the VM waits for it.", name, phase)
 	}
 	return "", ""
 }
@@ -258,9 +261,11 @@ func (c *Controller) writeStatus(ctx context.Context, vm *gov.ManagedVM, phase g
 	updated := vm.DeepCopy()
 	updated.Status.Phase = phase
 	apimeta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
-		Type: "Ready", Status: status, Reason: conditionReason(reason), Message: message, ObservedGeneration: vm.Generation,
+		Type: "Ready", Status: status, Reason: reason, Message: message, ObservedGeneration: vm.Generation,
 	})
-	if apiequalStatus(vm, updated) {
+	// SetStatusCondition keeps the transition time of an unchanged condition, so an unchanged
+	// status compares equal and nothing is written.
+	if apiequality.Semantic.DeepEqual(vm.Status, updated.Status) {
 		return nil
 	}
 	_, err := c.client.ManagedVMs(vm.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
@@ -334,36 +339,4 @@ func done(op gov.Operation, spec gov.ManagedVMSpec, vm *provider.VM) bool {
 // permanent errors are the cluster refusing the VM; anything else is retried.
 func permanent(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
-}
-
-func apiequalStatus(a, b *gov.ManagedVM) bool {
-	if a.Status.Phase != b.Status.Phase || len(a.Status.Conditions) != len(b.Status.Conditions) {
-		return false
-	}
-	for i := range a.Status.Conditions {
-		x, y := a.Status.Conditions[i], b.Status.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
-}
-
-// conditionReason makes a reason CamelCase-safe for metav1.Condition (CLUSTER_DEGRADED is
-// the governance code; the condition reason is ClusterDegraded).
-func conditionReason(r string) string {
-	if r == "CLUSTER_DEGRADED" {
-		return "ClusterDegraded"
-	}
-	if r == "" {
-		return "Unknown"
-	}
-	return r
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return string(platform.ClusterPhaseUnknown)
-	}
-	return s
 }

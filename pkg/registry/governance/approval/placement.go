@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -43,11 +44,8 @@ func (f *Flow) checkPlacement(ctx context.Context, t *governance.ApprovalTicket,
 	}
 	c := obj.(*platform.Cluster)
 	if c.Status.Phase != platform.ClusterPhaseHealthy || !apimeta.IsStatusConditionTrue(c.Status.Conditions, platform.ConditionKubeVirtAvailable) {
-		phase := string(c.Status.Phase)
-		if phase == "" {
-			phase = string(platform.ClusterPhaseUnknown)
-		}
-		params["phase"] = phase
+		phase := cmp.Or(c.Status.Phase, platform.ClusterPhaseUnknown)
+		params["phase"] = string(phase)
 		return apperror.New(apperror.ClusterDegraded, ticketResource, t.Name, params,
 			"Cluster %q is %s or has no KubeVirt available; VMs are placed on HEALTHY clusters with KubeVirt.", name, phase)
 	}

@@ -7,6 +7,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -222,17 +223,8 @@ var Table = table.New([]table.Column{
 	{Name: "Features", Type: "string", Description: "Enabled KubeVirt feature gates.", Wide: true},
 	{Name: "Key", Type: "string", Description: "The key that encrypts the stored kubeconfig.", Wide: true},
 }, func(c *platform.Cluster) []interface{} {
-	phase := string(c.Status.Phase)
-	if phase == "" {
-		phase = string(platform.ClusterPhaseUnknown)
-	}
-	features := ""
-	for i, f := range c.Status.EnabledFeatures {
-		if i > 0 {
-			features += ","
-		}
-		features += f
-	}
-	return []interface{}{phase, table.OrNone(c.Status.KubevirtVersion), table.OrNone(c.Status.APIServerURL),
+	phase := cmp.Or(c.Status.Phase, platform.ClusterPhaseUnknown)
+	features := strings.Join(c.Status.EnabledFeatures, ",")
+	return []interface{}{string(phase), table.OrNone(c.Status.KubevirtVersion), table.OrNone(c.Status.APIServerURL),
 		table.OrNone(c.Status.KubernetesVersion), table.OrNone(features), table.OrNone(c.Status.EncryptionKeyID)}
 })
