@@ -43,12 +43,6 @@ func (f *Flow) checkPlacement(ctx context.Context, t *governance.ApprovalTicket,
 		return err
 	}
 	c := obj.(*platform.Cluster)
-	if c.Status.Phase != platform.ClusterPhaseHealthy || !apimeta.IsStatusConditionTrue(c.Status.Conditions, platform.ConditionKubeVirtAvailable) {
-		phase := cmp.Or(c.Status.Phase, platform.ClusterPhaseUnknown)
-		params["phase"] = string(phase)
-		return apperror.New(apperror.ClusterDegraded, ticketResource, t.Name, params,
-			"Cluster %q is %s or has no KubeVirt available; VMs are placed on HEALTHY clusters with KubeVirt.", name, phase)
-	}
 	spec := t.Spec.RequestedSpec
 	switch {
 	case d.ModifiedSpec != nil:
@@ -56,13 +50,27 @@ func (f *Flow) checkPlacement(ctx context.Context, t *governance.ApprovalTicket,
 	case t.Status.ModifiedSpec != nil:
 		spec = *t.Status.ModifiedSpec
 	}
-	missing := sets.List(sets.New(spec.RequiredFeatures...).Difference(sets.New(c.Status.EnabledFeatures...)))
+	degraded, missing := unfit(c, spec)
+	if degraded {
+		phase := cmp.Or(c.Status.Phase, platform.ClusterPhaseUnknown)
+		params["phase"] = string(phase)
+		return apperror.New(apperror.ClusterDegraded, ticketResource, t.Name, params,
+			"Cluster %q is %s or has no KubeVirt available; VMs are placed on HEALTHY clusters with KubeVirt.", name, phase)
+	}
 	if len(missing) > 0 {
 		params["features"] = strings.Join(missing, ",")
 		return apperror.New(apperror.ClusterMissingFeatures, ticketResource, t.Name, params,
 			"Cluster %q does not enable %s, which ManagedVM %q requires.", name, strings.Join(missing, ", "), vm)
 	}
 	return nil
+}
+
+// unfit says why a cluster cannot take a VM of spec: degraded when its last probe is not
+// HEALTHY with KubeVirt available; missing, the required features it does not enable. Both
+// approvals and automatic placement decide by it.
+func unfit(c *platform.Cluster, spec governance.ManagedVMSpec) (degraded bool, missing []string) {
+	degraded = c.Status.Phase != platform.ClusterPhaseHealthy || !apimeta.IsStatusConditionTrue(c.Status.Conditions, platform.ConditionKubeVirtAvailable)
+	return degraded, sets.List(sets.New(spec.RequiredFeatures...).Difference(sets.New(c.Status.EnabledFeatures...)))
 }
 
 // autoPlace chooses a cluster for a create that needs no approval, since no approver chooses
@@ -75,14 +83,12 @@ func (f *Flow) autoPlace(ctx context.Context, vmName string, spec governance.Man
 	}
 	clusters := obj.(*platform.ClusterList).Items
 	slices.SortFunc(clusters, func(a, b platform.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	need := sets.New(spec.RequiredFeatures...)
-	for _, c := range clusters {
-		if c.Status.Phase == platform.ClusterPhaseHealthy && apimeta.IsStatusConditionTrue(c.Status.Conditions, platform.ConditionKubeVirtAvailable) &&
-			sets.New(c.Status.EnabledFeatures...).IsSuperset(need) {
-			return c.Name, nil
+	for i := range clusters {
+		if degraded, missing := unfit(&clusters[i], spec); !degraded && len(missing) == 0 {
+			return clusters[i].Name, nil
 		}
 	}
-	return "", apperror.New(apperror.ClusterDegraded, vmResource, vmName, apperror.Params{"vm": vmName, "features": strings.Join(sets.List(need), ",")},
+	return "", apperror.New(apperror.ClusterDegraded, vmResource, vmName, apperror.Params{"vm": vmName, "features": strings.Join(spec.RequiredFeatures, ",")},
 		"No HEALTHY cluster with KubeVirt offers what ManagedVM %q requires, and its creation needs no approver to choose one.", vmName)
 }
 
