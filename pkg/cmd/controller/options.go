@@ -367,8 +367,17 @@ func (o *Options) buildVMRuntime(plinth clientset.Interface, pf informers.Shared
 	vms, revisions, tickets, services, adoptions := g.ManagedVMs(), g.VMRevisions(), g.ApprovalTickets(), g.SystemServices(), g.PendingAdoptions()
 	clusters := pf.Platform().V1alpha1().Clusters()
 	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
+	// Lookups by target VM and by VM identity run on every poll; index them.
+	for informer, indexers := range map[cache.SharedIndexInformer]cache.Indexers{
+		tickets.Informer(): vmruntime.TicketIndexers, vms.Informer(): vmruntime.VMIndexers,
+	} {
+		if err := informer.AddIndexers(indexers); err != nil {
+			return nil, nil, err
+		}
+	}
 	rt := vmruntime.New(plinth.GovernanceV1alpha1(), vmruntime.Listers{
 		VMs: vms.Lister(), Revisions: revisions.Lister(), Tickets: tickets.Lister(), Clusters: clusters.Lister(),
+		TicketIndex: tickets.Informer().GetIndexer(),
 	}, infra, o.VMPollInterval, o.VMResyncInterval)
 	vmsOnCluster := func(obj interface{}) []string {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -414,7 +423,7 @@ func (o *Options) buildVMRuntime(plinth clientset.Interface, pf informers.Shared
 		}
 	}
 	adopter := vmruntime.NewAdopter(plinth.GovernanceV1alpha1(), vmruntime.AdopterListers{
-		VMs: vms.Lister(), Services: services.Lister(), Adoptions: adoptions.Lister(), Clusters: clusters.Lister(),
+		VMIndex: vms.Informer().GetIndexer(), Services: services.Lister(), Adoptions: adoptions.Lister(), Clusters: clusters.Lister(),
 	}, infra, o.AdoptionScanInterval)
 	if err := adopter.WatchGenerations(clusters.Informer()); err != nil {
 		return nil, nil, err

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
@@ -23,7 +24,8 @@ import (
 
 // AdopterListers are what the adopter reads from informers.
 type AdopterListers struct {
-	VMs       govlisters.ManagedVMLister
+	// VMIndex is the ManagedVM informer's indexer, with VMIndexers added.
+	VMIndex   cache.Indexer
 	Services  govlisters.SystemServiceLister
 	Adoptions govlisters.PendingAdoptionLister
 	Clusters  platformlisters.ClusterLister
@@ -109,12 +111,8 @@ func (a *Adopter) candidate(cluster string, vm *provider.VM) *gov.PendingAdoptio
 	if err != nil || svc.Spec.SystemRef.Name != vm.Labels[governance.LabelSystem] {
 		return nil
 	}
-	managed, err := a.listers.VMs.ManagedVMs(vm.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	for _, m := range managed {
-		if m.Status.InstanceName == vm.Name || (m.Spec.SystemServiceRef.Name == svc.Name && m.Status.Instance == int32(instance)) {
+	for _, key := range []string{byInstanceName(vm.Namespace, vm.Name), byServiceInstance(vm.Namespace, svc.Name, instance)} {
+		if managed, err := a.listers.VMIndex.ByIndex(VMsByIdentity, key); err != nil || len(managed) > 0 {
 			return nil
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
@@ -40,6 +40,8 @@ type Listers struct {
 	Revisions govlisters.VMRevisionLister
 	Tickets   govlisters.ApprovalTicketLister
 	Clusters  platformlisters.ClusterLister
+	// TicketIndex is the ticket informer's indexer, with TicketIndexers added.
+	TicketIndex cache.Indexer
 }
 
 // Controller is the ManagedVM runtime.
@@ -205,13 +207,13 @@ func (c *Controller) release(ctx context.Context, vm *gov.ManagedVM) error {
 // EXECUTING tickets of the VM were overtaken by a later approved change before their effect
 // was seen; they are reported FAILED, saying which ticket overtook them.
 func (c *Controller) executing(ctx context.Context, vm *gov.ManagedVM) (*gov.ApprovalTicket, error) {
-	all, err := c.listers.Tickets.ApprovalTickets(vm.Namespace).List(labels.Everything())
+	all, err := c.listers.TicketIndex.ByIndex(TicketsByVM, vm.Namespace+"/"+vm.Name)
 	if err != nil {
 		return nil, err
 	}
 	var mine []*gov.ApprovalTicket
-	for _, t := range all {
-		if t.Spec.TargetRef.Name == vm.Name && t.Status.State == gov.TicketExecuting {
+	for _, obj := range all {
+		if t := obj.(*gov.ApprovalTicket); t.Status.State == gov.TicketExecuting {
 			mine = append(mine, t)
 		}
 	}

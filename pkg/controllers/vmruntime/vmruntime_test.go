@@ -85,11 +85,11 @@ func TestVMSpecCarriesApprovedShapeAndPlatformLabels(t *testing.T) {
 
 func TestAdoptionCandidates(t *testing.T) {
 	services := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	vms := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	vms := cache.NewIndexer(cache.MetaNamespaceKeyFunc, VMIndexers)
 	_ = services.Add(&gov.SystemService{ObjectMeta: metav1.ObjectMeta{Name: "redis", Namespace: "team-a"}, Spec: gov.SystemServiceSpec{SystemRef: gov.LocalObjectReference{Name: "shop"}}})
 	_ = vms.Add(&gov.ManagedVM{ObjectMeta: metav1.ObjectMeta{Name: "cache-1", Namespace: "team-a"},
 		Spec: gov.ManagedVMSpec{SystemServiceRef: gov.LocalObjectReference{Name: "redis"}}, Status: gov.ManagedVMStatus{Instance: 1, InstanceName: "team-a-shop-redis-01"}})
-	a := &Adopter{listers: AdopterListers{Services: govlisters.NewSystemServiceLister(services), VMs: govlisters.NewManagedVMLister(vms)}}
+	a := &Adopter{listers: AdopterListers{Services: govlisters.NewSystemServiceLister(services), VMIndex: vms}}
 	a.now = metav1.Now().Time.UTC
 	found := func(name, system, service, instance string) *provider.VM {
 		mem := resource.MustParse("1Gi")

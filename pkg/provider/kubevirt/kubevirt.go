@@ -83,14 +83,16 @@ func (p *Provider) EnsureVM(ctx context.Context, cluster string, spec provider.V
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureNamespace(ctx, c.Kube, spec.Namespace); err != nil {
-		return nil, err
-	}
 	desired := virtualMachine(spec)
 	vms := c.KubeVirt.KubevirtV1().VirtualMachines(spec.Namespace)
 	current, err := vms.Get(ctx, spec.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		// Only a VM about to be created may lack its namespace: an existing one is in it, so
+		// the runtime's frequent passes cost one request, not two.
+		if err := ensureNamespace(ctx, c.Kube, spec.Namespace); err != nil {
+			return nil, err
+		}
 		created, err := vms.Create(ctx, desired, metav1.CreateOptions{})
 		if err != nil {
 			return nil, err
