@@ -242,9 +242,6 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 		return keys
 	}
 	workloadsUsingConfigMap := func(obj interface{}) []string {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
 		key, err := cache.MetaNamespaceKeyFunc(obj)
 		if err != nil {
 			return nil
@@ -313,9 +310,6 @@ func (o *Options) build(kube kubernetes.Interface, plinth clientset.Interface, d
 	}
 	rt := runtimecontroller.New(plinth, plans.Lister(), bindings.Lister(), runtimes)
 	planOfBinding := func(obj interface{}) []string {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
 		b, ok := obj.(*v1b1.ResourceBinding)
 		if !ok {
 			return nil
@@ -380,9 +374,6 @@ func (o *Options) buildVMRuntime(plinth clientset.Interface, pf informers.Shared
 		TicketIndex: tickets.Informer().GetIndexer(),
 	}, infra, o.VMPollInterval, o.VMResyncInterval)
 	vmsOnCluster := func(obj interface{}) []string {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
 		c, ok := obj.(*platformv1alpha1.Cluster)
 		if !ok {
 			return nil

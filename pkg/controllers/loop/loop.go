@@ -84,18 +84,7 @@ func (l *Loop) Watch(informer cache.SharedIndexInformer) error {
 // WatchMapped enqueues, for each event of an informer, the keys toKeys maps the object to (for
 // example the owner of an owned object).
 func (l *Loop) WatchMapped(informer cache.SharedIndexInformer, toKeys func(obj interface{}) []string) error {
-	enqueue := func(obj interface{}) {
-		for _, key := range toKeys(obj) {
-			l.queue.Add(key)
-		}
-	}
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj interface{}) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	})
-	l.synced = append(l.synced, informer.HasSynced)
-	return err
+	return l.WatchMappedIf(informer, toKeys, func(_, _ interface{}) bool { return true })
 }
 
 // Enqueue adds a key directly.
@@ -143,9 +132,13 @@ func (l *Loop) WatchGenerations(informer cache.SharedIndexInformer) error {
 }
 
 // WatchMappedIf is WatchMapped that enqueues on updates only when changed says the update
-// matters, for controllers that follow a few fields of a busy object.
+// matters, for controllers that follow a few fields of a busy object. toKeys always gets the
+// object itself: a deletion the informer saw only as a tombstone is unwrapped first.
 func (l *Loop) WatchMappedIf(informer cache.SharedIndexInformer, toKeys func(obj interface{}) []string, changed func(oldObj, obj interface{}) bool) error {
 	enqueue := func(obj interface{}) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
 		for _, key := range toKeys(obj) {
 			l.queue.Add(key)
 		}
@@ -166,9 +159,6 @@ func (l *Loop) WatchMappedIf(informer cache.SharedIndexInformer, toKeys func(obj
 // OwnerKeys maps an object to its owners of the given kind in the same namespace.
 func OwnerKeys(apiVersion, kind string) func(obj interface{}) []string {
 	return func(obj interface{}) []string {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return nil
