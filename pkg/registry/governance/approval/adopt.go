@@ -27,12 +27,18 @@ var adoptionResource = governance.Resource("pendingadoptions")
 // Adopt turns a PendingAdoption into a ManagedVM: the VM keeps its instance number and its
 // shape becomes revision 1; the service's counter moves past the number so that it is never
 // given again; the candidate is removed. The adopter's decision stands for the approval a
-// create would need (the subresource needs its own RBAC grant).
-func (f *Flow) Adopt(ctx context.Context, name string, req *governance.AdoptionRequest) (*governance.ManagedVM, error) {
+// create would need (the subresource needs its own RBAC grant). createValidation is the
+// request's validating admission; a dry run makes every check and writes nothing, and answers
+// with the ManagedVM that would be created.
+func (f *Flow) Adopt(ctx context.Context, name string, req *governance.AdoptionRequest, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (*governance.ManagedVM, error) {
 	ns := genericapirequest.NamespaceValue(ctx)
 	if errs := validation.ValidateAdoptionRequest(req); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(governance.Kind("AdoptionRequest"), name, errs)
 	}
+	if err := admit(ctx, createValidation, req); err != nil {
+		return nil, err
+	}
+	ctx = withDryRun(ctx, opts.DryRun)
 	obj, err := f.stores.Adoptions.Get(ctx, name, &metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -85,7 +91,7 @@ func (f *Flow) Adopt(ctx context.Context, name string, req *governance.AdoptionR
 	if err := f.recordRevision(ctx, vm, 1, governance.OperationCreate, "", []string{user}, vm.Spec); err != nil {
 		return nil, err
 	}
-	obj, err = f.stores.VMs.Create(adopted, vm, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	obj, err = f.stores.VMs.Create(adopted, vm, rest.ValidateAllObjectFunc, createOptions(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +102,7 @@ func (f *Flow) Adopt(ctx context.Context, name string, req *governance.AdoptionR
 		return nil, err
 	}
 	f.event(ctx, ns, EventVMAdopted, vmTarget(created), map[string]any{"cluster": pa.Spec.Cluster, "instance": pa.Spec.Instance, "instanceName": pa.Spec.VMName, "by": user})
-	if _, _, err := f.stores.Adoptions.Delete(ctx, name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, _, err := f.stores.Adoptions.Delete(ctx, name, rest.ValidateAllObjectFunc, deleteOptions(ctx)); err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
 	return created, nil

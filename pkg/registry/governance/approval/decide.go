@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
@@ -21,12 +22,20 @@ import (
 )
 
 // Decide records a decision on a ticket and carries out what follows from it: execution on
-// final approval, release of the VM on rejection or cancellation.
-func (f *Flow) Decide(ctx context.Context, name string, d *governance.TicketDecision) (*governance.ApprovalTicket, error) {
+// final approval, release of the VM on rejection or cancellation. createValidation is the
+// request's validating admission. A dry run makes every check a real decision makes (the
+// approver's authorization, the ticket's state, placement, the writes' validation) and writes
+// nothing: no decision, audit record, event, instance number or VM change; it answers with the
+// ticket as the decision would leave it.
+func (f *Flow) Decide(ctx context.Context, name string, d *governance.TicketDecision, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (*governance.ApprovalTicket, error) {
 	ns := genericapirequest.NamespaceValue(ctx)
 	if errs := validation.ValidateTicketDecision(d); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(governance.Kind("TicketDecision"), name, errs)
 	}
+	if err := admit(ctx, createValidation, d); err != nil {
+		return nil, err
+	}
+	ctx = withDryRun(ctx, opts.DryRun)
 	obj, err := f.stores.Tickets.Get(ctx, name, &metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -219,6 +228,13 @@ func (f *Flow) execute(ctx context.Context, t *governance.ApprovalTicket) (*gove
 		if done {
 			state = governance.TicketSuccess
 		}
+	}
+	if dryRun(ctx) != nil {
+		// The decision that led here was not stored either: a dry-run update would start from
+		// the stored ticket without it. Answer with t as it would be stored.
+		out := t.DeepCopy()
+		out.Status.State, out.Status.Message = state, message
+		return out, nil
 	}
 	obj, err := update(ctx, f.stores.TicketStatus, ns, t.Name, func(obj runtime.Object) error {
 		t := obj.(*governance.ApprovalTicket)

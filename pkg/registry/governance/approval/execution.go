@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/validation"
@@ -23,12 +24,17 @@ const (
 
 // ReportExecution records what a runtime made of an EXECUTING ticket: SUCCESS or FAILED. A
 // report that repeats the ticket's final state is answered with the ticket and changes
-// nothing, so a runtime restarted after reporting may report again.
-func (f *Flow) ReportExecution(ctx context.Context, name string, e *governance.TicketExecution) (*governance.ApprovalTicket, error) {
+// nothing, so a runtime restarted after reporting may report again. createValidation is the
+// request's validating admission; a dry run makes every check and writes nothing.
+func (f *Flow) ReportExecution(ctx context.Context, name string, e *governance.TicketExecution, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (*governance.ApprovalTicket, error) {
 	ns := genericapirequest.NamespaceValue(ctx)
 	if errs := validation.ValidateTicketExecution(e); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(governance.Kind("TicketExecution"), name, errs)
 	}
+	if err := admit(ctx, createValidation, e); err != nil {
+		return nil, err
+	}
+	ctx = withDryRun(ctx, opts.DryRun)
 	obj, err := f.stores.Tickets.Get(ctx, name, &metav1.GetOptions{})
 	if err != nil {
 		return nil, err

@@ -104,6 +104,52 @@ func userName(ctx context.Context) string {
 
 func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
 
+// dryRunKey marks a request whose writes are all dry runs: the stores run every check
+// (validation, preconditions, conflicts) and persist nothing. It travels in the context, as
+// the namespace and the user do, so that every write the flow makes for one request, however
+// deep in the flow, is dry alike; createOptions, updateOptions and deleteOptions are the only
+// readers, and every write of the flow takes its options from them.
+type dryRunKey struct{}
+
+// withDryRun returns ctx in which the flow's writes are dry runs when dryRun asks for one.
+func withDryRun(ctx context.Context, dryRun []string) context.Context {
+	if !isDryRun(dryRun) {
+		return ctx
+	}
+	return context.WithValue(ctx, dryRunKey{}, true)
+}
+
+// dryRun is the dryRun option of the flow's writes for the request of ctx.
+func dryRun(ctx context.Context) []string {
+	if dry, _ := ctx.Value(dryRunKey{}).(bool); dry {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
+func createOptions(ctx context.Context) *metav1.CreateOptions {
+	return &metav1.CreateOptions{DryRun: dryRun(ctx)}
+}
+
+func updateOptions(ctx context.Context) *metav1.UpdateOptions {
+	return &metav1.UpdateOptions{DryRun: dryRun(ctx)}
+}
+
+func deleteOptions(ctx context.Context) *metav1.DeleteOptions {
+	return &metav1.DeleteOptions{DryRun: dryRun(ctx)}
+}
+
+// admit runs validating admission (webhooks and ValidatingAdmissionPolicies) on the body of a
+// subresource request, before the flow acts on it, as kube-apiserver's pods/eviction does: a
+// subresource the flow carries out is a write like any other and admission must see it. It
+// gets a copy, since admission may not change the request.
+func admit(ctx context.Context, createValidation rest.ValidateObjectFunc, body runtime.Object) error {
+	if createValidation == nil {
+		return nil
+	}
+	return createValidation(ctx, body.DeepCopyObject())
+}
+
 // lineage returns the VM's service and system, or the error that names the missing one.
 func (f *Flow) lineage(ctx context.Context, namespace, vmName, serviceName string) (*governance.SystemService, *governance.System, error) {
 	obj, err := f.stores.Services.Get(inNamespace(ctx, namespace), serviceName, &metav1.GetOptions{})
@@ -165,7 +211,7 @@ func update(ctx context.Context, store *genericregistry.Store, namespace, name s
 			}
 			return obj, nil
 		}),
-		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, updateOptions(ctx))
 	return obj, err
 }
 

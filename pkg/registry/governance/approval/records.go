@@ -71,7 +71,7 @@ func newTicket(name string, vm *governance.ManagedVM, op governance.Operation, e
 // cannot be removed: records are never deleted) and the error is returned.
 func (f *Flow) openTicket(ctx context.Context, ticket *governance.ApprovalTicket, vm *governance.ManagedVM, action, eventType string) error {
 	ns := ticket.Namespace
-	if _, err := f.stores.Tickets.Create(inNamespace(ctx, ns), ticket, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+	if _, err := f.stores.Tickets.Create(inNamespace(ctx, ns), ticket, rest.ValidateAllObjectFunc, createOptions(ctx)); err != nil {
 		return err
 	}
 	details := map[string]string{"ticket": ticket.Name, "operation": string(ticket.Spec.Operation)}
@@ -104,7 +104,7 @@ func (f *Flow) audit(ctx context.Context, namespace, actor, action string, targe
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "audit-", Namespace: namespace, Labels: map[string]string{governance.LabelManagedBy: governance.ManagedByValue}},
 		Spec:       governance.AuditLogSpec{Actor: actor, Action: action, Target: target, Time: metav1.NewTime(f.now()), Details: details},
 	}
-	_, err := f.stores.AuditLogs.Create(inNamespace(ctx, namespace), record, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	_, err := f.stores.AuditLogs.Create(inNamespace(ctx, namespace), record, rest.ValidateAllObjectFunc, createOptions(ctx))
 	return err
 }
 
@@ -120,7 +120,7 @@ func (f *Flow) event(ctx context.Context, namespace, eventType string, aggregate
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "event-", Namespace: namespace, Labels: map[string]string{governance.LabelManagedBy: governance.ManagedByValue}},
 		Spec:       governance.DomainEventSpec{Type: eventType, Aggregate: aggregate, OccurredAt: metav1.NewTime(f.now()), Payload: &common.RawObject{Raw: raw}},
 	}
-	if _, err := f.stores.Events.Create(inNamespace(ctx, namespace), ev, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+	if _, err := f.stores.Events.Create(inNamespace(ctx, namespace), ev, rest.ValidateAllObjectFunc, createOptions(ctx)); err != nil {
 		klog.ErrorS(err, "Writing a domain event failed", "type", eventType, "aggregate", klog.KRef(namespace, aggregate.Name))
 	}
 }
@@ -141,7 +141,7 @@ func (f *Flow) recordRevision(ctx context.Context, vm *governance.ManagedVM, rev
 			VMName: vm.Name, Revision: revision, Operation: op, Ticket: ticket, ApprovedBy: approvers, VMSpec: spec,
 		},
 	}
-	_, err := f.stores.Revisions.Create(inNamespace(ctx, vm.Namespace), rev, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	_, err := f.stores.Revisions.Create(inNamespace(ctx, vm.Namespace), rev, rest.ValidateAllObjectFunc, createOptions(ctx))
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -77,12 +76,10 @@ func (r *ApprovalREST) New() runtime.Object { return &governance.TicketDecision{
 // Destroy does nothing: the tickets resource owns the storage.
 func (r *ApprovalREST) Destroy() {}
 
-// Create records the decision on ticket name.
-func (r *ApprovalREST) Create(ctx context.Context, name string, obj runtime.Object, _ rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	if len(options.DryRun) > 0 {
-		return nil, errDryRun
-	}
-	return r.flow.Decide(ctx, name, obj.(*governance.TicketDecision))
+// Create records the decision on ticket name, after validating admission has seen it; a dry
+// run answers with the ticket the decision would leave and changes nothing.
+func (r *ApprovalREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	return r.flow.Decide(ctx, name, obj.(*governance.TicketDecision), createValidation, options)
 }
 
 // ExecutionREST is the execution subresource: a runtime POSTs a TicketExecution when it has
@@ -102,12 +99,10 @@ func (r *ExecutionREST) New() runtime.Object { return &governance.TicketExecutio
 // Destroy does nothing: the tickets resource owns the storage.
 func (r *ExecutionREST) Destroy() {}
 
-// Create records the outcome on ticket name.
-func (r *ExecutionREST) Create(ctx context.Context, name string, obj runtime.Object, _ rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	if len(options.DryRun) > 0 {
-		return nil, errDryRun
-	}
-	return r.flow.ReportExecution(ctx, name, obj.(*governance.TicketExecution))
+// Create records the outcome on ticket name, after validating admission has seen it; a dry
+// run changes nothing.
+func (r *ExecutionREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	return r.flow.ReportExecution(ctx, name, obj.(*governance.TicketExecution), createValidation, options)
 }
 
 // Table prints OPERATION, VM, REQUESTER, STATE and APPROVALS.
@@ -130,5 +125,3 @@ var Table = table.New([]table.Column{
 		fmt.Sprintf("%d/%d", len(approvers), t.Spec.RequiredApprovals), table.OrNone(strings.Join(approvers, ",")),
 	}
 })
-
-var errDryRun = apierrors.NewBadRequest("dry-run is not supported for ticket decisions")

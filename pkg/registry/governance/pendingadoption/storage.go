@@ -4,7 +4,6 @@ package pendingadoption
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -68,10 +67,8 @@ func (r *AdoptREST) New() runtime.Object { return &governance.AdoptionRequest{} 
 // Destroy does nothing: the pendingadoptions resource owns the storage.
 func (r *AdoptREST) Destroy() {}
 
-// Create adopts the candidate name.
-func (r *AdoptREST) Create(ctx context.Context, name string, obj runtime.Object, _ rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	if len(options.DryRun) > 0 {
-		return nil, apierrors.NewBadRequest("dry-run is not supported for adoptions")
-	}
-	return r.flow.Adopt(ctx, name, obj.(*governance.AdoptionRequest))
+// Create adopts the candidate name, after validating admission has seen the request; a dry
+// run answers with the ManagedVM it would create and changes nothing.
+func (r *AdoptREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	return r.flow.Adopt(ctx, name, obj.(*governance.AdoptionRequest), createValidation, options)
 }
