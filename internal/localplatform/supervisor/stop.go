@@ -1,0 +1,90 @@
+package supervisor
+
+import (
+	"syscall"
+	"time"
+)
+
+// Hold ends supervision without touching the running incarnation: it is not restarted when it
+// dies. StopAll holds every process first, so that one stopping does not make another crash
+// and come back.
+func (p *Process) Hold() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopping {
+		p.stopping = true
+		close(p.halted)
+	}
+}
+
+// Stop ends supervision and the child: SIGTERM to its process group, SIGKILL once grace has
+// passed. It returns when no incarnation runs.
+func (p *Process) Stop(grace time.Duration) {
+	if p == nil {
+		return
+	}
+	p.signal(syscall.SIGTERM)
+	p.waitOrKill(time.Now().Add(grace))
+}
+
+// Kill ends supervision and kills the child at once, as a crash would (no chance to clean up,
+// a leader keeps its lease until it expires). It returns when no incarnation runs.
+func (p *Process) Kill() {
+	if p == nil {
+		return
+	}
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// signal holds the process and sends sig to the running incarnation's process group, which
+// includes anything the child started itself.
+func (p *Process) signal(sig syscall.Signal) {
+	p.Hold()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		// The group may be gone already (ESRCH): the incarnation is dying anyway.
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+}
+
+// waitOrKill waits for supervision to end, and kills the child at the deadline.
+func (p *Process) waitOrKill(deadline time.Time) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-p.done:
+	case <-timer.C:
+		p.Kill()
+	}
+}
+
+// StopAll stops groups of processes one group after the other, all within timeout: every
+// process is held first, then each group is sent SIGTERM and given an equal share of the time
+// left, and what still runs at the end of its share is killed. Nil processes are skipped.
+func StopAll(timeout time.Duration, groups ...[]*Process) {
+	for _, group := range groups {
+		for _, p := range group {
+			p.Hold()
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for i, group := range groups {
+		share := time.Until(deadline) / time.Duration(len(groups)-i)
+		groupDeadline := time.Now().Add(share)
+		for _, p := range group {
+			if p != nil {
+				p.signal(syscall.SIGTERM)
+			}
+		}
+		for _, p := range group {
+			if p != nil {
+				p.waitOrKill(groupDeadline)
+			}
+		}
+	}
+}

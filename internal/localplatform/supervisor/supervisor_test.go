@@ -1,0 +1,201 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// reports collects a process's reports.
+type reports chan string
+
+func (r reports) report(msg string) { r <- msg }
+
+// next is the next report, or a failure after timeout.
+func (r reports) next(t *testing.T, timeout time.Duration) string {
+	t.Helper()
+	select {
+	case msg := <-r:
+		return msg
+	case <-time.After(timeout):
+		t.Fatalf("no report within %s", timeout)
+		return ""
+	}
+}
+
+// none fails if a report arrives within d.
+func (r reports) none(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case msg := <-r:
+		t.Errorf("unexpected report: %s", msg)
+	case <-time.After(d):
+	}
+}
+
+func start(t *testing.T, spec Spec) (*Process, reports) {
+	t.Helper()
+	r := make(reports, 100)
+	spec.Report = r.report
+	if spec.LogDir == "" {
+		spec.LogDir = t.TempDir()
+	}
+	p, err := Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Kill() })
+	return p, r
+}
+
+// alive reports whether pid runs: a zombie is dead, whether or not anyone reaps it.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func TestRestartsAChildThatDies(t *testing.T) {
+	p, r := start(t, Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"},
+		Backoff: wait.Backoff{Duration: 50 * time.Millisecond}})
+	first := p.PID()
+	if first == 0 || p.Died() != nil {
+		t.Fatalf("after start: pid %d, died %v", first, p.Died())
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	died := r.next(t, 5*time.Second)
+	want := "sleeper (pid " + strconv.Itoa(first) + ") died: signal: killed; restarting in 50ms"
+	if !strings.HasPrefix(died, want) {
+		t.Errorf("report %q, want it to begin with %q", died, want)
+	}
+	back := r.next(t, 5*time.Second)
+	second := p.PID()
+	if second == 0 || second == first || !strings.HasPrefix(back, "sleeper is back (pid "+strconv.Itoa(second)+")") {
+		t.Errorf("after the restart: pid %d (was %d), report %q", second, first, back)
+	}
+	if err := p.Died(); err == nil || !strings.Contains(err.Error(), "signal: killed") {
+		t.Errorf("Died() = %v, want the first incarnation's end", err)
+	}
+}
+
+func TestReportsBackOnlyWhenReady(t *testing.T) {
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "ready")
+	p, r := start(t, Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"},
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond},
+		Ready: func(ctx context.Context) error {
+			_, err := os.Stat(flag)
+			return err
+		}})
+	_ = syscall.Kill(p.PID(), syscall.SIGKILL)
+	r.next(t, 5*time.Second) // died
+	r.none(t, 500*time.Millisecond)
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if back := r.next(t, 5*time.Second); !strings.Contains(back, "is back") {
+		t.Errorf("report %q, want the child back", back)
+	}
+}
+
+func TestBacksOffAChildThatKeepsDying(t *testing.T) {
+	_, r := start(t, Spec{Name: "crasher", Path: "sh", Args: []string{"-c", "exit 3"},
+		Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Steps: 100, Cap: 160 * time.Millisecond}})
+	delay := regexp.MustCompile(`^crasher \(pid \d+\) died: exit status 3; restarting in (\w+) `)
+	var got []string
+	for len(got) < 6 {
+		msg := r.next(t, 5*time.Second)
+		m := delay.FindStringSubmatch(msg)
+		if m == nil {
+			t.Fatalf("unexpected report %q", msg)
+		}
+		got = append(got, m[1])
+	}
+	if want := "20ms 40ms 80ms 160ms 160ms 160ms"; strings.Join(got, " ") != want {
+		t.Errorf("restart delays %v, want %s", got, want)
+	}
+}
+
+func TestStopEndsChildAndSupervision(t *testing.T) {
+	p, r := start(t, Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"},
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond}})
+	pid := p.PID()
+	began := time.Now()
+	p.Stop(10 * time.Second)
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("Stop took %s for a child that ends on SIGTERM", took)
+	}
+	if alive(pid) || p.PID() != 0 {
+		t.Errorf("child %d still runs after Stop (PID() = %d)", pid, p.PID())
+	}
+	r.none(t, 200*time.Millisecond)
+}
+
+func TestStopKillsAChildThatIgnoresSIGTERM(t *testing.T) {
+	p, r := start(t, Spec{Name: "stubborn", Path: "sh", Args: []string{"-c", `trap "" TERM; while :; do sleep 0.05; done`},
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond}})
+	pid := p.PID()
+	time.Sleep(100 * time.Millisecond) // let the shell set its trap
+	began := time.Now()
+	p.Stop(300 * time.Millisecond)
+	if took := time.Since(began); took < 300*time.Millisecond || took > 2*time.Second {
+		t.Errorf("Stop took %s, want the 300ms grace and then a kill", took)
+	}
+	if alive(pid) {
+		t.Errorf("child %d still runs after Stop", pid)
+	}
+	r.none(t, 200*time.Millisecond)
+}
+
+func TestKillDoesNotRestart(t *testing.T) {
+	p, r := start(t, Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"},
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond}})
+	pid := p.PID()
+	p.Kill()
+	if alive(pid) || p.PID() != 0 {
+		t.Errorf("child %d still runs after Kill", pid)
+	}
+	r.none(t, 200*time.Millisecond)
+}
+
+func TestStopAllStopsGroupsInOrderWithinTheTimeout(t *testing.T) {
+	dir := t.TempDir()
+	order := filepath.Join(dir, "order")
+	child := func(name string, ignoreTerm bool) *Process {
+		script := `trap 'echo ` + name + ` >> "$0"; exit 0' TERM; while :; do sleep 0.05; done`
+		if ignoreTerm {
+			script = `trap '' TERM; while :; do sleep 0.05; done`
+		}
+		p, _ := start(t, Spec{Name: name, Path: "sh", Args: []string{"-c", script, order}, LogDir: dir})
+		return p
+	}
+	a, b, stubborn, c := child("a", false), child("b", false), child("stubborn", true), child("c", false)
+	time.Sleep(200 * time.Millisecond) // let the shells set their traps
+	began := time.Now()
+	StopAll(1500*time.Millisecond, []*Process{a, nil}, []*Process{b, stubborn}, []*Process{c})
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("StopAll took %s, want at most its 1.5s timeout", took)
+	}
+	data, _ := os.ReadFile(order)
+	if got := strings.Fields(string(data)); strings.Join(got, " ") != "a b c" {
+		t.Errorf("stopped in order %v, want a b c", got)
+	}
+	for _, p := range []*Process{a, b, stubborn, c} {
+		if p.PID() != 0 {
+			t.Errorf("%s still runs", p.spec.Name)
+		}
+	}
+}
