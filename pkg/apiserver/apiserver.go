@@ -60,7 +60,7 @@ func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 	return out
 }
 
-// Config is the server's configuration.
+// Config is the server's configuration, as pkg/cmd/apiserver builds it from validated options.
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
 	// EncryptionKeys seal target clusters' kubeconfigs; nil refuses to store them.
@@ -69,16 +69,27 @@ type Config struct {
 	RuntimeUsers []string
 }
 
-// CompletedConfig is a Config whose defaults are filled in.
-type CompletedConfig struct {
+// completedConfig is a Config whose generic part has its defaults filled in.
+type completedConfig struct {
 	GenericConfig  genericapiserver.CompletedConfig
 	EncryptionKeys keyring.Source
 	RuntimeUsers   []string
 }
 
-// Complete fills in defaults.
+// CompletedConfig is what New is built from. Its only field is private, so outside this
+// package the one way to get a usable value is Config.Complete: a server can never be built
+// from a configuration whose defaults were skipped.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+// Complete fills in defaults. It mutates the generic configuration it completes.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), EncryptionKeys: c.EncryptionKeys, RuntimeUsers: c.RuntimeUsers}
+	return CompletedConfig{&completedConfig{
+		GenericConfig:  c.GenericConfig.Complete(),
+		EncryptionKeys: c.EncryptionKeys,
+		RuntimeUsers:   c.RuntimeUsers,
+	}}
 }
 
 // Server is a running plinth-apiserver.
@@ -87,7 +98,7 @@ type Server struct {
 }
 
 // New builds the server and installs every API group.
-func (c CompletedConfig) New() (*Server, error) {
+func (c completedConfig) New() (*Server, error) {
 	genericServer, err := c.GenericConfig.New("plinth-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err

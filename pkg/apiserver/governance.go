@@ -94,7 +94,7 @@ func governanceStorage(optsGetter generic.RESTOptionsGetter, authz authorizer.Au
 	}, nil
 }
 
-func (c CompletedConfig) installGovernance(s *genericapiserver.GenericAPIServer, clusters *cluster.REST) error {
+func (c completedConfig) installGovernance(s *genericapiserver.GenericAPIServer, clusters *cluster.REST) error {
 	group := genericapiserver.NewDefaultAPIGroupInfo(governance.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = Serializer
 	storage, err := governanceStorage(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.Authorization.Authorizer, clusters, c.RuntimeUsers)

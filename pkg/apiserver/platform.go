@@ -13,7 +13,7 @@ import (
 // installPlatform serves platform.plinth.dev: Clusters, their status and their sealed
 // credentials. It returns the Clusters' REST: the governance flow reads its store to place VMs,
 // and guards its deletion.
-func (c CompletedConfig) installPlatform(s *genericapiserver.GenericAPIServer) (*cluster.REST, error) {
+func (c completedConfig) installPlatform(s *genericapiserver.GenericAPIServer) (*cluster.REST, error) {
 	group := genericapiserver.NewDefaultAPIGroupInfo(platform.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = Serializer
 	clusters, status, credentials, err := cluster.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.EncryptionKeys)

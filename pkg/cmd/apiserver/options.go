@@ -1,15 +1,21 @@
-// Package apiserver is plinth-apiserver's command: flags → options → config → run.
+// Package apiserver is plinth-apiserver's command, built the way k8s.io/sample-apiserver's is:
+// flags fill Options; Complete derives what they imply, Validate refuses bad combinations,
+// and only then Run writes files, starts the embedded etcd and turns the options into a
+// Config whose completed form builds the server.
 package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -42,7 +48,8 @@ import (
 
 const etcdPathPrefix = "/registry/plinth.dev"
 
-// Options are plinth-apiserver's flags.
+// Options are plinth-apiserver's flags. Use them in the order NewCommand does: Complete,
+// Validate, Run.
 type Options struct {
 	Recommended *genericoptions.RecommendedOptions
 
@@ -63,6 +70,13 @@ type Options struct {
 	EncryptionKeyFile string
 
 	Out io.Writer
+
+	// embeddedEtcd is set by Complete when --etcd-servers is not given: Run starts an etcd
+	// under DataDir.
+	embeddedEtcd bool
+	// createKeyFile is set by Complete for --standalone without --encryption-key-file: Run
+	// creates the key file.
+	createKeyFile bool
 
 	// informers feeds the admission plugins; started after the server starts.
 	informers informers.SharedInformerFactory
@@ -101,7 +115,9 @@ func NewOptions(out io.Writer) *Options {
 	return o
 }
 
-// NewCommand returns the plinth-apiserver command.
+// NewCommand returns the plinth-apiserver command. It runs the options through Complete,
+// Validate and Run, in that order: nothing is written and nothing is started before the
+// flags have passed validation.
 func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plinth-apiserver",
@@ -112,11 +128,22 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 			"directly. Without --etcd-servers it runs an embedded etcd under --data-dir.",
 		SilenceUsage: true,
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			return o.Run(c.Context())
 		},
 	}
 	cmd.SetContext(ctx)
-	flags := cmd.Flags()
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// AddFlags adds the generic server's flags and Plinth's own to flags.
+func (o *Options) AddFlags(flags *pflag.FlagSet) {
 	o.Recommended.AddFlags(flags)
 	utilfeature.DefaultMutableFeatureGate.AddFlag(flags)
 	flags.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory of the embedded etcd's data, used when --etcd-servers is not given.")
@@ -126,12 +153,94 @@ func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 	flags.StringSliceVar(&o.PlatformGroups, "platform-groups", o.PlatformGroups, "Groups that may use the internal APIs (PlatformPolicy, ResourceBinding, WorkloadPlan), subject to RBAC. Everyone else is denied whatever RBAC grants.")
 	flags.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "Key file (YAML: keys: [{id, secret: base64 of 32 bytes}]) whose first key encrypts target clusters' kubeconfigs and whose every key decrypts them. Without it, Clusters cannot be created. With --standalone, a file is created under --standalone-dir when none is given.")
 	flags.StringSliceVar(&o.PlatformUsers, "platform-users", o.PlatformUsers, "Users (such as the controller's service account) that may use the internal APIs, subject to RBAC.")
-	return cmd
 }
 
-// Run starts the embedded etcd if needed, then serves until ctx ends.
+// Complete derives the settings the flags imply. It only computes: files and processes are
+// left to Run, so that a command line Validate refuses leaves no trace on the machine.
+func (o *Options) Complete() error {
+	o.embeddedEtcd = len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0
+	if o.Standalone {
+		o.completeStandalone()
+	}
+	return nil
+}
+
+// completeStandalone points authentication at the private CA Run will create and turns off
+// everything that needs a kube-apiserver: delegated token and access reviews, the core API
+// client, Kubernetes admission plugins and priority-and-fairness.
+func (o *Options) completeStandalone() {
+	f := standalone.FilesIn(o.StandaloneDir)
+	r := o.Recommended
+	if r.SecureServing.ServerCert.CertKey.CertFile == "" {
+		r.SecureServing.ServerCert.CertKey.CertFile = f.Serving.Cert
+		r.SecureServing.ServerCert.CertKey.KeyFile = f.Serving.Key
+	}
+	r.Authentication.ClientCert.ClientCA = f.CA.Cert
+	r.Authentication.RemoteKubeConfigFileOptional = true
+	r.Authentication.SkipInClusterLookup = true
+	r.Authorization.RemoteKubeConfigFileOptional = true
+	r.CoreAPI = nil
+	r.Admission = nil
+	r.Features.EnablePriorityAndFairness = false
+	if o.EncryptionKeyFile == "" {
+		o.EncryptionKeyFile = filepath.Join(o.StandaloneDir, "encryption-keys.yaml")
+		o.createKeyFile = true
+	}
+}
+
+// Validate reports every problem with the completed options at once.
+func (o *Options) Validate() error {
+	recommended := *o.Recommended
+	if o.embeddedEtcd {
+		// The embedded etcd's address exists only once Run has started it; everything else
+		// about storage is checked now.
+		etcd := *recommended.Etcd
+		etcd.StorageConfig.Transport.ServerList = []string{"http://127.0.0.1:2379"}
+		recommended.Etcd = &etcd
+	}
+	errs := recommended.Validate()
+	if o.embeddedEtcd && o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty when --etcd-servers is not given"))
+	}
+	if o.Standalone {
+		if o.StandaloneDir == "" {
+			errs = append(errs, errors.New("--standalone-dir must not be empty with --standalone"))
+		}
+		if o.Recommended.SecureServing.BindPort == 0 {
+			errs = append(errs, errors.New("--standalone needs a --secure-port: the admin kubeconfig points at it"))
+		}
+	}
+	for _, flag := range []struct {
+		name   string
+		values []string
+	}{{"--platform-groups", o.PlatformGroups}, {"--platform-users", o.PlatformUsers}} {
+		for _, v := range flag.values {
+			if strings.TrimSpace(v) == "" {
+				errs = append(errs, fmt.Errorf("%s must not contain an empty name", flag.name))
+				break
+			}
+		}
+	}
+	if o.EncryptionKeyFile != "" && !o.createKeyFile {
+		// Read, not written: a key file that cannot be used stops the server before it starts
+		// rather than when the first Cluster is created.
+		if _, err := keyring.Load(o.EncryptionKeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--encryption-key-file: %w", err))
+		}
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// Run writes the standalone credentials and starts the embedded etcd when the options ask for
+// them, then builds the server and serves until ctx ends. Call it on completed, validated
+// options.
 func (o *Options) Run(ctx context.Context) error {
-	if len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0 {
+	if o.Standalone {
+		if err := o.writeStandaloneFiles(); err != nil {
+			return err
+		}
+	}
+	if o.embeddedEtcd {
 		etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Dir: o.DataDir, UnsafeNoFsync: o.EmbeddedEtcdUnsafeNoFsync})
 		if err != nil {
 			return err
@@ -140,14 +249,6 @@ func (o *Options) Run(ctx context.Context) error {
 		defer etcd.Close()
 		klog.InfoS("Started embedded etcd", "dataDir", o.DataDir, "clientURL", etcd.ClientURL)
 		o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
-	}
-	if o.Standalone {
-		if err := o.applyStandalone(); err != nil {
-			return err
-		}
-	}
-	if errs := o.Recommended.Validate(); len(errs) > 0 {
-		return utilerrors.NewAggregate(errs)
 	}
 	config, err := o.Config()
 	if err != nil {
@@ -175,39 +276,24 @@ func (o *Options) Run(ctx context.Context) error {
 	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }
 
-// applyStandalone configures authentication against the private CA and turns off everything
-// that needs a kube-apiserver: delegated token and access reviews, the core API client,
-// Kubernetes admission plugins and priority-and-fairness.
-func (o *Options) applyStandalone() error {
+// writeStandaloneFiles creates the private CA, the serving and admin certificates and the key
+// file unless they exist, and writes the admin kubeconfig for this server's address.
+func (o *Options) writeStandaloneFiles() error {
 	f := standalone.FilesIn(o.StandaloneDir)
 	if err := standalone.EnsurePKI(f); err != nil {
 		return fmt.Errorf("preparing standalone certificates: %w", err)
 	}
-	r := o.Recommended
-	if r.SecureServing.ServerCert.CertKey.CertFile == "" {
-		r.SecureServing.ServerCert.CertKey.CertFile = f.Serving.Cert
-		r.SecureServing.ServerCert.CertKey.KeyFile = f.Serving.Key
-	}
-	r.Authentication.ClientCert.ClientCA = f.CA.Cert
-	r.Authentication.RemoteKubeConfigFileOptional = true
-	r.Authentication.SkipInClusterLookup = true
-	r.Authorization.RemoteKubeConfigFileOptional = true
-	r.CoreAPI = nil
-	r.Admission = nil
-	r.Features.EnablePriorityAndFairness = false
-	if o.EncryptionKeyFile == "" {
-		o.EncryptionKeyFile = filepath.Join(o.StandaloneDir, "encryption-keys.yaml")
+	if o.createKeyFile {
 		if err := keyring.EnsureFile(o.EncryptionKeyFile); err != nil {
 			return fmt.Errorf("preparing the standalone key file: %w", err)
 		}
 	}
-
-	host := r.SecureServing.BindAddress.String()
-	if r.SecureServing.BindAddress.IsUnspecified() {
+	serving := o.Recommended.SecureServing
+	host := serving.BindAddress.String()
+	if serving.BindAddress.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	url := "https://" + net.JoinHostPort(host, strconv.Itoa(r.SecureServing.BindPort))
-	return standalone.WriteKubeconfig(f, url)
+	return standalone.WriteKubeconfig(f, "https://"+net.JoinHostPort(host, strconv.Itoa(serving.BindPort)))
 }
 
 // Config turns the options into the server's configuration.
