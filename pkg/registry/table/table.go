@@ -5,12 +5,11 @@ package table
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
@@ -54,52 +53,35 @@ func New[T runtime.Object](columns []Column, cells func(obj T) []interface{}) Co
 	return Convertor[T]{columns: defs, cells: cells}
 }
 
-// ConvertToTable converts one object or a list.
+// ConvertToTable converts one object or a list. Rows come from the apimachinery helper every
+// Kubernetes registry uses, so NAME and AGE read exactly as on built-in kinds.
 func (c Convertor[T]) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{}
 	if opts, ok := tableOptions.(*metav1.TableOptions); !ok || !opts.NoHeaders {
 		table.ColumnDefinitions = c.columns
 	}
-	row := func(obj runtime.Object) error {
+	var err error
+	table.Rows, err = metatable.MetaToTableRow(object, func(obj runtime.Object, _ metav1.Object, name, age string) ([]interface{}, error) {
 		typed, ok := obj.(T)
 		if !ok {
-			return fmt.Errorf("table: unexpected object type %T", obj)
+			return nil, fmt.Errorf("table: unexpected object type %T", obj)
 		}
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return err
-		}
-		cells := append([]interface{}{m.GetName()}, c.cells(typed)...)
-		cells = append(cells, Age(m.GetCreationTimestamp()))
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: obj}})
-		return nil
+		cells := append([]interface{}{name}, c.cells(typed)...)
+		return append(cells, age), nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if meta.IsListType(object) {
-		if err := meta.EachListItem(object, row); err != nil {
-			return nil, err
-		}
 		if l, err := meta.ListAccessor(object); err == nil {
 			table.ResourceVersion = l.GetResourceVersion()
 			table.Continue = l.GetContinue()
 			table.RemainingItemCount = l.GetRemainingItemCount()
 		}
-		return table, nil
-	}
-	if err := row(object); err != nil {
-		return nil, err
-	}
-	if m, err := meta.Accessor(object); err == nil {
+	} else if m, err := meta.Accessor(object); err == nil {
 		table.ResourceVersion = m.GetResourceVersion()
 	}
 	return table, nil
-}
-
-// Age renders a creation timestamp the way kubectl does, for example 5m or 3d.
-func Age(t metav1.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(time.Since(t.Time))
 }
 
 // OrNone renders an empty string as <none>, as kubectl does for unset values.
