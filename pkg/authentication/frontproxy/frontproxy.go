@@ -27,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
+	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/utils/clock"
 )
 
@@ -71,20 +72,9 @@ func newWithClock(config *authenticatorfactory.RequestHeaderConfig, next authent
 		clock:    clk,
 	}
 	// The library's chain adds system:authenticated to every user it accepts; so must this.
-	return a, firstThen{first: group.NewAuthenticatedGroupAdder(authenticator.RequestFunc(a.authenticateProxy)), next: next}
-}
-
-// firstThen asks first, and next whenever first does not accept the request. Errors from
-// first are not reported: next repeats the same checks and reports its own.
-type firstThen struct {
-	first, next authenticator.Request
-}
-
-func (f firstThen) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
-	if resp, ok, err := f.first.AuthenticateRequest(req); ok && err == nil {
-		return resp, true, nil
-	}
-	return f.next.AuthenticateRequest(req)
+	// authenticateProxy never fails with an error, it only declines, so the union hands
+	// every request it declines to next, which then decides and reports errors itself.
+	return a, union.New(group.NewAuthenticatedGroupAdder(authenticator.RequestFunc(a.authenticateProxy)), next)
 }
 
 // authenticateProxy answers only for a verified proxy chain with a user header.
