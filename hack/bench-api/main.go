@@ -25,6 +25,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -270,14 +271,15 @@ func install(ctx context.Context, binDir, kubeconfig string, cfg *rest.Config) e
 		return err
 	}
 	// The CRD's discovery reaches kube-apiserver's handlers a moment after Established.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := kube.Discovery().ServerResourcesForGroupVersion("bench.plinth.dev/v1b1")
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
+	var discoveryErr error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, discoveryErr = kube.Discovery().ServerResourcesForGroupVersion("bench.plinth.dev/v1b1")
+		return discoveryErr == nil, nil
+	})
+	if wait.Interrupted(err) && discoveryErr != nil {
+		return discoveryErr
 	}
+	return err
 }
 
 // buildTargets returns the four targets in the order a, b, c, d, and the size of the object.

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -189,28 +190,30 @@ func (p *Plinth) waitReady(timeout time.Duration) error {
 	// readyz is always allowed, so a plain TLS client without a certificate can poll it.
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.Port)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	var last string
-	for {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, false, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("exited: %v", p.exitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("timed out; last answer: %s", last)
-		case <-time.After(200 * time.Millisecond):
+			return false, fmt.Errorf("exited: %v", p.exitErr)
+		default:
 		}
-		resp, err := client.Get(url)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			last = err.Error()
-			continue
+			return false, nil
 		}
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return nil
-		}
 		last = resp.Status
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("timed out; last answer: %s", last)
 	}
+	return err
 }
 
 // FreePorts asks the kernel for n distinct free loopback ports (see localplatform.FreePorts).
