@@ -1,6 +1,7 @@
 // Command local-up is `make run`: it starts the local platform (etcd, kube-apiserver,
 // kube-controller-manager, plinth-apiserver behind an APIService), prints one line with the
-// admin kubeconfig, and stops everything in order on Ctrl-C.
+// admin kubeconfig, reports and restarts a component that dies, and stops everything in order
+// on Ctrl-C, within ten seconds. Its children die with it even when it is killed.
 package main
 
 import (
@@ -43,6 +44,8 @@ func main() {
 	fmt.Printf("plinth is ready in %s: export KUBECONFIG=%s (demo users: alice, bob, carol, dana in %s; Ctrl-C stops)\n",
 		time.Since(started).Round(100*time.Millisecond), abs, filepath.Dir(abs))
 	<-ctx.Done()
+	// A second Ctrl-C kills local-up at once; its children die with it.
+	stop()
 	fmt.Fprintln(os.Stderr, "plinth: stopping plinth-controller, plinth-apiserver, kwok, kube-scheduler, kube-controller-manager, kube-apiserver, etcd")
 	platform.Stop()
 }

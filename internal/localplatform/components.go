@@ -1,0 +1,130 @@
+package localplatform
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/plinth-dev/plinth/internal/localplatform/supervisor"
+)
+
+// run starts a component binary under supervision: its deaths and returns are reported on
+// the platform's output, and ready (if any) tells when a restarted one serves again.
+func (p *Platform) run(name string, ready func(context.Context) error, args ...string) (*supervisor.Process, error) {
+	return supervisor.Start(supervisor.Spec{
+		Name: name, Path: p.bin(name), Args: args, LogDir: p.LogDir(), Ready: ready,
+		Report: func(msg string) { fmt.Fprintf(p.cfg.Progress, "plinth: %s\n", msg) },
+	})
+}
+
+func (p *Platform) startEtcd(ctx context.Context) error {
+	client := fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPeerPort)
+	args := []string{
+		"--name", "plinth-local", "--data-dir", filepath.Join(p.cfg.Dir, "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "plinth-local=" + peer,
+		"--log-level", "warn",
+	}
+	if p.cfg.EtcdUnsafeNoFsync {
+		args = append(args, "--unsafe-no-fsync")
+	}
+	ready := listening(fmt.Sprintf("127.0.0.1:%d", p.cfg.EtcdPort))
+	var err error
+	if p.etcd, err = p.run("etcd", ready, args...); err != nil {
+		return err
+	}
+	return waitFor(ctx, "etcd", 30*time.Second, p.etcd, ready)
+}
+
+func (p *Platform) startKubeAPIServer(ctx context.Context) error {
+	path := func(name string) string { return filepath.Join(p.pkiDir, name) }
+	var err error
+	p.kube, err = p.run("kube-apiserver", p.kubeReady,
+		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort),
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.KubePort),
+		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
+		// A /16 (65,534 Services): the benchmarks run a thousand workloads with a Service each.
+		"--service-cluster-ip-range", "10.0.0.0/16",
+		"--authorization-mode", "RBAC",
+		"--client-ca-file", path("ca.crt"),
+		"--tls-cert-file", path("kube-apiserver.crt"), "--tls-private-key-file", path("kube-apiserver.key"),
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", path("sa.pub"), "--service-account-signing-key-file", path("sa.key"),
+		// The front proxy: kube-apiserver authenticates to aggregated servers with this client
+		// certificate and passes the user in these headers; they trust only this CA and name.
+		"--requestheader-client-ca-file", path("front-proxy-ca.crt"),
+		"--requestheader-allowed-names", "front-proxy-client",
+		"--requestheader-username-headers", "X-Remote-User",
+		"--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", path("front-proxy-client.crt"), "--proxy-client-key-file", path("front-proxy-client.key"),
+	)
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, "kube-apiserver", 120*time.Second, p.kube, p.kubeReady)
+}
+
+func (p *Platform) startControllerManager() error {
+	var err error
+	p.kcm, err = p.run("kube-controller-manager", nil,
+		"--kubeconfig", p.AdminKubeconfig(),
+		"--authentication-kubeconfig", p.AdminKubeconfig(),
+		"--authorization-kubeconfig", p.AdminKubeconfig(),
+		"--bind-address", "127.0.0.1", "--secure-port", "0",
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		// One machine, one user: the default 20 requests per second would make a thousand
+		// Deployments take minutes for no reason.
+		"--kube-api-qps", "500", "--kube-api-burst", "1000",
+		"--concurrent-deployment-syncs", "10", "--concurrent-replicaset-syncs", "10",
+		"--service-account-private-key-file", filepath.Join(p.pkiDir, "sa.key"),
+		"--root-ca-file", filepath.Join(p.pkiDir, "ca.crt"),
+		// Role aggregation makes plinth's tenant roles part of admin/edit/view; the others
+		// give namespaces, owner references and Deployments their usual behaviour.
+		"--controllers", "clusterrole-aggregation-controller,garbage-collector-controller,namespace-controller,"+
+			"serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,"+
+			"deployment-controller,replicaset-controller,statefulset-controller,endpointslice-controller,node-lifecycle-controller",
+	)
+	return err
+}
+
+func (p *Platform) startScheduler() error {
+	var err error
+	p.scheduler, err = p.run("kube-scheduler", nil,
+		"--kubeconfig", p.AdminKubeconfig(), "--leader-elect=false", "--secure-port", "0",
+		"--kube-api-qps", "500", "--kube-api-burst", "1000")
+	return err
+}
+
+// startKwok runs kwok, which keeps the fake nodes (registerNodes) Ready and reports their
+// pods Running, so workloads really become available.
+func (p *Platform) startKwok() error {
+	stages, err := filepath.Glob(filepath.Join(p.cfg.BinDir, "..", "kwok-stages", "*.yaml"))
+	if err != nil || len(stages) == 0 {
+		return fmt.Errorf("kwok stages are missing under %s/../kwok-stages (hack/build-tools.sh kwok writes them)", p.cfg.BinDir)
+	}
+	// kwok renews a Lease per node, as a kubelet does. The heartbeat stage writes node status
+	// only every ten minutes, so without leases kube-controller-manager's node lifecycle
+	// controller finds the nodes silent after its 50 s grace period, marks them and every pod
+	// on them NotReady, and kwok's pod-ready stage (for Pending pods only) never makes those
+	// pods Ready again: workloads would fall out of Ready a minute after start.
+	address := fmt.Sprintf("127.0.0.1:%d", p.cfg.KwokPort)
+	args := []string{"--kubeconfig", p.AdminKubeconfig(), "--manage-all-nodes=true", "--cidr", "10.244.0.0/16",
+		"--node-lease-duration-seconds", "40",
+		"--server-address", address}
+	vmStages := filepath.Join(p.cfg.Dir, "kwok-virtualmachines.yaml")
+	if err := os.WriteFile(vmStages, []byte(virtualMachineStages), 0o644); err != nil {
+		return err
+	}
+	for _, s := range append(stages, vmStages) {
+		args = append(args, "--config", s)
+	}
+	p.kwok, err = p.run("kwok", listening(address), args...)
+	return err
+}

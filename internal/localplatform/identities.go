@@ -1,0 +1,40 @@
+package localplatform
+
+// LocalCluster is the name under which the local kube-apiserver is registered as a target
+// Cluster, and TargetUser the identity of its kubeconfig.
+const (
+	LocalCluster = "local"
+	TargetUser   = "plinth:target:local"
+)
+
+// Demo identities, each with a kubeconfig in the platform directory.
+var Identities = []Identity{
+	{User: "admin", Groups: []string{"system:masters"}},
+	{User: "alice", Namespace: "team-a"},
+	{User: "bob", Namespace: "team-b"},
+	{User: "carol", Groups: []string{"platform:approvers"}},
+	{User: "dana", Groups: []string{"platform:admins"}},
+	// The controller's service account, authenticated by certificate so the local platform
+	// needs no token machinery; RBAC matches it like the real service account.
+	{User: ControllerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:plinth-system"}, Namespace: "plinth-system"},
+}
+
+// ControllerUser is plinth-controller's service account identity.
+const ControllerUser = "system:serviceaccount:plinth-system:plinth-controller"
+
+const apiserverUser = "system:serviceaccount:plinth-system:plinth-apiserver"
+
+// Identity is a user of the local platform.
+type Identity struct {
+	User      string
+	Groups    []string
+	Namespace string
+}
+
+// KubeconfigName is the file name of an identity's kubeconfig.
+func KubeconfigName(user string) string {
+	if user == ControllerUser {
+		return "plinth-controller.kubeconfig"
+	}
+	return user + ".kubeconfig"
+}

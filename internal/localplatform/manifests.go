@@ -1,0 +1,169 @@
+package localplatform
+
+import (
+	"context"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The simulated KubeVirt of the local cluster: CRDs and RBAC first, then, once the CRDs are
+// established, the KubeVirt resource with its version and feature gates.
+var (
+	//go:embed kubevirt.yaml
+	kubevirtManifest string
+	//go:embed kubevirt-cr.yaml
+	kubevirtResource string
+	//go:embed kwok-virtualmachines.yaml
+	virtualMachineStages string
+)
+
+// install applies artifacts/deploy as a cluster admin would, then what only the local platform
+// needs: the Service resolves to this machine (ExternalName localhost) because no pod runs
+// plinth-apiserver, and the APIService gets the local CA bundle and port.
+func (p *Platform) install(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(p.cfg.ArtifactsDir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if replacedLocally[filepath.Base(f)] {
+			continue
+		}
+		if err := p.kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", f); err != nil {
+			return err
+		}
+	}
+	if err := p.kubectlStdin(ctx, localManifest(p.cfg.PlinthPort), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(p.pkiDir, "plinth-ca.crt"))
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"spec":{"caBundle":%q,"service":{"port":%d}}}`, base64.StdEncoding.EncodeToString(caPEM), p.cfg.PlinthPort)
+	for _, apiService := range APIServices {
+		if err := p.kubectl(ctx, "patch", "apiservice", apiService, "--type", "merge", "-p", patch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installKubeVirt installs the simulated KubeVirt (see kubevirt.yaml).
+func (p *Platform) installKubeVirt(ctx context.Context) error {
+	if err := p.kubectlStdin(ctx, kubevirtManifest, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+		return err
+	}
+	if err := p.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/kubevirts.kubevirt.io", "crd/virtualmachines.kubevirt.io", "crd/virtualmachineinstances.kubevirt.io"); err != nil {
+		return err
+	}
+	if err := p.kubectlStdin(ctx, kubevirtResource, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+		return err
+	}
+	return waitFor(ctx, "KubeVirt's OpenAPI", 60*time.Second, nil, p.openAPIServed("/openapi/v3/apis/kubevirt.io/v1"))
+}
+
+// registerNodes registers the fake nodes that kwok keeps Ready and runs pods on.
+func (p *Platform) registerNodes(ctx context.Context) error {
+	nodes := p.cfg.Nodes
+	if nodes == 0 {
+		nodes = 3
+	}
+	var manifest strings.Builder
+	for i := 0; i < nodes; i++ {
+		fmt.Fprintf(&manifest, `apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-%d
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {type: kwok, kubernetes.io/hostname: kwok-node-%d}
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "250"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "250"}
+---
+`, i, i)
+	}
+	return p.kubectlStdin(ctx, manifest.String(), "apply", "-f", "-")
+}
+
+// registerLocalCluster registers the local kube-apiserver as the target Cluster "local", with a
+// self-contained kubeconfig of the plinth:targets identity, unless it is registered already.
+func (p *Platform) registerLocalCluster(ctx context.Context) error {
+	kubeconfig, err := p.TargetKubeconfig(p.kubeURL)
+	if err != nil {
+		return err
+	}
+	manifest, err := ClusterManifest(LocalCluster, "The local platform's own kube-apiserver, with a simulated KubeVirt.", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, p.bin("kubectl"), "--kubeconfig", p.AdminKubeconfig(), "create", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "AlreadyExists") {
+		// kubectl's message names the object, never the kubeconfig.
+		return fmt.Errorf("registering Cluster %s: %v\n%s", LocalCluster, err, out)
+	}
+	return nil
+}
+
+// ClusterManifest is the YAML of a Cluster with the given kubeconfig.
+func ClusterManifest(name, description string, kubeconfig []byte) (string, error) {
+	data, err := json.Marshal(map[string]any{
+		"apiVersion": "platform.plinth.dev/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"description": description, "kubeconfig": string(kubeconfig)},
+	})
+	return string(data), err
+}
+
+// replacedLocally are the artifacts the local platform replaces: no pod runs plinth-apiserver
+// or plinth-controller, so there are no Deployments, and the Service points at this machine.
+var replacedLocally = map[string]bool{"60-service.yaml": true, "70-deployment.yaml": true, "80-controller-deployment.yaml": true}
+
+func localManifest(plinthPort int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: v1
+kind: Service
+metadata:
+  name: plinth-apiserver
+  namespace: plinth-system
+spec:
+  type: ExternalName
+  externalName: localhost
+  ports:
+  - name: https
+    port: %d
+`, plinthPort)
+	// Each tenant identity edits its own namespace with the built-in edit role.
+	for _, id := range Identities {
+		if id.Namespace == "" || len(id.Groups) > 0 {
+			continue
+		}
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[2]s
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: %[1]s-edit
+  namespace: %[2]s
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[1]s}
+`, id.User, id.Namespace)
+	}
+	return b.String()
+}

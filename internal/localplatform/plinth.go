@@ -1,0 +1,80 @@
+package localplatform
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/plinth-dev/plinth/pkg/pki"
+)
+
+// APIServices are the APIService objects plinth-apiserver serves, one per group/version.
+var APIServices = []string{"v1b1.score.dev", "v1alpha1.governance.plinth.dev", "v1alpha1.platform.plinth.dev"}
+
+// StartPlinth starts plinth-apiserver and waits until its APIServices answer through
+// kube-apiserver and its OpenAPI is served there.
+func (p *Platform) StartPlinth(ctx context.Context) error {
+	serving := pki.PairIn(p.pkiDir, "plinth-serving")
+	var err error
+	p.plinth, err = p.run("plinth-apiserver", p.plinthReady,
+		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort),
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.PlinthPort),
+		"--tls-cert-file", serving.Cert, "--tls-private-key-file", serving.Key,
+		"--kubeconfig", p.plinthKubeconfig(),
+		"--authentication-kubeconfig", p.plinthKubeconfig(),
+		"--authorization-kubeconfig", p.plinthKubeconfig(),
+		"--encryption-key-file", p.EncryptionKeyFile(),
+	)
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "plinth-apiserver's APIServices", 90*time.Second, p.plinth, p.plinthReady); err != nil {
+		return err
+	}
+	// The aggregated OpenAPI appears shortly after the APIService turns Available; kubectl
+	// explain and server-side apply need it.
+	return waitFor(ctx, "plinth-apiserver's OpenAPI", 60*time.Second, p.plinth, p.openAPIServed(
+		"/openapi/v3/apis/score.dev/v1b1", "/openapi/v3/apis/governance.plinth.dev/v1alpha1", "/openapi/v3/apis/platform.plinth.dev/v1alpha1"))
+}
+
+// StopPlinth stops plinth-apiserver only.
+func (p *Platform) StopPlinth() {
+	p.plinth.Stop(30 * time.Second)
+	p.plinth = nil
+}
+
+// StartController starts plinth-controller (with leader election) as the controller's
+// service account, and waits until it serves its health port. Several may run; one leads.
+func (p *Platform) StartController() error {
+	address := fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort)
+	args := []string{"--kubeconfig", p.Kubeconfig(ControllerUser), "--bind-address", address,
+		"--encryption-key-file", p.EncryptionKeyFile()}
+	if p.cfg.ProvisionersConfig != "" {
+		args = append(args, "--provisioners-config", p.cfg.ProvisionersConfig)
+	}
+	args = append(args, p.cfg.ControllerArgs...)
+	var err error
+	if p.controller, err = p.run("plinth-controller", listening(address), args...); err != nil {
+		return err
+	}
+	return waitFor(context.Background(), "plinth-controller", 30*time.Second, p.controller, listening(address))
+}
+
+// StopController stops plinth-controller.
+func (p *Platform) StopController() {
+	p.controller.Stop(20 * time.Second)
+	p.controller = nil
+}
+
+// KillController kills plinth-controller without letting it release its lease, as a crash
+// would, and leaves it down.
+func (p *Platform) KillController() {
+	p.controller.Kill()
+	p.controller = nil
+}
+
+// ControllerURL is plinth-controller's health and metrics address.
+func (p *Platform) ControllerURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.ControllerPort)
+}
