@@ -1,11 +1,14 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +42,58 @@ func EnsurePlatformBinaries() error {
 		return &buildError{what: "Kubernetes tools", out: string(out), err: err}
 	}
 	return nil
+}
+
+// LocalUpBinary is `make run`'s plinth-local-up, built from this checkout when missing.
+func LocalUpBinary() (string, error) {
+	bin := filepath.Join(BinDir(), "plinth-local-up")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	cmd := exec.Command("go", "build", "-o", bin, "./hack/local-up")
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", &buildError{what: "plinth-local-up", out: string(out), err: err}
+	}
+	return bin, nil
+}
+
+// Output collects what a platform reports (Config.Progress, or local-up's output) for a test
+// to wait on. It is safe for concurrent writes.
+type Output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *Output) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(b)
+}
+
+// String is everything written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// WaitFor waits until a line containing text has been written and returns that line; the
+// test fails after timeout.
+func (o *Output) WaitFor(t testing.TB, text string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, line := range strings.Split(o.String(), "\n") {
+			if strings.Contains(line, text) {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no line with %q within %s; output:\n%s", text, timeout, o.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 type buildError struct {

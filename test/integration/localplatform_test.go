@@ -1,0 +1,201 @@
+package integration
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plinth-dev/plinth/internal/localplatform"
+	"github.com/plinth-dev/plinth/test/integration/framework"
+)
+
+// TestLocalPlatformRestartsADeadComponent kills plinth-apiserver as a crash would: the
+// platform says so at once, starts it again, and says so again once the API answers through
+// kube-apiserver.
+func TestLocalPlatformRestartsADeadComponent(t *testing.T) {
+	out := &framework.Output{}
+	p := framework.StartLocalPlatformWith(t, func(c *localplatform.Config) {
+		c.Progress = out
+		c.NoController = true
+	})
+	_, _, pid := p.PIDs()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	died := out.WaitFor(t, fmt.Sprintf("plinth: plinth-apiserver (pid %d) died: signal: killed; restarting in ", pid), 5*time.Second)
+	t.Logf("%s — reported %s after the kill", died, time.Since(killed).Round(time.Millisecond))
+	back := out.WaitFor(t, "plinth: plinth-apiserver is back (pid ", 2*time.Minute)
+	t.Log(back)
+	if _, _, restarted := p.PIDs(); restarted == 0 || restarted == pid || !strings.Contains(back, fmt.Sprintf("(pid %d)", restarted)) {
+		t.Errorf("plinth-apiserver now runs as pid %d (killed: %d), reported %q", restarted, pid, back)
+	}
+	if out, err := framework.Kubectl(p.AdminKubeconfig(), "get", "workloads,managedvms,clusters", "-A"); err != nil {
+		t.Errorf("the API does not answer after the restart: %v\n%s", err, out)
+	}
+}
+
+// TestLocalUpChildrenDoNotOutliveIt runs `make run`'s plinth-local-up. Interrupted (Ctrl-C),
+// it stops everything within ten seconds. Killed with SIGKILL, it takes its children with
+// it: an orphaned etcd would hold its port, and the next `make run` would not start.
+func TestLocalUpChildrenDoNotOutliveIt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("children die with their parent on Linux only (Pdeathsig)")
+	}
+	if err := framework.EnsurePlatformBinaries(); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := framework.LocalUpBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := framework.FreePorts(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, root := t.TempDir(), framework.RepoRoot()
+	args := []string{"--dir", dir, "--bin-dir", framework.BinDir(), "--artifacts", filepath.Join(root, "artifacts", "deploy"),
+		"--provisioners-config", filepath.Join(root, "artifacts", "controller", "provisioners.yaml")}
+	for i, flag := range []string{"--etcd-port", "--etcd-peer-port", "--kube-port", "--plinth-port", "--controller-port", "--kwok-port"} {
+		args = append(args, flag, strconv.Itoa(ports[i]))
+	}
+
+	t.Run("Ctrl-C stops everything within ten seconds", func(t *testing.T) {
+		up := startLocalUp(t, bin, args)
+		began := time.Now()
+		if err := up.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-up.exited:
+			t.Logf("stopped in %s", time.Since(began).Round(100*time.Millisecond))
+			if err != nil {
+				t.Errorf("plinth-local-up: %v\n%s", err, up.out)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("plinth-local-up still runs 10s after Ctrl-C\n%s", up.out)
+		}
+		up.expectChildrenGone(t, 0)
+	})
+
+	// The same ports again: the stop above freed them.
+	t.Run("SIGKILL takes the children along", func(t *testing.T) {
+		up := startLocalUp(t, bin, args)
+		if err := up.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-up.exited
+		up.expectChildrenGone(t, 5*time.Second)
+		for _, port := range ports {
+			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+				t.Errorf("port %d is still held: %v", port, err)
+			} else {
+				l.Close()
+			}
+		}
+	})
+}
+
+// localUp is a running plinth-local-up and the children it started.
+type localUp struct {
+	cmd      *exec.Cmd
+	out      *framework.Output
+	exited   chan error
+	children map[int]string // pid → command name
+}
+
+// startLocalUp runs plinth-local-up until it reports ready. Whatever it leaves behind is
+// killed when the test ends, so that a failing test leaves no orphans.
+func startLocalUp(t *testing.T, bin string, args []string) *localUp {
+	t.Helper()
+	l := &localUp{cmd: exec.Command(bin, args...), out: &framework.Output{}, exited: make(chan error, 1)}
+	l.cmd.Stdout, l.cmd.Stderr = l.out, l.out
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { l.exited <- l.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = l.cmd.Process.Kill()
+		for pid := range l.children {
+			if processAlive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if t.Failed() {
+			t.Logf("plinth-local-up's output:\n%s", l.out)
+		}
+	})
+	l.out.WaitFor(t, "plinth is ready in", 5*time.Minute)
+	l.children = childProcesses(l.cmd.Process.Pid)
+	names := make([]string, 0, len(l.children))
+	for _, name := range l.children {
+		names = append(names, name)
+	}
+	if len(l.children) != 7 || !strings.Contains(" "+strings.Join(names, " ")+" ", " etcd ") {
+		t.Fatalf("plinth-local-up's children: %v, want etcd and six others", l.children)
+	}
+	return l
+}
+
+// expectChildrenGone fails unless every child has ended within timeout.
+func (l *localUp) expectChildrenGone(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for pid, name := range l.children {
+		for processAlive(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if processAlive(pid) {
+			t.Errorf("%s (pid %d) outlived plinth-local-up", name, pid)
+		}
+	}
+}
+
+// childProcesses are the live processes whose parent is pid, read from /proc.
+func childProcesses(pid int) map[int]string {
+	children := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if name, state, parent, ok := procStat(child); ok && parent == pid && state != "Z" {
+			children[child] = name
+		}
+	}
+	return children
+}
+
+// processAlive reports whether pid runs; a zombie is dead, whether or not anyone reaps it.
+func processAlive(pid int) bool {
+	_, state, _, ok := procStat(pid)
+	return ok && state != "Z"
+}
+
+// procStat reads a process's name, state and parent from /proc/<pid>/stat.
+func procStat(pid int) (name, state string, parent int, ok bool) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", "", 0, false
+	}
+	stat := string(data)
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return "", "", 0, false
+	}
+	fields := strings.Fields(stat[end+1:])
+	if len(fields) < 2 {
+		return "", "", 0, false
+	}
+	parent, err = strconv.Atoi(fields[1])
+	return stat[open+1 : end], fields[0], parent, err == nil
+}
