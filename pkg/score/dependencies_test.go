@@ -8,13 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
-	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
 
 func withParams(params map[string]string) *Workload {
-	w := &Workload{Resources: map[string]score.ResourceSpec{}}
+	w := &Workload{Resources: map[string]v1b1.ResourceSpec{}}
 	for name, p := range params {
-		r := score.ResourceSpec{Type: "t"}
+		r := v1b1.ResourceSpec{Type: "t"}
 		if p != "" {
 			r.Params = &common.RawObject{Raw: []byte(p)}
 		}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
 
 // Workload is the Score workload a Workload object describes: its inline document (if any)
@@ -19,9 +19,9 @@ import (
 // on one side only is taken from that side. So the spec sections never silently override the
 // document: tooling that reads either sees the same workload.
 type Workload struct {
-	Containers map[string]score.Container
-	Resources  map[string]score.ResourceSpec
-	Service    *score.ServiceSpec
+	Containers map[string]v1b1.Container
+	Resources  map[string]v1b1.ResourceSpec
+	Service    *v1b1.ServiceSpec
 	// FromInline marks elements that come only from the inline document, for error paths.
 	FromInline sets.Set[string]
 }
@@ -29,7 +29,7 @@ type Workload struct {
 // Resolve builds the effective Score workload of w and checks it: the inline document against
 // the schema, its metadata.name, its agreement with the spec sections, and every placeholder.
 // configMapRef sources are resolved by the controller; only their shape is checked here.
-func Resolve(w *score.Workload) (*Workload, field.ErrorList) {
+func Resolve(w *v1b1.Workload) (*Workload, field.ErrorList) {
 	out, errs := Merge(w)
 	if len(errs) > 0 {
 		return nil, errs
@@ -39,7 +39,7 @@ func Resolve(w *score.Workload) (*Workload, field.ErrorList) {
 
 // Merge is Resolve without the placeholder checks, for callers that work on a workload the API
 // has already validated.
-func Merge(w *score.Workload) (*Workload, field.ErrorList) {
+func Merge(w *v1b1.Workload) (*Workload, field.ErrorList) {
 	spec := field.NewPath("spec")
 	out := &Workload{
 		Containers: copyMap(w.Spec.Containers),
@@ -68,7 +68,7 @@ func Merge(w *score.Workload) (*Workload, field.ErrorList) {
 				out.Service = inline.Service
 				out.FromInline.Insert("service")
 			} else {
-				merged := &score.ServiceSpec{Ports: copyMap(out.Service.Ports)}
+				merged := &v1b1.ServiceSpec{Ports: copyMap(out.Service.Ports)}
 				errs = append(errs, mergeInto(merged.Ports, inline.Service.Ports, spec.Child("service", "ports"), out.FromInline, "ports")...)
 				out.Service = merged
 			}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
 
 // Outputs are what one bound resource publishes: plain values, and the names of outputs whose
@@ -23,8 +23,8 @@ type Outputs struct {
 
 // Projection is a plan's content derived from a workload and its bindings' outputs.
 type Projection struct {
-	Projection score.WorkloadProjection
-	Bindings   []score.PlanBinding
+	Projection v1b1.WorkloadProjection
+	Bindings   []v1b1.PlanBinding
 }
 
 // ProjectionError says which placeholder could not be resolved; it maps to the
@@ -37,7 +37,7 @@ type ProjectionError struct {
 func (e *ProjectionError) Error() string { return e.Path.String() + ": " + e.Message }
 
 // Metadata is what ${metadata...} placeholders see: name, namespace and annotations.
-func Metadata(w *score.Workload) map[string]interface{} {
+func Metadata(w *v1b1.Workload) map[string]interface{} {
 	meta := map[string]interface{}{"name": w.Name, "namespace": w.Namespace}
 	if len(w.Annotations) > 0 {
 		annotations := map[string]interface{}{}
@@ -62,15 +62,15 @@ var envSafe = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // variable that is exactly one secret placeholder is taken `from` the binding; a variable that
 // embeds secrets gets hidden `from` variables it refers to with $(NAME); file contents keep
 // secret placeholders for the runtime to fill from the Secret.
-func Project(w *score.Workload, resolved *Workload, outputs map[string]Outputs) (*Projection, error) {
+func Project(w *v1b1.Workload, resolved *Workload, outputs map[string]Outputs) (*Projection, error) {
 	meta := Metadata(w)
 	spec := field.NewPath("spec")
-	p := &Projection{Projection: score.WorkloadProjection{Containers: map[string]score.ContainerProjection{}}}
+	p := &Projection{Projection: v1b1.WorkloadProjection{Containers: map[string]v1b1.ContainerProjection{}}}
 	used := map[string]sets.Set[string]{}
 	for _, name := range sets.List(sets.KeySet(resolved.Containers)) {
 		c := resolved.Containers[name]
 		base := resolved.path(spec, "containers", name)
-		cp := score.ContainerProjection{Image: c.Image, Command: c.Command, Args: c.Args, Resources: c.Resources,
+		cp := v1b1.ContainerProjection{Image: c.Image, Command: c.Command, Args: c.Args, Resources: c.Resources,
 			LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe}
 		hidden := sets.New[string]()
 		for _, key := range sets.List(sets.KeySet(c.Variables)) {
@@ -111,10 +111,10 @@ func Project(w *score.Workload, resolved *Workload, outputs map[string]Outputs) 
 		p.Projection.Containers[name] = cp
 	}
 	if resolved.Service != nil && len(resolved.Service.Ports) > 0 {
-		p.Projection.Service = &score.ServiceProjection{Ports: resolved.Service.Ports}
+		p.Projection.Service = &v1b1.ServiceProjection{Ports: resolved.Service.Ports}
 	}
 	for _, name := range sets.List(sets.KeySet(resolved.Resources)) {
-		pb := score.PlanBinding{Key: name, Type: resolved.Resources[name].Type, Critical: true}
+		pb := v1b1.PlanBinding{Key: name, Type: resolved.Resources[name].Type, Critical: true}
 		pb.Outputs = sets.List(used[name])
 		p.Bindings = append(p.Bindings, pb)
 	}
@@ -122,38 +122,38 @@ func Project(w *score.Workload, resolved *Workload, outputs map[string]Outputs) 
 }
 
 func projectVariable(name, value string, meta map[string]interface{}, outputs map[string]Outputs, used map[string]sets.Set[string],
-	fldPath *field.Path) (score.EnvProjection, []score.EnvProjection, error) {
+	fldPath *field.Path) (v1b1.EnvProjection, []v1b1.EnvProjection, error) {
 	// A value that is exactly one secret output is referenced directly.
 	if ref, ok := wholePlaceholder(value); ok {
 		parts := framework.SplitRefParts(ref)
 		if len(parts) == 3 && parts[0] == "resources" {
 			if out, ok := outputs[parts[1]]; ok && out.Secrets.Has(parts[2]) {
 				markUsed(used, parts[1], parts[2])
-				return score.EnvProjection{Name: name, From: &score.BindingOutputSource{BindingKey: parts[1], OutputKey: parts[2]}}, nil, nil
+				return v1b1.EnvProjection{Name: name, From: &v1b1.BindingOutputSource{BindingKey: parts[1], OutputKey: parts[2]}}, nil, nil
 			}
 		}
 	}
-	var hidden []score.EnvProjection
+	var hidden []v1b1.EnvProjection
 	resolvedValue, err := framework.SubstituteString(value, func(ref string) (string, error) {
 		parts := framework.SplitRefParts(ref)
 		if len(parts) == 3 && parts[0] == "resources" {
 			if out, ok := outputs[parts[1]]; ok && out.Secrets.Has(parts[2]) {
 				markUsed(used, parts[1], parts[2])
 				envName := SecretEnvName(parts[1], parts[2])
-				hidden = append(hidden, score.EnvProjection{Name: envName, From: &score.BindingOutputSource{BindingKey: parts[1], OutputKey: parts[2]}})
+				hidden = append(hidden, v1b1.EnvProjection{Name: envName, From: &v1b1.BindingOutputSource{BindingKey: parts[1], OutputKey: parts[2]}})
 				return refOpen + envName + refClose, nil
 			}
 		}
 		return lookup(ref, meta, outputs, used)
 	})
 	if err != nil {
-		return score.EnvProjection{}, nil, &ProjectionError{Path: fldPath, Message: err.Error()}
+		return v1b1.EnvProjection{}, nil, &ProjectionError{Path: fldPath, Message: err.Error()}
 	}
 	// Kubernetes expands $(NAME) in variable values: escape literal ones, then put in the
 	// references to the hidden secret variables.
 	resolvedValue = strings.ReplaceAll(resolvedValue, "$(", "$$(")
 	resolvedValue = strings.NewReplacer(refOpen, "$(", refClose, ")").Replace(resolvedValue)
-	return score.EnvProjection{Name: name, Value: &resolvedValue}, hidden, nil
+	return v1b1.EnvProjection{Name: name, Value: &resolvedValue}, hidden, nil
 }
 
 // substitute resolves placeholders in s. With keepSecrets, secret outputs stay as placeholders
@@ -239,7 +239,7 @@ const refOpen, refClose = "\x00", "\x01"
 // Endpoint picks the workload's canonical URL: a port named web, http, https or main first (in
 // that order), else the only port; https when the port is named https or is 443; the default
 // port of the scheme is omitted. host is where the workload is reached.
-func Endpoint(host string, service *score.ServiceSpec) *string {
+func Endpoint(host string, service *v1b1.ServiceSpec) *string {
 	if service == nil || len(service.Ports) == 0 {
 		return nil
 	}

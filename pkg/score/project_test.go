@@ -8,14 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
-	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
 
-func projectFixture() (*score.Workload, map[string]Outputs) {
-	w := &score.Workload{
+func projectFixture() (*v1b1.Workload, map[string]Outputs) {
+	w := &v1b1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a"},
-		Spec: score.WorkloadSpec{
-			Containers: map[string]score.Container{"main": {
+		Spec: v1b1.WorkloadSpec{
+			Containers: map[string]v1b1.Container{"main": {
 				Image: "registry.example.com/shop:1",
 				Variables: map[string]string{
 					"DB_HOST":     "${resources.db.host}",
@@ -23,11 +23,11 @@ func projectFixture() (*score.Workload, map[string]Outputs) {
 					"DB_URL":      "postgres://${resources.db.username}:${resources.db.password}@${resources.db.host}:${resources.db.port}/app",
 					"GREETING":    "hello from ${metadata.name} in $(shell) and $${literal}",
 				},
-				Files:   []score.ContainerFile{{Target: "/etc/app.conf", Content: ptr.To("host=${resources.db.host}\npassword=${resources.db.password}\n")}},
-				Volumes: []score.ContainerVolume{{Target: "/data", Source: "${resources.data}"}},
+				Files:   []v1b1.ContainerFile{{Target: "/etc/app.conf", Content: ptr.To("host=${resources.db.host}\npassword=${resources.db.password}\n")}},
+				Volumes: []v1b1.ContainerVolume{{Target: "/data", Source: "${resources.data}"}},
 			}},
-			Resources: map[string]score.ResourceSpec{"db": {Type: "postgres"}, "data": {Type: "volume"}},
-			Service:   &score.ServiceSpec{Ports: map[string]score.ServicePort{"web": {Port: 8080}}},
+			Resources: map[string]v1b1.ResourceSpec{"db": {Type: "postgres"}, "data": {Type: "volume"}},
+			Service:   &v1b1.ServiceSpec{Ports: map[string]v1b1.ServicePort{"web": {Port: 8080}}},
 		},
 	}
 	outputs := map[string]Outputs{
@@ -48,7 +48,7 @@ func TestProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Projection.Containers["main"]
-	env := map[string]score.EnvProjection{}
+	env := map[string]v1b1.EnvProjection{}
 	var order []string
 	for _, e := range c.Env {
 		env[e.Name] = e
@@ -103,19 +103,19 @@ func TestProjectMissingOutput(t *testing.T) {
 }
 
 func TestEndpoint(t *testing.T) {
-	ports := func(p map[string]score.ServicePort) *score.ServiceSpec { return &score.ServiceSpec{Ports: p} }
+	ports := func(p map[string]v1b1.ServicePort) *v1b1.ServiceSpec { return &v1b1.ServiceSpec{Ports: p} }
 	for _, tc := range []struct {
-		service *score.ServiceSpec
+		service *v1b1.ServiceSpec
 		want    string
 	}{
 		{nil, ""},
-		{ports(map[string]score.ServicePort{"web": {Port: 80}}), "http://h"},
-		{ports(map[string]score.ServicePort{"web": {Port: 8080}}), "http://h:8080"},
-		{ports(map[string]score.ServicePort{"https": {Port: 443}, "web": {Port: 80}}), "https://h"},
-		{ports(map[string]score.ServicePort{"metrics": {Port: 9090}, "main": {Port: 3000}}), "http://h:3000"},
-		{ports(map[string]score.ServicePort{"grpc": {Port: 443}}), "https://h"},
-		{ports(map[string]score.ServicePort{"a": {Port: 1}, "b": {Port: 2}}), ""},
-		{ports(map[string]score.ServicePort{"dns": {Port: 53, Protocol: "UDP"}}), ""},
+		{ports(map[string]v1b1.ServicePort{"web": {Port: 80}}), "http://h"},
+		{ports(map[string]v1b1.ServicePort{"web": {Port: 8080}}), "http://h:8080"},
+		{ports(map[string]v1b1.ServicePort{"https": {Port: 443}, "web": {Port: 80}}), "https://h"},
+		{ports(map[string]v1b1.ServicePort{"metrics": {Port: 9090}, "main": {Port: 3000}}), "http://h:3000"},
+		{ports(map[string]v1b1.ServicePort{"grpc": {Port: 443}}), "https://h"},
+		{ports(map[string]v1b1.ServicePort{"a": {Port: 1}, "b": {Port: 2}}), ""},
+		{ports(map[string]v1b1.ServicePort{"dns": {Port: 53, Protocol: "UDP"}}), ""},
 	} {
 		got := ""
 		if e := Endpoint("h", tc.service); e != nil {

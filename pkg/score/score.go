@@ -1,7 +1,8 @@
 // Package score turns a Workload into the Score workload it describes and checks it: the inline
 // document against the official Score v1b1 JSON schema (from score-go), its name, its agreement
-// with the Workload's own sections, and every ${...} placeholder. Pure functions: admission,
-// validation and the controller all call them.
+// with the Workload's own sections, and every ${...} placeholder. Pure functions on the versioned
+// API (score.dev/v1b1), so the controller needs no scheme: admission and validation, which hold
+// internal objects, convert them with the generated conversion functions before calling.
 package score
 
 import (
@@ -16,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
-	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
 
 var (
@@ -101,9 +102,9 @@ func pointerPath(base *field.Path, pointer string) *field.Path {
 // Inline is the part of an inline Score document the platform uses, in API types.
 type Inline struct {
 	Name       string
-	Containers map[string]score.Container
-	Resources  map[string]score.ResourceSpec
-	Service    *score.ServiceSpec
+	Containers map[string]v1b1.Container
+	Resources  map[string]v1b1.ResourceSpec
+	Service    *v1b1.ServiceSpec
 }
 
 // FromDocument converts a schema-valid Score document to API types.
@@ -112,15 +113,15 @@ func FromDocument(doc map[string]interface{}) (*Inline, error) {
 	var wire struct {
 		Metadata   map[string]interface{} `json:"metadata"`
 		Containers map[string]struct {
-			Image          string                    `json:"image"`
-			Command        []string                  `json:"command"`
-			Args           []string                  `json:"args"`
-			Variables      map[string]string         `json:"variables"`
-			Files          map[string]fileWire       `json:"files"`
-			Volumes        map[string]volumeWire     `json:"volumes"`
-			Resources      *score.ContainerResources `json:"resources"`
-			LivenessProbe  *probeWire                `json:"livenessProbe"`
-			ReadinessProbe *probeWire                `json:"readinessProbe"`
+			Image          string                   `json:"image"`
+			Command        []string                 `json:"command"`
+			Args           []string                 `json:"args"`
+			Variables      map[string]string        `json:"variables"`
+			Files          map[string]fileWire      `json:"files"`
+			Volumes        map[string]volumeWire    `json:"volumes"`
+			Resources      *v1b1.ContainerResources `json:"resources"`
+			LivenessProbe  *probeWire               `json:"livenessProbe"`
+			ReadinessProbe *probeWire               `json:"readinessProbe"`
 		} `json:"containers"`
 		Resources map[string]struct {
 			Type     string                 `json:"type"`
@@ -130,7 +131,7 @@ func FromDocument(doc map[string]interface{}) (*Inline, error) {
 			Metadata map[string]interface{} `json:"metadata"`
 		} `json:"resources"`
 		Service *struct {
-			Ports map[string]score.ServicePort `json:"ports"`
+			Ports map[string]v1b1.ServicePort `json:"ports"`
 		} `json:"service"`
 	}
 	raw, err := json.Marshal(doc)
@@ -140,24 +141,24 @@ func FromDocument(doc map[string]interface{}) (*Inline, error) {
 	if err := json.Unmarshal(raw, &wire); err != nil {
 		return nil, err
 	}
-	out := &Inline{Containers: map[string]score.Container{}, Resources: map[string]score.ResourceSpec{}}
+	out := &Inline{Containers: map[string]v1b1.Container{}, Resources: map[string]v1b1.ResourceSpec{}}
 	out.Name, _ = wire.Metadata["name"].(string)
 	for name, c := range wire.Containers {
-		container := score.Container{Image: c.Image, Command: c.Command, Args: c.Args, Variables: c.Variables, Resources: c.Resources,
+		container := v1b1.Container{Image: c.Image, Command: c.Command, Args: c.Args, Variables: c.Variables, Resources: c.Resources,
 			LivenessProbe: c.LivenessProbe.toAPI(), ReadinessProbe: c.ReadinessProbe.toAPI()}
 		for _, target := range sets.List(sets.KeySet(c.Files)) {
 			f := c.Files[target]
-			container.Files = append(container.Files, score.ContainerFile{Target: target, Mode: f.Mode, Content: f.Content,
+			container.Files = append(container.Files, v1b1.ContainerFile{Target: target, Mode: f.Mode, Content: f.Content,
 				BinaryContent: f.BinaryContent, Source: f.Source, NoExpand: f.NoExpand})
 		}
 		for _, target := range sets.List(sets.KeySet(c.Volumes)) {
 			v := c.Volumes[target]
-			container.Volumes = append(container.Volumes, score.ContainerVolume{Target: target, Source: v.Source, Path: v.Path, ReadOnly: v.ReadOnly})
+			container.Volumes = append(container.Volumes, v1b1.ContainerVolume{Target: target, Source: v.Source, Path: v.Path, ReadOnly: v.ReadOnly})
 		}
 		out.Containers[name] = container
 	}
 	for name, r := range wire.Resources {
-		res := score.ResourceSpec{Type: r.Type, Class: r.Class, ID: r.ID}
+		res := v1b1.ResourceSpec{Type: r.Type, Class: r.Class, ID: r.ID}
 		if r.Params != nil {
 			params, err := json.Marshal(r.Params)
 			if err != nil {
@@ -168,7 +169,7 @@ func FromDocument(doc map[string]interface{}) (*Inline, error) {
 		out.Resources[name] = res
 	}
 	if wire.Service != nil {
-		out.Service = &score.ServiceSpec{Ports: wire.Service.Ports}
+		out.Service = &v1b1.ServiceSpec{Ports: wire.Service.Ports}
 	}
 	return out, nil
 }
@@ -188,23 +189,23 @@ type volumeWire struct {
 }
 
 type probeWire struct {
-	Exec    *score.ExecProbe `json:"exec"`
+	Exec    *v1b1.ExecProbe `json:"exec"`
 	HTTPGet *struct {
-		Scheme      string             `json:"scheme"`
-		Host        string             `json:"host"`
-		Path        string             `json:"path"`
-		Port        int32              `json:"port"`
-		HTTPHeaders []score.HTTPHeader `json:"httpHeaders"`
+		Scheme      string            `json:"scheme"`
+		Host        string            `json:"host"`
+		Path        string            `json:"path"`
+		Port        int32             `json:"port"`
+		HTTPHeaders []v1b1.HTTPHeader `json:"httpHeaders"`
 	} `json:"httpGet"`
 }
 
-func (p *probeWire) toAPI() *score.ContainerProbe {
+func (p *probeWire) toAPI() *v1b1.ContainerProbe {
 	if p == nil {
 		return nil
 	}
-	out := &score.ContainerProbe{Exec: p.Exec}
+	out := &v1b1.ContainerProbe{Exec: p.Exec}
 	if h := p.HTTPGet; h != nil {
-		out.HTTPGet = &score.HTTPGetProbe{Scheme: h.Scheme, Host: h.Host, Path: h.Path, Port: h.Port, HTTPHeaders: h.HTTPHeaders}
+		out.HTTPGet = &v1b1.HTTPGetProbe{Scheme: h.Scheme, Host: h.Host, Path: h.Path, Port: h.Port, HTTPHeaders: h.HTTPHeaders}
 	}
 	return out
 }

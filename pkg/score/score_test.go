@@ -13,17 +13,17 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
-	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
 
-func inlineWorkload(name, doc string) *score.Workload {
+func inlineWorkload(name, doc string) *v1b1.Workload {
 	raw, err := yaml.YAMLToJSON([]byte(doc))
 	if err != nil {
 		panic(err)
 	}
-	return &score.Workload{
+	return &v1b1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"},
-		Spec:       score.WorkloadSpec{Source: &score.WorkloadSource{Inline: &common.RawObject{Raw: raw}}},
+		Spec:       v1b1.WorkloadSpec{Source: &v1b1.WorkloadSource{Inline: &common.RawObject{Raw: raw}}},
 	}
 }
 
@@ -71,7 +71,7 @@ func TestScoreGoSampleIsValid(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	cases := map[string]struct {
-		workload *score.Workload
+		workload *v1b1.Workload
 		want     []string
 	}{
 		"valid inline document": {inlineWorkload("web", webDoc), nil},
@@ -92,7 +92,7 @@ func TestResolve(t *testing.T) {
 		"resource without name": {inlineWorkload("web", strings.Replace(webDoc, "${resources.db.host}", "${resources}", 1)),
 			[]string{"spec.source.inline.containers.main.variables.DB_HOST"}},
 		"escaped placeholder is literal": {inlineWorkload("web", strings.Replace(webDoc, "${resources.db.host}", "$${resources.nope.host}", 1)), nil},
-		"not an object": {func() *score.Workload {
+		"not an object": {func() *v1b1.Workload {
 			w := inlineWorkload("web", webDoc)
 			w.Spec.Source.Inline.Raw = []byte(`["a"]`)
 			return w
@@ -109,19 +109,19 @@ func TestResolve(t *testing.T) {
 }
 
 func TestPlaceholdersInSpecSections(t *testing.T) {
-	w := &score.Workload{
+	w := &v1b1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: score.WorkloadSpec{
-			Containers: map[string]score.Container{"web": {
+		Spec: v1b1.WorkloadSpec{
+			Containers: map[string]v1b1.Container{"web": {
 				Image:     "nginx",
 				Variables: map[string]string{"DB_HOST": "${resources.db.host}", "OK": "${metadata.name}"},
-				Files: []score.ContainerFile{
+				Files: []v1b1.ContainerFile{
 					{Target: "/a", Content: ptr.To("${resources.missing.x}")},
 					{Target: "/b", Content: ptr.To("${whatever}"), NoExpand: true},
 				},
-				Volumes: []score.ContainerVolume{{Target: "/data", Source: "${resources.vol}"}},
+				Volumes: []v1b1.ContainerVolume{{Target: "/data", Source: "${resources.vol}"}},
 			}},
-			Resources: map[string]score.ResourceSpec{
+			Resources: map[string]v1b1.ResourceSpec{
 				"vol": {Type: "volume"},
 				"dns": {Type: "dns", Params: &common.RawObject{Raw: []byte(`{"alias":["${resources.nope.host}"]}`)}},
 			},
@@ -140,11 +140,11 @@ func TestPlaceholdersInSpecSections(t *testing.T) {
 
 func TestMergeSpecAndInline(t *testing.T) {
 	w := inlineWorkload("web", webDoc)
-	w.Spec.Containers = map[string]score.Container{
+	w.Spec.Containers = map[string]v1b1.Container{
 		"main":    {Image: "registry.example.com/web:1.0", Args: []string{"--verbose"}},
 		"sidecar": {Image: "registry.example.com/proxy:2"},
 	}
-	w.Spec.Resources = map[string]score.ResourceSpec{"db": {Type: "postgres", Class: "large"}}
+	w.Spec.Resources = map[string]v1b1.ResourceSpec{"db": {Type: "postgres", Class: "large"}}
 	resolved, errs := Resolve(w)
 	if len(errs) != 0 {
 		t.Fatal(errs)
@@ -161,7 +161,7 @@ func TestMergeSpecAndInline(t *testing.T) {
 		t.Errorf("images = %+v", images)
 	}
 
-	w.Spec.Containers["main"] = score.Container{Image: "registry.example.com/web:2.0"}
+	w.Spec.Containers["main"] = v1b1.Container{Image: "registry.example.com/web:2.0"}
 	_, errs = Resolve(w)
 	if got := fields(errs); strings.Join(got, ",") != "spec.containers[main].image" {
 		t.Errorf("disagreeing image: errors at %v (%v)", got, errs)

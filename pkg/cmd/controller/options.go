@@ -29,7 +29,6 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
-	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -45,6 +44,7 @@ import (
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/keyring"
+	"github.com/plinth-dev/plinth/pkg/platformpolicy"
 	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
 

@@ -15,32 +15,23 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	"github.com/plinth-dev/plinth/pkg/apis/common"
-	"github.com/plinth-dev/plinth/pkg/apis/score"
-	"github.com/plinth-dev/plinth/pkg/apis/score/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 	"github.com/plinth-dev/plinth/pkg/controllers/resolver"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/platformpolicy"
 	scorespec "github.com/plinth-dev/plinth/pkg/score"
 )
 
 // WorkloadLabel marks the bindings of a workload.
 const WorkloadLabel = "score.dev/workload"
-
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	install.Install(s)
-	return s
-}()
 
 // Listers are the caches the orchestrator reads.
 type Listers struct {
@@ -95,17 +86,17 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 // converge does the work and records its outcome in status; an error is retried.
 func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b1.WorkloadStatus) error {
 	gen := w.Generation
-	internal, reason, message := c.inputs(w)
+	source, reason, message := c.inputs(w)
 	var resolved *scorespec.Workload
 	if reason == "" {
-		if r, errs := scorespec.Resolve(internal); len(errs) > 0 {
+		if r, errs := scorespec.Resolve(source); len(errs) > 0 {
 			reason, message = v1b1.ReasonSpecInvalid, fmt.Sprintf("The specification is invalid at %s.", errs[0].Field)
 		} else {
 			resolved = r
 		}
 	}
 	if reason == "" {
-		reason, message = c.policyCheck(internal, resolved)
+		reason, message = c.policyCheck(source, resolved)
 	}
 	if reason != "" {
 		inputsInvalid(status, reason, message, gen)
@@ -118,7 +109,7 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 	}
 	setCondition(status, v1b1.ConditionInputsValid, true, v1b1.ReasonSucceeded, "The specification is valid.", gen)
 
-	bindings, err := c.syncBindings(ctx, w, internal, resolved, order)
+	bindings, err := c.syncBindings(ctx, w, source, resolved, order)
 	var invalid *inputError
 	if errors.As(err, &invalid) {
 		inputsInvalid(status, v1b1.ReasonSpecInvalid, invalid.message, gen)
@@ -135,13 +126,13 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 	}
 
 	outputs := c.outputs(w.Namespace, bindings)
-	projection, err := scorespec.Project(internal, resolved, outputs)
+	projection, err := scorespec.Project(source, resolved, outputs)
 	if err != nil {
 		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonProjectionError, "A resource output the workload uses is missing.", gen)
 		status.Endpoint = nil
 		return nil
 	}
-	runtimeClass := internal.Spec.RuntimeClass
+	runtimeClass := source.Spec.RuntimeClass
 	if runtimeClass == "" {
 		runtimeClass = c.defaultRuntimeClass
 	}
@@ -165,12 +156,9 @@ func inputsInvalid(status *v1b1.WorkloadStatus, reason, message string, gen int6
 	status.Endpoint = nil
 }
 
-// inputs converts the workload to the internal type and resolves a configMapRef source.
-func (c *Controller) inputs(w *v1b1.Workload) (*score.Workload, string, string) {
-	internal := &score.Workload{}
-	if err := scheme.Convert(w, internal, nil); err != nil {
-		return nil, v1b1.ReasonSpecInvalid, "The specification could not be read."
-	}
+// inputs is the workload with a configMapRef source replaced by the document it names, inline.
+// The cached workload is never changed: a source from a ConfigMap goes into a copy.
+func (c *Controller) inputs(w *v1b1.Workload) (*v1b1.Workload, string, string) {
 	if src := w.Spec.Source; src != nil && src.ConfigMapRef != nil {
 		cm, err := c.listers.ConfigMaps.ConfigMaps(w.Namespace).Get(src.ConfigMapRef.Name)
 		if err != nil {
@@ -184,14 +172,16 @@ func (c *Controller) inputs(w *v1b1.Workload) (*score.Workload, string, string) 
 		if err != nil {
 			return nil, v1b1.ReasonSpecInvalid, "The Score source is not valid YAML."
 		}
-		internal.Spec.Source = &score.WorkloadSource{Inline: &common.RawObject{Raw: raw}}
+		inlined := *w
+		inlined.Spec.Source = &v1b1.WorkloadSource{Inline: &common.RawObject{Raw: raw}}
+		return &inlined, "", ""
 	}
-	return internal, "", ""
+	return w, "", ""
 }
 
 // policyCheck applies the constraints of the policies that match now, so a policy added after
 // the workload was admitted still shows up as PolicyViolation.
-func (c *Controller) policyCheck(w *score.Workload, resolved *scorespec.Workload) (string, string) {
+func (c *Controller) policyCheck(w *v1b1.Workload, resolved *scorespec.Workload) (string, string) {
 	var nsLabels labels.Set
 	if c.listers.Namespaces != nil {
 		if ns, err := c.listers.Namespaces.Get(w.Namespace); err == nil {
@@ -220,7 +210,7 @@ func (e *inputError) Error() string { return e.message }
 // syncBindings creates or updates the bindings in dependency order. A resource whose params
 // refer to other resources' outputs waits until those are Bound, then gets its params with the
 // outputs filled in.
-func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, internal *score.Workload, resolved *scorespec.Workload,
+func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, source *v1b1.Workload, resolved *scorespec.Workload,
 	order []string) (map[string]*v1b1.ResourceBinding, error) {
 	out := map[string]*v1b1.ResourceBinding{}
 	desired := sets.New[string]()
@@ -247,7 +237,7 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, interna
 				}
 				continue
 			}
-			params, err := scorespec.ResolveParams(r.Params, scorespec.Metadata(internal), c.outputs(w.Namespace, out))
+			params, err := scorespec.ResolveParams(r.Params, scorespec.Metadata(source), c.outputs(w.Namespace, out))
 			if err != nil {
 				return nil, &inputError{fmt.Sprintf("The params of resource %q cannot be resolved.", key)}
 			}
@@ -428,19 +418,17 @@ func (c *Controller) outputs(namespace string, bindings map[string]*v1b1.Resourc
 }
 
 func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClass string, p *scorespec.Projection) (*v1b1.WorkloadPlan, error) {
-	internal := &score.WorkloadPlan{Spec: score.WorkloadPlanSpec{
-		WorkloadRef:  score.PlanWorkloadReference{Name: w.Name, UID: string(w.UID), Generation: w.Generation},
-		RuntimeClass: runtimeClass,
-		Projection:   p.Projection,
-		Bindings:     p.Bindings,
-		Metadata:     &score.PlanMetadata{Labels: map[string]string{WorkloadLabel: w.Name}, OwnershipMode: score.OwnershipModeController},
-	}}
-	want := &v1b1.WorkloadPlan{}
-	if err := scheme.Convert(internal, want, nil); err != nil {
-		return nil, err
+	want := &v1b1.WorkloadPlan{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{WorkloadLabel: w.Name},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(w)}},
+		Spec: v1b1.WorkloadPlanSpec{
+			WorkloadRef:  v1b1.PlanWorkloadReference{Name: w.Name, UID: string(w.UID), Generation: w.Generation},
+			RuntimeClass: runtimeClass,
+			Projection:   p.Projection,
+			Bindings:     p.Bindings,
+			Metadata:     &v1b1.PlanMetadata{Labels: map[string]string{WorkloadLabel: w.Name}, OwnershipMode: v1b1.OwnershipModeController},
+		},
 	}
-	want.ObjectMeta = metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{WorkloadLabel: w.Name},
-		OwnerReferences: []metav1.OwnerReference{ownerRef(w)}}
 	existing, err := c.listers.Plans.WorkloadPlans(w.Namespace).Get(w.Name)
 	if apierrors.IsNotFound(err) {
 		return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: "plinth-orchestrator"})

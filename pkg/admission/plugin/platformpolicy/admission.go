@@ -1,7 +1,9 @@
 // Package platformpolicy is the PlatformPolicy admission plugin: on every Workload create and
 // update (dry runs included) it applies the defaults of the matching policies, highest priority
 // first, and then rejects a Workload that breaks any matching policy's constraints. Policies
-// come from an informer, compiled once per change, never from etcd per request.
+// come from an informer, compiled once per change, never from etcd per request. What a policy
+// means lives in pkg/platformpolicy, shared with the orchestrator; this package is the
+// admission wiring around it.
 package platformpolicy
 
 import (
@@ -23,6 +25,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/score"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+	policy "github.com/plinth-dev/plinth/pkg/platformpolicy"
 	scorespec "github.com/plinth-dev/plinth/pkg/score"
 )
 
@@ -44,7 +47,7 @@ func Register(plugins *admission.Plugins) {
 // Plugin is the PlatformPolicy admission plugin.
 type Plugin struct {
 	*admission.Handler
-	policies   Snapshot
+	policies   policy.Snapshot
 	namespaces corelisters.NamespaceLister
 	synced     []cache.InformerSynced
 }
@@ -119,7 +122,7 @@ func handles(a admission.Attributes) bool {
 	return a.GetResource().GroupResource() == score.Resource("workloads") && a.GetSubresource() == ""
 }
 
-func (p *Plugin) matching(ctx context.Context, a admission.Attributes, w *score.Workload) ([]*Compiled, error) {
+func (p *Plugin) matching(a admission.Attributes, w *v1b1.Workload) ([]*policy.Compiled, error) {
 	if !p.WaitForReady() {
 		return nil, admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
 	}
@@ -132,16 +135,32 @@ func (p *Plugin) matching(ctx context.Context, a admission.Attributes, w *score.
 	return p.policies.Matching(w.Labels, nsLabels), nil
 }
 
+// workloadOf returns the request's Workload in the versioned API, which pkg/platformpolicy and
+// pkg/score work on, or nil for any other object.
+func workloadOf(a admission.Attributes) (*score.Workload, *v1b1.Workload, error) {
+	internal, ok := a.GetObject().(*score.Workload)
+	if !ok {
+		return nil, nil, nil
+	}
+	// The generated conversion needs no scheme; it shares maps and slices with internal, which
+	// only Admit changes, and Admit converts the result back.
+	versioned := &v1b1.Workload{}
+	if err := v1b1.Convert_score_Workload_To_v1b1_Workload(internal, versioned, nil); err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	return internal, versioned, nil
+}
+
 // Admit applies the matching policies' defaults and records them in an annotation.
-func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if !handles(a) {
 		return nil
 	}
-	w, ok := a.GetObject().(*score.Workload)
-	if !ok {
-		return nil
+	internal, w, err := workloadOf(a)
+	if w == nil {
+		return err
 	}
-	matching, err := p.matching(ctx, a, w)
+	matching, err := p.matching(a, w)
 	if err != nil {
 		return err
 	}
@@ -151,7 +170,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if w.Spec.Source != nil && w.Spec.Source.Inline != nil {
 		resolved, _ = scorespec.Merge(w)
 	}
-	applied := ApplyDefaults(w, resolved, matching)
+	applied := policy.ApplyDefaults(w, resolved, matching)
 	if len(applied) > 0 {
 		if w.Annotations == nil {
 			w.Annotations = map[string]string{}
@@ -160,20 +179,23 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	} else {
 		delete(w.Annotations, AppliedPoliciesAnnotation)
 	}
+	if err := v1b1.Convert_v1b1_Workload_To_score_Workload(w, internal, nil); err != nil {
+		return apierrors.NewInternalError(err)
+	}
 	return nil
 }
 
 // Validate rejects a workload that breaks a matching policy's constraints: 403 Forbidden, the
 // first violation as the message, every violation as a PolicyViolation cause.
-func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if !handles(a) {
 		return nil
 	}
-	w, ok := a.GetObject().(*score.Workload)
-	if !ok {
-		return nil
+	_, w, err := workloadOf(a)
+	if w == nil {
+		return err
 	}
-	matching, err := p.matching(ctx, a, w)
+	matching, err := p.matching(a, w)
 	if err != nil || len(matching) == 0 {
 		return err
 	}
@@ -182,8 +204,8 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		// Strategy validation ran first and accepted the object; this is not expected.
 		return apierrors.NewInvalid(score.Kind("Workload"), w.Name, errs)
 	}
-	facts := NewFacts(w, resolved)
-	var violations []Violation
+	facts := policy.NewFacts(w, resolved)
+	var violations []policy.Violation
 	for _, c := range matching {
 		violations = append(violations, c.Violations(facts)...)
 	}
@@ -193,21 +215,19 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	return violationError(w, violations)
 }
 
-func violationError(w *score.Workload, violations []Violation) error {
+// violationError is 403 Forbidden in the form of every Kubernetes admission refusal
+// ("workloads.score.dev "web" is forbidden: ..."), the first violation as the message and every
+// violation as a PolicyViolation cause at its field path.
+func violationError(w *v1b1.Workload, violations []policy.Violation) error {
 	first := violations[0]
-	causes := make([]metav1.StatusCause, 0, len(violations))
+	err := apierrors.NewForbidden(score.Resource("workloads"), w.Name,
+		fmt.Errorf("violates PlatformPolicy %q: %s.", first.Policy, first.Message))
 	for _, v := range violations {
-		causes = append(causes, metav1.StatusCause{
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
 			Type:    ReasonPolicyViolation,
 			Field:   v.Field.String(),
 			Message: fmt.Sprintf("PlatformPolicy %q: %s.", v.Policy, v.Message),
 		})
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    403,
-		Reason:  metav1.StatusReasonForbidden,
-		Message: fmt.Sprintf("Workload %q violates PlatformPolicy %q: %s.", w.Name, first.Policy, first.Message),
-		Details: &metav1.StatusDetails{Group: score.GroupName, Kind: "workloads", Name: w.Name, Causes: causes},
-	}}
+	return err
 }

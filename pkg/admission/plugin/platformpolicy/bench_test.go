@@ -19,7 +19,7 @@ func BenchmarkAdmission(b *testing.B) {
 			var policies []*v1b1.PlatformPolicy
 			for i := 0; i < n; i++ {
 				team := fmt.Sprintf("team-%d", i%10)
-				policies = append(policies, policy(fmt.Sprintf("p-%04d", i), int32(i%7), func(p *v1b1.PlatformPolicy) {
+				policies = append(policies, newPolicy(fmt.Sprintf("p-%04d", i), int32(i%7), func(p *v1b1.PlatformPolicy) {
 					p.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": team}}
 					p.Spec.Defaults = &v1b1.PolicyDefaults{RuntimeClass: "kubernetes", Labels: map[string]string{"policy": p.Name},
 						Resources: map[string]v1b1.ResourceDefaults{"postgres": {Class: "small"}}}

@@ -17,6 +17,7 @@ import (
 
 	cv "github.com/plinth-dev/plinth/pkg/apis/common/validation"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	scorespec "github.com/plinth-dev/plinth/pkg/score"
 )
 
@@ -58,7 +59,12 @@ func validateWorkloadSpecAndScore(w *score.Workload) field.ErrorList {
 	if errs := validateWorkloadSpec(&w.Spec, field.NewPath("spec")); len(errs) > 0 {
 		return errs
 	}
-	_, errs := scorespec.Resolve(w)
+	// pkg/score works on the versioned API; the generated conversion needs no scheme.
+	versioned := &v1b1.Workload{}
+	if err := v1b1.Convert_score_Workload_To_v1b1_Workload(w, versioned, nil); err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+	}
+	_, errs := scorespec.Resolve(versioned)
 	return errs
 }
 

@@ -2,7 +2,6 @@ package platformpolicy
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
 
-func policy(name string, priority int32, mutate func(p *v1b1.PlatformPolicy)) *v1b1.PlatformPolicy {
+func newPolicy(name string, priority int32, mutate func(p *v1b1.PlatformPolicy)) *v1b1.PlatformPolicy {
 	p := &v1b1.PlatformPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1b1.PlatformPolicySpec{Priority: priority}}
 	if mutate != nil {
 		mutate(p)
@@ -57,15 +56,15 @@ func admit(t testing.TB, p *Plugin, w *score.Workload) error {
 
 func TestMatchingAndOrder(t *testing.T) {
 	p := newPlugin(t,
-		policy("b-low", 1, func(p *v1b1.PlatformPolicy) { p.Spec.Defaults = &v1b1.PolicyDefaults{RuntimeClass: "nomad"} }),
-		policy("a-high", 10, func(p *v1b1.PlatformPolicy) {
+		newPolicy("b-low", 1, func(p *v1b1.PlatformPolicy) { p.Spec.Defaults = &v1b1.PolicyDefaults{RuntimeClass: "nomad"} }),
+		newPolicy("a-high", 10, func(p *v1b1.PlatformPolicy) {
 			p.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 			p.Spec.Defaults = &v1b1.PolicyDefaults{RuntimeClass: "kubernetes", Labels: map[string]string{"tier": "gold"}}
 		}),
-		policy("c-tie", 10, func(p *v1b1.PlatformPolicy) {
+		newPolicy("c-tie", 10, func(p *v1b1.PlatformPolicy) {
 			p.Spec.Defaults = &v1b1.PolicyDefaults{Labels: map[string]string{"tier": "silver", "owner": "c"}}
 		}),
-		policy("expr", 5, func(p *v1b1.PlatformPolicy) {
+		newPolicy("expr", 5, func(p *v1b1.PlatformPolicy) {
 			p.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}}}
 			p.Spec.Defaults = &v1b1.PolicyDefaults{Annotations: map[string]string{"backup": "daily"}}
 		}),
@@ -100,7 +99,7 @@ func TestMatchingAndOrder(t *testing.T) {
 }
 
 func TestExplicitValuesAreKept(t *testing.T) {
-	p := newPlugin(t, policy("defaults", 1, func(p *v1b1.PlatformPolicy) {
+	p := newPlugin(t, newPolicy("defaults", 1, func(p *v1b1.PlatformPolicy) {
 		p.Spec.Defaults = &v1b1.PolicyDefaults{RuntimeClass: "kubernetes", Labels: map[string]string{"team": "platform"},
 			Resources: map[string]v1b1.ResourceDefaults{
 				"postgres": {Class: "small", Params: &common.RawObject{Raw: []byte(`{"version":16}`)}},
@@ -120,17 +119,6 @@ func TestExplicitValuesAreKept(t *testing.T) {
 	}
 	if cache := w.Spec.Resources["cache"]; cache.Class != "tiny" {
 		t.Errorf("explicit redis class overwritten: %q", cache.Class)
-	}
-}
-
-func TestNamespaceSelector(t *testing.T) {
-	p := newPlugin(t, policy("team-ns", 1, func(p *v1b1.PlatformPolicy) {
-		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
-		p.Spec.Defaults = &v1b1.PolicyDefaults{RuntimeClass: "kubernetes"}
-	}))
-	c := p.policies.Matching(nil, map[string]string{"team": "a"})[0]
-	if !c.Matches(nil, map[string]string{"team": "a"}) || c.Matches(nil, map[string]string{"team": "b"}) || c.Matches(nil, nil) {
-		t.Errorf("namespaceSelector matching is wrong")
 	}
 }
 
@@ -171,7 +159,7 @@ func TestConstraints(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := tc.spec
-			p := newPlugin(t, policy("rules", 1, func(p *v1b1.PlatformPolicy) { p.Spec.Constraints = &spec }))
+			p := newPlugin(t, newPolicy("rules", 1, func(p *v1b1.PlatformPolicy) { p.Spec.Constraints = &spec }))
 			w := workload(nil)
 			if tc.mutate != nil {
 				tc.mutate(w)
@@ -205,7 +193,7 @@ func TestConstraints(t *testing.T) {
 }
 
 func TestInlineImagesAreConstrained(t *testing.T) {
-	p := newPlugin(t, policy("rules", 1, func(p *v1b1.PlatformPolicy) {
+	p := newPlugin(t, newPolicy("rules", 1, func(p *v1b1.PlatformPolicy) {
 		p.Spec.Constraints = &v1b1.PolicyConstraints{Images: &v1b1.ImageConstraints{AllowedRegistries: []string{"registry.example.com"}}}
 	}))
 	w := &score.Workload{
@@ -220,26 +208,8 @@ func TestInlineImagesAreConstrained(t *testing.T) {
 	}
 }
 
-func TestParseImage(t *testing.T) {
-	for image, want := range map[string]string{
-		"nginx":                          "docker.io library/nginx latest ",
-		"nginx:1.27":                     "docker.io library/nginx 1.27 ",
-		"someone/app:2":                  "docker.io someone/app 2 ",
-		"index.docker.io/someone/app":    "docker.io someone/app latest ",
-		"localhost:5000/app:dev":         "localhost:5000 app dev ",
-		"registry.example.com/a/b/c:v1":  "registry.example.com a/b/c v1 ",
-		"ghcr.io/acme/app@sha256:abc":    "ghcr.io acme/app  sha256:abc",
-		"ghcr.io/acme/app:v1@sha256:abc": "ghcr.io acme/app v1 sha256:abc",
-	} {
-		r := ParseImage(image)
-		if got := fmt.Sprintf("%s %s %s %s", r.Registry, r.Repository, r.Tag, r.Digest); got != want {
-			t.Errorf("ParseImage(%q) = %q, want %q", image, got, want)
-		}
-	}
-}
-
 func TestOtherResourcesAreIgnored(t *testing.T) {
-	p := newPlugin(t, policy("rules", 1, func(p *v1b1.PlatformPolicy) {
+	p := newPlugin(t, newPolicy("rules", 1, func(p *v1b1.PlatformPolicy) {
 		p.Spec.Constraints = &v1b1.PolicyConstraints{AllowedRuntimeClasses: []string{"kubernetes"}}
 	}))
 	w := workload(nil)

@@ -1,8 +1,13 @@
+// Package platformpolicy evaluates PlatformPolicies against Workloads: it compiles policies once
+// per change into an ordered snapshot, finds the ones that select a workload, applies their
+// defaults and reports the constraints a workload breaks. It works on the versioned API
+// (score.dev/v1b1) and reads nothing itself, so the PlatformPolicy admission plugin (which
+// defaults and rejects on write) and the orchestrator (which reports PolicyViolation when a
+// policy changes after admission) share one definition of what a policy means.
 package platformpolicy
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -14,7 +19,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
-	"github.com/plinth-dev/plinth/pkg/apis/score"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	scorespec "github.com/plinth-dev/plinth/pkg/score"
 )
@@ -112,7 +116,7 @@ func (c *Compiled) Matches(workloadLabels, namespaceLabels labels.Set) bool {
 // ApplyDefaults fills what the workload leaves unset from the ordered, matching policies: the
 // first policy that offers a value wins. resolved (may be nil) supplies resources declared only
 // in the inline Score document. It returns the names of the policies that changed something.
-func ApplyDefaults(w *score.Workload, resolved *scorespec.Workload, matching []*Compiled) []string {
+func ApplyDefaults(w *v1b1.Workload, resolved *scorespec.Workload, matching []*Compiled) []string {
 	var applied []string
 	for _, p := range matching {
 		d := p.spec.Defaults
@@ -155,7 +159,7 @@ func ApplyDefaults(w *score.Workload, resolved *scorespec.Workload, matching []*
 // defaultResources sets class and params by resource type. A resource declared only in the
 // inline document gets a spec.resources entry carrying just the defaults (and its type), which
 // the merge rule of pkg/score combines with the document.
-func defaultResources(w *score.Workload, resolved *scorespec.Workload, defaults map[string]v1b1.ResourceDefaults) bool {
+func defaultResources(w *v1b1.Workload, resolved *scorespec.Workload, defaults map[string]v1b1.ResourceDefaults) bool {
 	all := w.Spec.Resources
 	if resolved != nil {
 		all = resolved.Resources
@@ -181,7 +185,7 @@ func defaultResources(w *score.Workload, resolved *scorespec.Workload, defaults 
 		if changedHere {
 			changed = true
 			if w.Spec.Resources == nil {
-				w.Spec.Resources = map[string]score.ResourceSpec{}
+				w.Spec.Resources = map[string]v1b1.ResourceSpec{}
 			}
 			w.Spec.Resources[name] = own
 		}
@@ -210,7 +214,7 @@ type Image struct {
 }
 
 // NewFacts gathers the facts of a workload and its effective Score workload.
-func NewFacts(w *score.Workload, resolved *scorespec.Workload) *Facts {
+func NewFacts(w *v1b1.Workload, resolved *scorespec.Workload) *Facts {
 	spec := field.NewPath("spec")
 	f := &Facts{RuntimeClass: w.Spec.RuntimeClass, ResourceTypes: resolved.ResourceTypes(spec)}
 	for _, img := range resolved.Images(spec) {
@@ -253,82 +257,4 @@ func (c *Compiled) Violations(f *Facts) []Violation {
 		}
 	}
 	return out
-}
-
-// ImageRef is a container image reference split into its parts, with Docker Hub's short
-// names expanded: nginx is docker.io/library/nginx, user/app is docker.io/user/app.
-type ImageRef struct {
-	// Registry is the host (and port), for example docker.io or registry.example.com:5000.
-	Registry string
-	// Repository is the path below the registry, for example library/nginx.
-	Repository string
-	// Tag is the tag; "latest" when neither a tag nor a digest is given.
-	Tag string
-	// Digest is the digest, for example sha256:..., if pinned.
-	Digest string
-}
-
-// ParseImage splits an image reference. It does not validate it: the API did.
-func ParseImage(image string) ImageRef {
-	var ref ImageRef
-	if at := strings.Index(image, "@"); at >= 0 {
-		ref.Digest = image[at+1:]
-		image = image[:at]
-	}
-	if colon := strings.LastIndex(image, ":"); colon > strings.LastIndex(image, "/") {
-		ref.Tag = image[colon+1:]
-		image = image[:colon]
-	}
-	if ref.Tag == "" && ref.Digest == "" {
-		ref.Tag = "latest"
-	}
-	first, rest, found := strings.Cut(image, "/")
-	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
-		ref.Registry, ref.Repository = normalizeRegistry(first), rest
-	} else {
-		ref.Registry, ref.Repository = "docker.io", image
-	}
-	if ref.Registry == "docker.io" && !strings.Contains(ref.Repository, "/") {
-		ref.Repository = "library/" + ref.Repository
-	}
-	return ref
-}
-
-func normalizeRegistry(host string) string {
-	switch host {
-	case "index.docker.io", "registry-1.docker.io":
-		return "docker.io"
-	}
-	return host
-}
-
-// FromAnyOf reports whether the image comes from one of the registries, each a host with an
-// optional path prefix (registry.example.com, ghcr.io/acme, docker.io/library).
-func (r ImageRef) FromAnyOf(registries []string) bool {
-	full := r.Registry + "/" + r.Repository
-	for _, allowed := range registries {
-		host, prefix, _ := strings.Cut(allowed, "/")
-		allowed = normalizeRegistry(host)
-		if prefix != "" {
-			allowed += "/" + strings.TrimSuffix(prefix, "/")
-		}
-		if full == allowed || strings.HasPrefix(full, allowed+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// TagMatchesAny reports whether the tag matches one of the patterns ("*" and "?" wildcards).
-// An image pinned by digest satisfies any tag requirement: the digest names the exact content.
-func (r ImageRef) TagMatchesAny(patterns []string) bool {
-	if r.Digest != "" {
-		return true
-	}
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, r.Tag); ok {
-			return true
-		}
-	}
-	return false
 }
