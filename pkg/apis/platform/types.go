@@ -20,16 +20,6 @@ const (
 	ClusterPhaseUnreachable ClusterPhase = "UNREACHABLE"
 )
 
-// Condition types of a Cluster.
-const (
-	// ConditionCredentialsValid says whether the stored kubeconfig decrypts and loads.
-	ConditionCredentialsValid = "CredentialsValid"
-	// ConditionReachable says whether the cluster's API server answered and is ready.
-	ConditionReachable = "Reachable"
-	// ConditionKubeVirtAvailable says whether KubeVirt serves VirtualMachines on the cluster.
-	ConditionKubeVirtAvailable = "KubeVirtAvailable"
-)
-
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Cluster is a target cluster that Plinth creates VMs and workloads on. Its kubeconfig is

@@ -12,30 +12,37 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	platformapi "github.com/plinth-dev/plinth/pkg/apis/platform"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	"github.com/plinth-dev/plinth/pkg/credentials"
 	platformclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
+	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 )
 
 // The condition types a probe writes (defined with the API's types).
 const (
-	ConditionCredentialsValid  = platformapi.ConditionCredentialsValid
-	ConditionReachable         = platformapi.ConditionReachable
-	ConditionKubeVirtAvailable = platformapi.ConditionKubeVirtAvailable
+	ConditionCredentialsValid  = platform.ConditionCredentialsValid
+	ConditionReachable         = platform.ConditionReachable
+	ConditionKubeVirtAvailable = platform.ConditionKubeVirtAvailable
 )
 
 // Forgetter drops what a provider cached for a deleted cluster.
 type Forgetter interface{ Forget(clusterName string) }
 
+// Name names the controller in logs, metrics and events.
+const Name = "cluster"
+
 // Controller probes target clusters.
 type Controller struct {
 	*loop.Loop
 	client   platformclient.ClustersGetter
+	recorder events.EventRecorder
 	lister   platformlisters.ClusterLister
 	creds    credentials.Provider
 	probe    Prober
@@ -43,14 +50,21 @@ type Controller struct {
 	now      func() time.Time
 }
 
-// New returns the prober controller; it probes each cluster every interval.
-func New(client platformclient.ClustersGetter, lister platformlisters.ClusterLister, creds credentials.Provider, probe Prober, interval time.Duration) *Controller {
-	c := &Controller{client: client, lister: lister, creds: creds, probe: probe, interval: interval, now: time.Now}
-	c.Loop = loop.New("cluster", c.reconcile)
-	return c
+// NewController returns the prober; it probes each cluster every interval, and at once when a
+// Cluster is added or its spec changes (not on its own status writes). It reads only Clusters
+// (creds reads them too, through the same informer's lister).
+func NewController(client platformclient.ClustersGetter, recorder events.EventRecorder, clusters platforminformers.ClusterInformer,
+	creds credentials.Provider, probe Prober, interval time.Duration) (*Controller, error) {
+	c := &Controller{client: client, recorder: recorder, lister: clusters.Lister(), creds: creds, probe: probe, interval: interval, now: time.Now}
+	c.Loop = loop.New(Name, c.reconcile, clusters.Informer())
+	if err := c.WatchGenerations(clusters.Informer()); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-func (c *Controller) reconcile(ctx context.Context, _, name string) error {
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
+	name := key.Name
 	cl, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
 		if f, ok := c.creds.(Forgetter); ok {
@@ -93,9 +107,10 @@ func (c *Controller) reconcile(ctx context.Context, _, name string) error {
 		return err
 	}
 	if cl.Status.Phase != status.Phase {
-		klog.InfoS("Cluster phase changed", "cluster", name, "from", cl.Status.Phase, "to", status.Phase)
+		klog.FromContext(ctx).Info("Cluster phase changed", "from", cl.Status.Phase, "to", status.Phase)
+		c.recordPhase(updated, status)
 	}
-	c.EnqueueAfter("", name, c.interval)
+	c.EnqueueAfter(key, c.interval)
 	return nil
 }
 
@@ -104,4 +119,37 @@ func (c *Controller) set(status *platform.ClusterStatus, gen int64, conditionTyp
 		Type: conditionType, Status: v.Status, Reason: v.Reason, Message: v.Message, ObservedGeneration: gen,
 		LastTransitionTime: metav1.NewTime(c.now()),
 	})
+}
+
+// phaseReasons are the event reasons of the phases a probe finds.
+var phaseReasons = map[platform.ClusterPhase]string{
+	platform.ClusterPhaseHealthy:     "Healthy",
+	platform.ClusterPhaseUnhealthy:   "Unhealthy",
+	platform.ClusterPhaseUnreachable: "Unreachable",
+}
+
+// recordPhase records the cluster's new phase, with the message of the condition that
+// explains it. A phase of UNKNOWN means its credentials cannot be used: the event carries the
+// CredentialsValid reason (never the credentials).
+func (c *Controller) recordPhase(cl *platform.Cluster, status *platform.ClusterStatus) {
+	explaining := ConditionReachable
+	if status.Phase == platform.ClusterPhaseHealthy {
+		explaining = ConditionKubeVirtAvailable
+	}
+	reason, ok := phaseReasons[status.Phase]
+	if !ok {
+		explaining = ConditionCredentialsValid
+	}
+	cond := apimeta.FindStatusCondition(status.Conditions, explaining)
+	if cond == nil {
+		return
+	}
+	if !ok {
+		reason = cond.Reason
+	}
+	message := cond.Message
+	if status.Phase == platform.ClusterPhaseHealthy {
+		message = "The cluster answers and is healthy."
+	}
+	transition.Record(c.recorder, cl, reason, "Probe", message)
 }

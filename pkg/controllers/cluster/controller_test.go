@@ -6,16 +6,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/credentials"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
-	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
+	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
+
+var east = cache.NewObjectName("", "east")
 
 type fakeProvider struct {
 	cfg *rest.Config
@@ -27,17 +31,34 @@ func (p *fakeProvider) GetRESTConfig(context.Context, string) (*rest.Config, err
 }
 func (p *fakeProvider) Type() string { return "fake" }
 
-func setup(t *testing.T, provider credentials.Provider, f Finding) (*Controller, *fake.Clientset) {
+func setup(t *testing.T, provider credentials.Provider, f Finding) (*Controller, *fake.Clientset, *events.FakeRecorder) {
 	t.Helper()
 	cl := &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Generation: 3}}
-	client := fake.NewSimpleClientset(cl)
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	if err := indexer.Add(cl); err != nil {
+	client := fake.NewSimpleClientset(cl) // NewClientset needs apply configurations, which Plinth does not generate
+	factory := informers.NewSharedInformerFactory(client, 0)
+	clusters := factory.Platform().V1alpha1().Clusters()
+	if err := clusters.Informer().GetIndexer().Add(cl); err != nil {
 		t.Fatal(err)
 	}
-	c := New(client.PlatformV1alpha1(), platformlisters.NewClusterLister(indexer), provider,
+	recorder := events.NewFakeRecorder(10)
+	c, err := NewController(client.PlatformV1alpha1(), recorder, clusters, provider,
 		func(context.Context, *rest.Config) Finding { return f }, time.Hour)
-	return c, client
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, client, recorder
+}
+
+// expectEvents compares the events recorded so far with want ("Type Reason Note" each).
+func expectEvents(t *testing.T, recorder *events.FakeRecorder, want ...string) {
+	t.Helper()
+	var got []string
+	for len(recorder.Events) > 0 {
+		got = append(got, <-recorder.Events)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
 }
 
 func get(t *testing.T, client *fake.Clientset) *platform.Cluster {
@@ -52,10 +73,11 @@ func get(t *testing.T, client *fake.Clientset) *platform.Cluster {
 func TestReconcileWritesWhatTheProbeFound(t *testing.T) {
 	f := Finding{Phase: platform.ClusterPhaseHealthy, KubernetesVersion: "v1.37.1", KubevirtVersion: "v1.9.0", EnabledFeatures: []string{"Snapshot"},
 		Reachable: Verdict{metav1.ConditionTrue, "Ready", "ok"}, KubeVirt: Verdict{metav1.ConditionTrue, "Deployed", "ok"}}
-	c, client := setup(t, &fakeProvider{cfg: &rest.Config{Host: "https://east:6443"}}, f)
-	if err := c.reconcile(context.Background(), "", "east"); err != nil {
+	c, client, recorder := setup(t, &fakeProvider{cfg: &rest.Config{Host: "https://east:6443"}}, f)
+	if err := c.reconcile(context.Background(), east); err != nil {
 		t.Fatal(err)
 	}
+	expectEvents(t, recorder, "Normal Healthy The cluster answers and is healthy.")
 	s := get(t, client).Status
 	if s.Phase != platform.ClusterPhaseHealthy || s.APIServerURL != "https://east:6443" || s.KubevirtVersion != "v1.9.0" ||
 		s.ObservedGeneration != 3 || s.LastProbeTime == nil || len(s.EnabledFeatures) != 1 {
@@ -70,10 +92,11 @@ func TestReconcileWritesWhatTheProbeFound(t *testing.T) {
 
 func TestReconcileReportsUnusableCredentials(t *testing.T) {
 	provider := &fakeProvider{err: &credentials.Error{Reason: credentials.ReasonUnknownKey, Message: "sealed with key \"k0\""}}
-	c, client := setup(t, provider, Finding{})
-	if err := c.reconcile(context.Background(), "", "east"); err != nil {
+	c, client, recorder := setup(t, provider, Finding{})
+	if err := c.reconcile(context.Background(), east); err != nil {
 		t.Fatal(err)
 	}
+	expectEvents(t, recorder, `Warning UnknownEncryptionKey sealed with key "k0"`)
 	s := get(t, client).Status
 	cond := apimeta.FindStatusCondition(s.Conditions, ConditionCredentialsValid)
 	if s.Phase != platform.ClusterPhaseUnknown || cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "UnknownEncryptionKey" {
@@ -82,11 +105,12 @@ func TestReconcileReportsUnusableCredentials(t *testing.T) {
 }
 
 func TestReconcileRetriesOtherErrors(t *testing.T) {
-	c, _ := setup(t, &fakeProvider{err: errors.New("apiserver unavailable")}, Finding{})
-	if err := c.reconcile(context.Background(), "", "east"); err == nil {
+	c, _, recorder := setup(t, &fakeProvider{err: errors.New("apiserver unavailable")}, Finding{})
+	if err := c.reconcile(context.Background(), east); err == nil {
 		t.Fatal("a transient error was swallowed")
 	}
-	if err := c.reconcile(context.Background(), "", "gone"); err != nil {
+	expectEvents(t, recorder)
+	if err := c.reconcile(context.Background(), cache.NewObjectName("", "gone")); err != nil {
 		t.Errorf("a deleted cluster: %v", err)
 	}
 }

@@ -1,7 +1,11 @@
 // Package loop is the informer + rate-limited workqueue machinery every Plinth controller
-// shares, after k8s.io/sample-controller: handlers enqueue namespace/name keys, workers call the
-// controller's reconcile function, failures are retried with backoff, and every reconcile is
+// shares, after k8s.io/sample-controller: handlers enqueue cache.ObjectName keys, workers call
+// the controller's reconcile function, failures are retried with backoff, and every reconcile is
 // counted and timed for Prometheus.
+//
+// A controller builds its Loop in its constructor from every informer it reads, so Run waits
+// for all of their caches — not only the ones whose events wake it — before any worker starts:
+// a reconcile right after start or a leader change never acts on an empty cache.
 package loop
 
 import (
@@ -41,90 +45,72 @@ func init() {
 // rateLimiter retries a failing key with exponential backoff capped at 30 s — client-go's
 // default cap of 1000 s would leave an object stale for a quarter of an hour after a burst of
 // throttled requests — and limits the whole queue to 100 retries per second.
-func rateLimiter() workqueue.TypedRateLimiter[string] {
+func rateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
 	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
-		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(100), 500)},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, 30*time.Second),
+		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(100), 500)},
 	)
 }
 
-// ReconcileFunc brings one object, named by its namespace/name key, to its desired state. It must
-// be idempotent: it runs again after any change and after any error.
-type ReconcileFunc func(ctx context.Context, namespace, name string) error
+// ReconcileFunc brings one object to its desired state. It must be idempotent: it runs again
+// after any change and after any error.
+type ReconcileFunc func(ctx context.Context, key cache.ObjectName) error
+
+// KeysFunc maps an object an informer reports to the keys of the objects a controller
+// reconciles (for example an owned object to its owner).
+type KeysFunc func(obj interface{}) []cache.ObjectName
 
 // Loop is one controller's queue and workers.
 type Loop struct {
 	name      string
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	reconcile ReconcileFunc
 	synced    []cache.InformerSynced
 }
 
-// New returns a loop named name (used in logs and metrics).
-func New(name string, reconcile ReconcileFunc) *Loop {
-	return &Loop{
+// New returns a loop named name (used in logs and metrics) that waits, before its workers
+// start, for every informer in reads: pass all the informers the controller reads, through
+// listers or indexers, whether or not their events wake it.
+func New(name string, reconcile ReconcileFunc, reads ...cache.SharedIndexInformer) *Loop {
+	l := &Loop{
 		name:      name,
 		reconcile: reconcile,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: name}),
 	}
+	for _, informer := range reads {
+		l.synced = append(l.synced, informer.HasSynced)
+	}
+	return l
 }
 
-// Watch enqueues the objects of an informer themselves, and waits for it to sync before work starts.
+// Name is the loop's name.
+func (l *Loop) Name() string { return l.name }
+
+// Self maps an object to its own key.
+func Self(obj interface{}) []cache.ObjectName {
+	name, err := cache.ObjectToName(obj)
+	if err != nil {
+		return nil
+	}
+	return []cache.ObjectName{name}
+}
+
+// Watch enqueues the objects of an informer themselves.
 func (l *Loop) Watch(informer cache.SharedIndexInformer) error {
-	return l.WatchMapped(informer, func(obj interface{}) []string {
-		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err != nil {
-			return nil
-		}
-		return []string{key}
-	})
+	return l.WatchMapped(informer, Self)
 }
 
-// WatchMapped enqueues, for each event of an informer, the keys toKeys maps the object to (for
-// example the owner of an owned object).
-func (l *Loop) WatchMapped(informer cache.SharedIndexInformer, toKeys func(obj interface{}) []string) error {
+// WatchMapped enqueues, for each event of an informer, the keys toKeys maps the object to.
+func (l *Loop) WatchMapped(informer cache.SharedIndexInformer, toKeys KeysFunc) error {
 	return l.WatchMappedIf(informer, toKeys, func(_, _ interface{}) bool { return true })
-}
-
-// Enqueue adds a key directly.
-func (l *Loop) Enqueue(namespace, name string) {
-	if namespace == "" {
-		l.queue.Add(name)
-		return
-	}
-	l.queue.Add(namespace + "/" + name)
-}
-
-// EnqueueAfter adds a key after a delay, for polling what no informer reports.
-func (l *Loop) EnqueueAfter(namespace, name string, after time.Duration) {
-	if namespace == "" {
-		l.queue.AddAfter(name, after)
-		return
-	}
-	l.queue.AddAfter(namespace+"/"+name, after)
-}
-
-// WaitFor makes the workers wait for informers the controller reads through listers without
-// watching them, so that no reconcile sees a half-filled cache.
-func (l *Loop) WaitFor(informers ...cache.SharedIndexInformer) {
-	for _, i := range informers {
-		l.synced = append(l.synced, i.HasSynced)
-	}
 }
 
 // WatchGenerations enqueues an informer's objects when they are added or deleted and when an
 // update changes their generation or deletion timestamp — not on status-only updates, so a
 // controller that writes status and polls on its own schedule does not wake itself up.
 func (l *Loop) WatchGenerations(informer cache.SharedIndexInformer) error {
-	self := func(obj interface{}) []string {
-		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err != nil {
-			return nil
-		}
-		return []string{key}
-	}
-	return l.WatchMappedIf(informer, self, func(oldObj, obj interface{}) bool {
+	return l.WatchMappedIf(informer, Self, func(oldObj, obj interface{}) bool {
 		o, err1 := meta.Accessor(oldObj)
 		n, err2 := meta.Accessor(obj)
 		return err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
@@ -134,7 +120,10 @@ func (l *Loop) WatchGenerations(informer cache.SharedIndexInformer) error {
 // WatchMappedIf is WatchMapped that enqueues on updates only when changed says the update
 // matters, for controllers that follow a few fields of a busy object. toKeys always gets the
 // object itself: a deletion the informer saw only as a tombstone is unwrapped first.
-func (l *Loop) WatchMappedIf(informer cache.SharedIndexInformer, toKeys func(obj interface{}) []string, changed func(oldObj, obj interface{}) bool) error {
+//
+// Run also waits until this handler has been given every object of the informer's initial
+// list, so a worker never starts between the cache filling and the handler hearing of it.
+func (l *Loop) WatchMappedIf(informer cache.SharedIndexInformer, toKeys KeysFunc, changed func(oldObj, obj interface{}) bool) error {
 	enqueue := func(obj interface{}) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
@@ -143,7 +132,7 @@ func (l *Loop) WatchMappedIf(informer cache.SharedIndexInformer, toKeys func(obj
 			l.queue.Add(key)
 		}
 	}
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	registration, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(oldObj, obj interface{}) {
 			if changed(oldObj, obj) {
@@ -152,34 +141,55 @@ func (l *Loop) WatchMappedIf(informer cache.SharedIndexInformer, toKeys func(obj
 		},
 		DeleteFunc: enqueue,
 	})
-	l.synced = append(l.synced, informer.HasSynced)
-	return err
+	if err != nil {
+		return fmt.Errorf("%s: watching %T: %w", l.name, informer, err)
+	}
+	l.synced = append(l.synced, registration.HasSynced)
+	return nil
 }
 
+// Enqueue adds a key directly.
+func (l *Loop) Enqueue(key cache.ObjectName) { l.queue.Add(key) }
+
+// EnqueueAfter adds a key after a delay, for polling what no informer reports.
+func (l *Loop) EnqueueAfter(key cache.ObjectName, after time.Duration) { l.queue.AddAfter(key, after) }
+
 // OwnerKeys maps an object to its owners of the given kind in the same namespace.
-func OwnerKeys(apiVersion, kind string) func(obj interface{}) []string {
-	return func(obj interface{}) []string {
+func OwnerKeys(apiVersion, kind string) KeysFunc {
+	return func(obj interface{}) []cache.ObjectName {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return nil
 		}
-		var keys []string
+		var keys []cache.ObjectName
 		for _, ref := range m.GetOwnerReferences() {
 			if ref.Kind == kind && ref.APIVersion == apiVersion {
-				keys = append(keys, m.GetNamespace()+"/"+ref.Name)
+				keys = append(keys, cache.NewObjectName(m.GetNamespace(), ref.Name))
 			}
 		}
 		return keys
 	}
 }
 
-// Run waits for the informers, then runs workers until ctx ends, then drains.
+// HasSynced says whether every cache the controller reads has synced and every handler has
+// been given its informer's initial list: what Run waits for before its workers start.
+func (l *Loop) HasSynced() bool {
+	for _, synced := range l.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run waits for every cache the controller reads, then runs workers until ctx ends.
 func (l *Loop) Run(ctx context.Context, workers int) error {
-	defer utilruntime.HandleCrash()
+	defer utilruntime.HandleCrashWithContext(ctx)
 	defer l.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", l.name)
+	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting controller")
-	if !cache.WaitForNamedCacheSync(l.name, ctx.Done(), l.synced...) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, l.synced...) {
 		return fmt.Errorf("%s: caches did not sync", l.name)
 	}
 	for i := 0; i < workers; i++ {
@@ -201,17 +211,13 @@ func (l *Loop) next(ctx context.Context) bool {
 		return false
 	}
 	defer l.queue.Done(key)
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		l.queue.Forget(key)
-		return true
-	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("key", key))
 	start := time.Now()
-	err = l.reconcile(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", l.name, "key", key)), namespace, name)
+	err := l.reconcile(ctx, key)
 	reconcileDuration.WithLabelValues(l.name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		reconciles.WithLabelValues(l.name, "error").Inc()
-		klog.FromContext(ctx).Info("Reconcile failed, retrying", "controller", l.name, "key", key, "err", err.Error())
+		utilruntime.HandleErrorWithContext(ctx, err, "Reconcile failed, requeuing")
 		l.queue.AddRateLimited(key)
 		return true
 	}

@@ -16,15 +16,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
-	"github.com/plinth-dev/plinth/pkg/controllers/resolver"
+	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	scoreinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score/v1b1"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/platformpolicy"
 	scorespec "github.com/plinth-dev/plinth/pkg/score"
@@ -33,12 +40,15 @@ import (
 // WorkloadLabel marks the bindings of a workload.
 const WorkloadLabel = "score.dev/workload"
 
+// Name names the controller in logs, metrics and events.
+const Name = "workload"
+
 // Listers are the caches the orchestrator reads.
 type Listers struct {
 	Workloads listers.WorkloadLister
 	Bindings  listers.ResourceBindingLister
 	Plans     listers.WorkloadPlanLister
-	// Policies is kept current by the caller from a PlatformPolicy informer.
+	// Policies is kept current from the PlatformPolicy informer.
 	Policies   *platformpolicy.Snapshot
 	ConfigMaps corelisters.ConfigMapLister
 	Secrets    corelisters.SecretLister
@@ -49,19 +59,91 @@ type Listers struct {
 type Controller struct {
 	*loop.Loop
 	client              clientset.Interface
+	recorder            events.EventRecorder
 	listers             Listers
 	defaultRuntimeClass string
 }
 
-// New returns the orchestrator. defaultRuntimeClass is used for workloads that set none after
-// admission (normally a PlatformPolicy sets it).
-func New(client clientset.Interface, l Listers, defaultRuntimeClass string) *Controller {
-	c := &Controller{client: client, listers: l, defaultRuntimeClass: defaultRuntimeClass}
-	c.Loop = loop.New("orchestrator", c.reconcile)
-	return c
+// NewController returns the Workload controller. It reads Workloads, their bindings and plan,
+// the platform policies, the ConfigMaps Score sources live in, the Secrets that name a
+// binding's secret outputs and the Namespaces' labels policies select on, and waits for all of
+// those caches. It is woken by Workloads, by the bindings and plans they own, by every policy
+// change (for every workload) and by the ConfigMaps their sources name. defaultRuntimeClass
+// is used for workloads that set none after admission (normally a PlatformPolicy sets it).
+func NewController(ctx context.Context, client clientset.Interface, recorder events.EventRecorder,
+	workloads scoreinformers.WorkloadInformer, bindings scoreinformers.ResourceBindingInformer,
+	plans scoreinformers.WorkloadPlanInformer, policies scoreinformers.PlatformPolicyInformer,
+	configMaps coreinformers.ConfigMapInformer, secrets coreinformers.SecretInformer, namespaces coreinformers.NamespaceInformer,
+	defaultRuntimeClass string) (*Controller, error) {
+	c := &Controller{client: client, recorder: recorder, defaultRuntimeClass: defaultRuntimeClass, listers: Listers{
+		Workloads: workloads.Lister(), Bindings: bindings.Lister(), Plans: plans.Lister(), Policies: &platformpolicy.Snapshot{},
+		ConfigMaps: configMaps.Lister(), Secrets: secrets.Lister(), Namespaces: namespaces.Lister(),
+	}}
+	c.Loop = loop.New(Name, c.reconcile, workloads.Informer(), bindings.Informer(), plans.Informer(), policies.Informer(),
+		configMaps.Informer(), secrets.Informer(), namespaces.Informer())
+	logger := klog.FromContext(ctx)
+	owners := loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "Workload")
+	for _, err := range []error{
+		c.Watch(workloads.Informer()),
+		c.WatchMapped(bindings.Informer(), owners),
+		c.WatchMapped(plans.Informer(), owners),
+		// One handler refreshes the compiled policies and then re-queues every workload, so no
+		// reconcile can see the change's event before the snapshot has it.
+		c.WatchMapped(policies.Informer(), func(interface{}) []cache.ObjectName {
+			all, err := policies.Lister().List(labels.Everything())
+			if err != nil {
+				utilruntime.HandleErrorWithLogger(logger, err, "Listing platform policies failed")
+				return nil
+			}
+			c.listers.Policies.Set(all)
+			return c.allWorkloads(logger)
+		}),
+		c.WatchMapped(configMaps.Informer(), c.workloadsUsingConfigMap(logger)),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
-func (c *Controller) reconcile(ctx context.Context, namespace, name string) error {
+func (c *Controller) allWorkloads(logger klog.Logger) []cache.ObjectName {
+	list, err := c.listers.Workloads.List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleErrorWithLogger(logger, err, "Listing workloads failed")
+		return nil
+	}
+	keys := make([]cache.ObjectName, 0, len(list))
+	for _, w := range list {
+		keys = append(keys, cache.MetaObjectToName(w))
+	}
+	return keys
+}
+
+// workloadsUsingConfigMap maps a ConfigMap to the workloads whose Score source it holds.
+func (c *Controller) workloadsUsingConfigMap(logger klog.Logger) loop.KeysFunc {
+	return func(obj interface{}) []cache.ObjectName {
+		cm, err := cache.ObjectToName(obj)
+		if err != nil {
+			return nil
+		}
+		list, err := c.listers.Workloads.Workloads(cm.Namespace).List(labels.Everything())
+		if err != nil {
+			utilruntime.HandleErrorWithLogger(logger, err, "Listing workloads failed", "namespace", cm.Namespace)
+			return nil
+		}
+		var keys []cache.ObjectName
+		for _, w := range list {
+			if s := w.Spec.Source; s != nil && s.ConfigMapRef != nil && s.ConfigMapRef.Name == cm.Name {
+				keys = append(keys, cache.MetaObjectToName(w))
+			}
+		}
+		return keys
+	}
+}
+
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
+	namespace, name := key.Namespace, key.Name
 	w, err := c.listers.Workloads.Workloads(namespace).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && w.DeletionTimestamp != nil) {
 		return nil // bindings and plan are owned by the workload: garbage collection removes them
@@ -79,8 +161,20 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 		if _, uerr := c.client.ScoreV1b1().Workloads(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); uerr != nil {
 			return uerr
 		}
+		c.recordTransitions(w, status)
 	}
 	return err
+}
+
+// recordTransitions records what changed for the workload's owner, once per transition: its
+// resources becoming bound (BindingsReady), and Ready turning true (Ready) or false with the
+// reason that holds it back (BindingPending, RuntimeProvisioning, PolicyViolation, ...).
+func (c *Controller) recordTransitions(w *v1b1.Workload, status *v1b1.WorkloadStatus) {
+	if meta.IsStatusConditionTrue(status.Conditions, v1b1.ConditionBindingsReady) &&
+		!meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionBindingsReady) {
+		transition.Record(c.recorder, w, v1b1.ConditionBindingsReady, "Bind", "All resources are bound.")
+	}
+	transition.Condition(c.recorder, w, w.Status.Conditions, status.Conditions, v1b1.ConditionReady, v1b1.ConditionReady, "Reconcile")
 }
 
 // converge does the work and records its outcome in status; an error is retried.
@@ -258,7 +352,7 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, source 
 			Spec: v1b1.ResourceBindingSpec{
 				WorkloadRef: v1b1.WorkloadReference{Name: w.Name, UID: string(w.UID)},
 				ResourceKey: key, Type: r.Type, Class: r.Class, ID: r.ID, Params: r.Params,
-				Provisioner: resolver.ProvisionerName,
+				Provisioner: resourcebinding.ProvisionerName,
 			},
 		}
 		existing, err := c.listers.Bindings.ResourceBindings(w.Namespace).Get(name)
@@ -289,7 +383,7 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, source 
 			}
 			out[key] = existing
 		default:
-			if existing.Spec.Provisioner != "" && existing.Spec.Provisioner != resolver.ProvisionerName {
+			if existing.Spec.Provisioner != "" && existing.Spec.Provisioner != resourcebinding.ProvisionerName {
 				want.Spec.Provisioner = existing.Spec.Provisioner // claimed by an external resolver
 			}
 			if !apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) || existing.Labels[label] != key {

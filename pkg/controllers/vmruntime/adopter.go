@@ -2,6 +2,7 @@ package vmruntime
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -10,17 +11,23 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	"github.com/plinth-dev/plinth/pkg/apis/governance"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	govclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	govinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance/v1alpha1"
+	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
 	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/provider"
 )
+
+// AdopterName names the adopter in logs, metrics and events.
+const AdopterName = "adoption"
 
 // AdopterListers are what the adopter reads from informers.
 type AdopterListers struct {
@@ -38,20 +45,35 @@ type AdopterListers struct {
 type Adopter struct {
 	*loop.Loop
 	client   govclient.GovernanceV1alpha1Interface
+	recorder events.EventRecorder
 	listers  AdopterListers
 	infra    provider.InfrastructureProvider
 	interval time.Duration
 	now      func() time.Time
 }
 
-// NewAdopter returns the adopter; it scans each cluster every interval.
-func NewAdopter(client govclient.GovernanceV1alpha1Interface, listers AdopterListers, infra provider.InfrastructureProvider, interval time.Duration) *Adopter {
-	a := &Adopter{client: client, listers: listers, infra: infra, interval: interval, now: time.Now}
-	a.Loop = loop.New("vm-adopter", a.reconcile)
-	return a
+// NewAdopter returns the adopter; it scans each cluster every interval, and at once when a
+// Cluster is added or its spec changes. It reads ManagedVMs (through an identity index it
+// adds: a VM must not look unmanaged to a cold cache), SystemServices, PendingAdoptions and
+// Clusters.
+func NewAdopter(client govclient.GovernanceV1alpha1Interface, recorder events.EventRecorder, vms govinformers.ManagedVMInformer,
+	services govinformers.SystemServiceInformer, adoptions govinformers.PendingAdoptionInformer, clusters platforminformers.ClusterInformer,
+	infra provider.InfrastructureProvider, interval time.Duration) (*Adopter, error) {
+	if err := vms.Informer().AddIndexers(VMIndexers); err != nil {
+		return nil, err
+	}
+	a := &Adopter{client: client, recorder: recorder, infra: infra, interval: interval, now: time.Now, listers: AdopterListers{
+		VMIndex: vms.Informer().GetIndexer(), Services: services.Lister(), Adoptions: adoptions.Lister(), Clusters: clusters.Lister(),
+	}}
+	a.Loop = loop.New(AdopterName, a.reconcile, vms.Informer(), services.Informer(), adoptions.Informer(), clusters.Informer())
+	if err := a.WatchGenerations(clusters.Informer()); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
-func (a *Adopter) reconcile(ctx context.Context, _, cluster string) error {
+func (a *Adopter) reconcile(ctx context.Context, key cache.ObjectName) error {
+	cluster := key.Name
 	cl, err := a.listers.Clusters.Get(cluster)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -59,11 +81,11 @@ func (a *Adopter) reconcile(ctx context.Context, _, cluster string) error {
 	if err != nil {
 		return err
 	}
-	defer a.EnqueueAfter("", cluster, a.interval)
+	defer a.EnqueueAfter(key, a.interval)
 	if cl.Status.Phase != platform.ClusterPhaseHealthy {
 		return nil
 	}
-	found, err := a.infra.ListVMs(ctx, cluster, map[string]string{governance.LabelManagedBy: governance.ManagedByValue})
+	found, err := a.infra.ListVMs(ctx, cluster, map[string]string{gov.LabelManagedBy: gov.ManagedByValue})
 	if err != nil {
 		return err
 	}
@@ -78,12 +100,14 @@ func (a *Adopter) reconcile(ctx context.Context, _, cluster string) error {
 		if _, err := a.listers.Adoptions.PendingAdoptions(vm.Namespace).Get(candidate.Name); err == nil {
 			continue
 		}
-		_, err := a.client.PendingAdoptions(vm.Namespace).Create(ctx, candidate, metav1.CreateOptions{})
+		created, err := a.client.PendingAdoptions(vm.Namespace).Create(ctx, candidate, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 		if err == nil {
-			klog.InfoS("Found a VM without a ManagedVM", "cluster", cluster, "vm", klog.KRef(vm.Namespace, vm.Name))
+			klog.FromContext(ctx).Info("Found a VM without a ManagedVM", "vm", klog.KRef(vm.Namespace, vm.Name))
+			transition.Record(a.recorder, created, "Found", "Scan",
+				fmt.Sprintf("VirtualMachine %s on cluster %s has the platform's labels but no ManagedVM.", vm.Name, cluster))
 		}
 	}
 	stale, err := a.listers.Adoptions.List(labels.Everything())
@@ -103,12 +127,12 @@ func (a *Adopter) reconcile(ctx context.Context, _, cluster string) error {
 // candidate is the PendingAdoption for a found VM, or nil when the VM is managed already or
 // its labels do not point at an existing service of the named system.
 func (a *Adopter) candidate(cluster string, vm *provider.VM) *gov.PendingAdoption {
-	instance, err := strconv.Atoi(vm.Labels[governance.LabelInstance])
+	instance, err := strconv.Atoi(vm.Labels[gov.LabelInstance])
 	if err != nil || instance < 1 {
 		return nil
 	}
-	svc, err := a.listers.Services.SystemServices(vm.Namespace).Get(vm.Labels[governance.LabelService])
-	if err != nil || svc.Spec.SystemRef.Name != vm.Labels[governance.LabelSystem] {
+	svc, err := a.listers.Services.SystemServices(vm.Namespace).Get(vm.Labels[gov.LabelService])
+	if err != nil || svc.Spec.SystemRef.Name != vm.Labels[gov.LabelSystem] {
 		return nil
 	}
 	for _, key := range []string{byInstanceName(vm.Namespace, vm.Name), byServiceInstance(vm.Namespace, svc.Name, instance)} {
@@ -130,7 +154,7 @@ func (a *Adopter) candidate(cluster string, vm *provider.VM) *gov.PendingAdoptio
 	return &gov.PendingAdoption{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: cluster + "-" + vm.Name, Namespace: vm.Namespace,
-			Labels: map[string]string{governance.LabelManagedBy: governance.ManagedByValue},
+			Labels: map[string]string{gov.LabelManagedBy: gov.ManagedByValue},
 		},
 		Spec: gov.PendingAdoptionSpec{
 			Cluster: cluster, VMName: vm.Name, SystemServiceRef: ref, Instance: int32(instance), VMSpec: spec,

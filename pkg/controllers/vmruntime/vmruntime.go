@@ -18,21 +18,29 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
-	"github.com/plinth-dev/plinth/pkg/apis/governance"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	govclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	govinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance/v1alpha1"
+	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
 	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/provider"
 )
 
 // Finalizer holds a ManagedVM's deletion until its VM is gone from the cluster.
-const Finalizer = governance.FinalizerVMCleanup
+const Finalizer = gov.FinalizerVMCleanup
+
+// RuntimeName names the runtime in logs, metrics and events.
+const RuntimeName = "managedvm"
 
 // Listers are what the runtime reads from informers.
 type Listers struct {
@@ -47,21 +55,78 @@ type Listers struct {
 // Controller is the ManagedVM runtime.
 type Controller struct {
 	*loop.Loop
-	client  govclient.GovernanceV1alpha1Interface
-	listers Listers
-	infra   provider.InfrastructureProvider
+	client   govclient.GovernanceV1alpha1Interface
+	recorder events.EventRecorder
+	listers  Listers
+	infra    provider.InfrastructureProvider
 	// poll is how soon a VM in transition is looked at again; settle, a VM at rest.
 	poll, settle time.Duration
 }
 
-// New returns the runtime.
-func New(client govclient.GovernanceV1alpha1Interface, listers Listers, infra provider.InfrastructureProvider, poll, settle time.Duration) *Controller {
-	c := &Controller{client: client, listers: listers, infra: infra, poll: poll, settle: settle}
-	c.Loop = loop.New("vm-runtime", c.reconcile)
-	return c
+// NewController returns the runtime. It reads ManagedVMs, the approved VMRevisions, the
+// tickets of each VM (through an index it adds) and Clusters, and is woken by each of them:
+// a VM by its tickets and revisions, and the VMs on a Cluster when the Cluster's phase changes
+// (probes rewrite its status every interval; only a phase change matters to a VM).
+func NewController(client govclient.GovernanceV1alpha1Interface, recorder events.EventRecorder,
+	vms govinformers.ManagedVMInformer, revisions govinformers.VMRevisionInformer, tickets govinformers.ApprovalTicketInformer,
+	clusters platforminformers.ClusterInformer, infra provider.InfrastructureProvider, poll, settle time.Duration) (*Controller, error) {
+	if err := tickets.Informer().AddIndexers(TicketIndexers); err != nil {
+		return nil, err
+	}
+	c := &Controller{client: client, recorder: recorder, infra: infra, poll: poll, settle: settle, listers: Listers{
+		VMs: vms.Lister(), Revisions: revisions.Lister(), Tickets: tickets.Lister(), Clusters: clusters.Lister(),
+		TicketIndex: tickets.Informer().GetIndexer(),
+	}}
+	c.Loop = loop.New(RuntimeName, c.reconcile, vms.Informer(), revisions.Informer(), tickets.Informer(), clusters.Informer())
+	for _, err := range []error{
+		c.Watch(vms.Informer()),
+		c.WatchMapped(tickets.Informer(), func(obj interface{}) []cache.ObjectName {
+			if t, ok := obj.(*gov.ApprovalTicket); ok {
+				return []cache.ObjectName{cache.NewObjectName(t.Namespace, t.Spec.TargetRef.Name)}
+			}
+			return nil
+		}),
+		c.WatchMapped(revisions.Informer(), func(obj interface{}) []cache.ObjectName {
+			if r, ok := obj.(*gov.VMRevision); ok {
+				return []cache.ObjectName{cache.NewObjectName(r.Namespace, r.Spec.VMName)}
+			}
+			return nil
+		}),
+		c.WatchMappedIf(clusters.Informer(), c.vmsOnCluster, func(oldObj, obj interface{}) bool {
+			o, ok1 := oldObj.(*platform.Cluster)
+			n, ok2 := obj.(*platform.Cluster)
+			return !ok1 || !ok2 || o.Status.Phase != n.Status.Phase
+		}),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
-func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
+// vmsOnCluster maps a Cluster to the ManagedVMs placed on it.
+func (c *Controller) vmsOnCluster(obj interface{}) []cache.ObjectName {
+	cl, ok := obj.(*platform.Cluster)
+	if !ok {
+		return nil
+	}
+	all, err := c.listers.VMs.List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleError(err)
+		return nil
+	}
+	var keys []cache.ObjectName
+	for _, vm := range all {
+		if vm.Status.Cluster == cl.Name {
+			keys = append(keys, cache.MetaObjectToName(vm))
+		}
+	}
+	return keys
+}
+
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
+	ns, name := key.Namespace, key.Name
 	vm, err := c.listers.VMs.ManagedVMs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -82,9 +147,9 @@ func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
 		_, err := c.client.ManagedVMs(ns).Update(ctx, updated, metav1.UpdateOptions{})
 		return err
 	}
-	rev, err := c.listers.Revisions.VMRevisions(ns).Get(fmt.Sprintf("%s-r%d", vm.Name, vm.Status.ApprovedRevision))
+	rev, err := c.listers.Revisions.VMRevisions(ns).Get(gov.RevisionName(vm.Name, vm.Status.ApprovedRevision))
 	if apierrors.IsNotFound(err) {
-		c.EnqueueAfter(ns, name, c.poll) // the informer has not seen it yet
+		c.EnqueueAfter(key, c.poll) // the informer has not seen it yet
 		return nil
 	}
 	if err != nil {
@@ -97,7 +162,7 @@ func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
 	}
 
 	if reason, msg := c.clusterProblem(vm.Status.Cluster); reason != "" {
-		c.EnqueueAfter(ns, name, c.settle)
+		c.EnqueueAfter(key, c.settle)
 		return c.writeStatus(ctx, vm, vm.Status.Phase, metav1.ConditionFalse, reason, msg)
 	}
 	observed, err := c.infra.EnsureVM(ctx, vm.Status.Cluster, vmSpec(vm, spec))
@@ -106,7 +171,7 @@ func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
 			return err
 		}
 		msg := fmt.Sprintf("Cluster %s refused the VM: %v", vm.Status.Cluster, err)
-		if err := c.report(ctx, ticket, gov.TicketFailed, msg); err != nil {
+		if err := c.report(ctx, vm, ticket, gov.TicketFailed, msg); err != nil {
 			return err
 		}
 		return c.writeStatus(ctx, vm, gov.VMPhaseFailed, metav1.ConditionFalse, "Refused", msg)
@@ -115,7 +180,7 @@ func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
 		if err := c.infra.RestartVM(ctx, vm.Status.Cluster, ns, vm.Status.InstanceName, spec.RestartedAt); err != nil {
 			return err
 		}
-		c.EnqueueAfter(ns, name, c.poll)
+		c.EnqueueAfter(key, c.poll)
 		return nil
 	}
 
@@ -130,22 +195,26 @@ func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
 	if err := c.writeStatus(ctx, vm, phase, status, reason, msg); err != nil {
 		return err
 	}
+	if !materialized(vm) {
+		transition.Record(c.recorder, vm, "Created", "Materialize",
+			fmt.Sprintf("VirtualMachine %s was created on cluster %s.", vm.Status.InstanceName, vm.Status.Cluster))
+	}
 	switch {
 	case ticket == nil:
 	case observed.State == provider.VMStateFailed:
-		if err := c.report(ctx, ticket, gov.TicketFailed, msg); err != nil {
+		if err := c.report(ctx, vm, ticket, gov.TicketFailed, msg); err != nil {
 			return err
 		}
 	case done(ticket.Spec.Operation, spec, observed):
-		if err := c.report(ctx, ticket, gov.TicketSuccess, fmt.Sprintf("The %s is done: the VM is %s on cluster %s.", ticket.Spec.Operation, observed.State, vm.Status.Cluster)); err != nil {
+		if err := c.report(ctx, vm, ticket, gov.TicketSuccess, fmt.Sprintf("The %s is done: the VM is %s on cluster %s.", ticket.Spec.Operation, observed.State, vm.Status.Cluster)); err != nil {
 			return err
 		}
 		ticket = nil
 	}
 	if ticket != nil || phase == gov.VMPhaseCreating || phase == gov.VMPhaseStopping {
-		c.EnqueueAfter(ns, name, c.poll)
+		c.EnqueueAfter(key, c.poll)
 	} else {
-		c.EnqueueAfter(ns, name, c.settle)
+		c.EnqueueAfter(key, c.settle)
 	}
 	return nil
 }
@@ -153,14 +222,14 @@ func (c *Controller) reconcile(ctx context.Context, ns, name string) error {
 // finalize removes the VM from its cluster once the deletion is approved (the governance
 // finalizer is gone), then lets the ManagedVM go.
 func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
-	if slices.Contains(vm.Finalizers, governance.FinalizerDeleteApproval) || !slices.Contains(vm.Finalizers, Finalizer) {
+	if slices.Contains(vm.Finalizers, gov.FinalizerDeleteApproval) || !slices.Contains(vm.Finalizers, Finalizer) {
 		return nil
 	}
 	// The approval removes the governance finalizer a moment before it marks the delete
 	// ticket EXECUTING: wait for that, or the ticket would be left behind unreported.
 	if t, err := c.listers.Tickets.ApprovalTickets(vm.Namespace).Get(vm.Status.LastTicket); err == nil &&
 		t.Spec.Operation == gov.OperationDelete && t.Status.State == gov.TicketApproved {
-		c.EnqueueAfter(vm.Namespace, vm.Name, c.poll)
+		c.EnqueueAfter(cache.MetaObjectToName(vm), c.poll)
 		return nil
 	}
 	ticket, err := c.executing(ctx, vm)
@@ -171,7 +240,7 @@ func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
 		// Unregistered behind the guard's back (the API refuses to delete a cluster that hosts
 		// VMs): nothing can reach the VM any more. Let the ManagedVM go and say so.
 		msg := fmt.Sprintf("Cluster %s is no longer registered; VirtualMachine %s/%s could not be removed from it.", vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName)
-		if err := c.report(ctx, ticket, gov.TicketFailed, msg); err != nil {
+		if err := c.report(ctx, vm, ticket, gov.TicketFailed, msg); err != nil {
 			return err
 		}
 		return c.release(ctx, vm)
@@ -183,10 +252,10 @@ func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
 		if err != nil {
 			return err
 		}
-		c.EnqueueAfter(vm.Namespace, vm.Name, c.poll) // still terminating
+		c.EnqueueAfter(cache.MetaObjectToName(vm), c.poll) // still terminating
 		return nil
 	}
-	if err := c.report(ctx, ticket, gov.TicketSuccess, fmt.Sprintf("The VM was removed from cluster %s.", vm.Status.Cluster)); err != nil {
+	if err := c.report(ctx, vm, ticket, gov.TicketSuccess, fmt.Sprintf("The VM was removed from cluster %s.", vm.Status.Cluster)); err != nil {
 		return err
 	}
 	return c.release(ctx, vm)
@@ -228,22 +297,29 @@ func (c *Controller) executing(ctx context.Context, vm *gov.ManagedVM) (*gov.App
 	})
 	newest := mine[len(mine)-1]
 	for _, t := range mine[:len(mine)-1] {
-		if err := c.report(ctx, t, gov.TicketFailed, fmt.Sprintf("Overtaken by ticket %s before its effect was seen.", newest.Name)); err != nil {
+		if err := c.report(ctx, vm, t, gov.TicketFailed, fmt.Sprintf("Overtaken by ticket %s before its effect was seen.", newest.Name)); err != nil {
 			return nil, err
 		}
 	}
 	return newest, nil
 }
 
-func (c *Controller) report(ctx context.Context, t *gov.ApprovalTicket, state gov.TicketState, message string) error {
+// report ends a ticket with the outcome the runtime saw, and records it on the VM.
+func (c *Controller) report(ctx context.Context, vm *gov.ManagedVM, t *gov.ApprovalTicket, state gov.TicketState, message string) error {
 	if t == nil {
 		return nil
 	}
 	_, err := c.client.ApprovalTickets(t.Namespace).ReportExecution(ctx, t.Name, &gov.TicketExecution{State: state, Message: message}, metav1.CreateOptions{})
-	if err == nil {
-		klog.InfoS("Ticket executed", "ticket", klog.KObj(t), "operation", t.Spec.Operation, "state", state)
+	if err != nil {
+		return err
 	}
-	return err
+	klog.FromContext(ctx).Info("Ticket executed", "ticket", klog.KObj(t), "operation", t.Spec.Operation, "state", state)
+	reason := "Executed"
+	if state == gov.TicketFailed {
+		reason = "ExecutionFailed"
+	}
+	c.recorder.Eventf(vm, t, transition.Type(reason), reason, "Execute", "%s", message)
+	return nil
 }
 
 // clusterProblem names why the VM's cluster cannot be used now, or returns "".
@@ -270,17 +346,40 @@ func (c *Controller) writeStatus(ctx context.Context, vm *gov.ManagedVM, phase g
 	if apiequality.Semantic.DeepEqual(vm.Status, updated.Status) {
 		return nil
 	}
-	_, err := c.client.ManagedVMs(vm.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	return err
+	if _, err := c.client.ManagedVMs(vm.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if reason, ok := phaseReasons[phase]; ok && phase != vm.Status.Phase {
+		transition.Record(c.recorder, vm, reason, "Observe", message)
+	}
+	return nil
+}
+
+// phaseReasons are the event reasons of the phases the runtime observes.
+var phaseReasons = map[gov.VMPhase]string{
+	gov.VMPhaseRunning: "Running", gov.VMPhaseStopping: "Stopping", gov.VMPhaseStopped: "Stopped", gov.VMPhaseFailed: "Failed",
+}
+
+// materialized says whether the runtime had already seen the VM on its cluster: its Ready
+// condition then carries a state the provider observed, not a cluster problem.
+func materialized(vm *gov.ManagedVM) bool {
+	cond := apimeta.FindStatusCondition(vm.Status.Conditions, "Ready")
+	if cond == nil {
+		return false
+	}
+	switch provider.VMState(cond.Reason) {
+	case provider.VMStateProvisioning, provider.VMStateStarting, provider.VMStateRunning, provider.VMStateStopping,
+		provider.VMStateStopped, provider.VMStateFailed, provider.VMStateUnknown:
+		return true
+	}
+	return false
 }
 
 // vmSpec is the domain spec of an approved ManagedVM spec.
 func vmSpec(vm *gov.ManagedVM, spec gov.ManagedVMSpec) provider.VMSpec {
-	labels := map[string]string{governance.LabelManagedBy: governance.ManagedByValue}
-	for _, k := range []string{governance.LabelSystem, governance.LabelService, governance.LabelInstance, governance.LabelTicketID} {
-		if v, ok := vm.Labels[k]; ok {
-			labels[k] = v
-		}
+	labels := gov.PlatformLabels(vm.Labels)
+	if ticket, ok := vm.Labels[gov.LabelTicketID]; ok {
+		labels[gov.LabelTicketID] = ticket // the ticket that created the VM, for tracing it back
 	}
 	out := provider.VMSpec{
 		Name: vm.Status.InstanceName, Namespace: vm.Namespace, Labels: labels, Hostname: vm.Status.Hostname,

@@ -20,6 +20,17 @@ const (
 	ClusterPhaseUnreachable ClusterPhase = "UNREACHABLE"
 )
 
+// Condition types of a Cluster, written by plinth-controller's probes and read by
+// plinth-apiserver's placement of governed VMs.
+const (
+	// ConditionCredentialsValid says whether the stored kubeconfig decrypts and loads.
+	ConditionCredentialsValid = "CredentialsValid"
+	// ConditionReachable says whether the cluster's API server answered and is ready.
+	ConditionReachable = "Reachable"
+	// ConditionKubeVirtAvailable says whether KubeVirt serves VirtualMachines on the cluster.
+	ConditionKubeVirtAvailable = "KubeVirtAvailable"
+)
+
 // +genclient
 // +genclient:nonNamespaced
 // +genclient:method=GetCredentials,verb=get,subresource=credentials,result=github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1.ClusterCredentials

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
 	"github.com/plinth-dev/plinth/pkg/apis/platform"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 )
 
@@ -69,7 +70,7 @@ func (f *Flow) checkPlacement(ctx context.Context, t *governance.ApprovalTicket,
 // HEALTHY with KubeVirt available; missing, the required features it does not enable. Both
 // approvals and automatic placement decide by it.
 func unfit(c *platform.Cluster, spec governance.ManagedVMSpec) (degraded bool, missing []string) {
-	degraded = c.Status.Phase != platform.ClusterPhaseHealthy || !apimeta.IsStatusConditionTrue(c.Status.Conditions, platform.ConditionKubeVirtAvailable)
+	degraded = c.Status.Phase != platform.ClusterPhaseHealthy || !apimeta.IsStatusConditionTrue(c.Status.Conditions, platformv1alpha1.ConditionKubeVirtAvailable)
 	return degraded, sets.List(sets.New(spec.RequiredFeatures...).Difference(sets.New(c.Status.EnabledFeatures...)))
 }
 

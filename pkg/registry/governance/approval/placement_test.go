@@ -8,10 +8,11 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
 	"github.com/plinth-dev/plinth/pkg/apis/platform"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 )
 
 func TestUnfit(t *testing.T) {
-	kubevirt := []metav1.Condition{{Type: platform.ConditionKubeVirtAvailable, Status: metav1.ConditionTrue}}
+	kubevirt := []metav1.Condition{{Type: platformv1alpha1.ConditionKubeVirtAvailable, Status: metav1.ConditionTrue}}
 	healthy := platform.Cluster{Status: platform.ClusterStatus{Phase: platform.ClusterPhaseHealthy, Conditions: kubevirt, EnabledFeatures: []string{"Snapshot"}}}
 	noKubeVirt := healthy
 	noKubeVirt.Status.Conditions = nil

@@ -1,4 +1,4 @@
-package resolver
+package resourcebinding
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -1,10 +1,13 @@
-// Package runtime is the controller that hands each WorkloadPlan to the runtime of its class
-// and writes the plan's status (phase, Ready condition, runtimeInfo) from the runtime's report.
-package runtime
+// Package workloadplan is the controller that hands each WorkloadPlan to the runtime of its
+// class and writes the plan's status (phase, Ready condition, runtimeInfo) from the runtime's
+// report. It is woken by plans, by the Deployments the kubernetes runtime makes for them and by
+// the bindings a plan uses (shared ones included).
+package workloadplan
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -12,31 +15,78 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
+	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	scoreinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score/v1b1"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
 )
+
+// Name names the controller in logs, metrics and events.
+const Name = "workloadplan"
 
 // Controller reconciles WorkloadPlans.
 type Controller struct {
 	*loop.Loop
 	client   clientset.Interface
+	recorder events.EventRecorder
 	plans    listers.WorkloadPlanLister
 	bindings listers.ResourceBindingLister
 	runtimes *compute.Registry
 }
 
-// New returns the runtime controller.
-func New(client clientset.Interface, plans listers.WorkloadPlanLister, bindings listers.ResourceBindingLister, runtimes *compute.Registry) *Controller {
-	c := &Controller{client: client, plans: plans, bindings: bindings, runtimes: runtimes}
-	c.Loop = loop.New("runtime", c.reconcile)
-	return c
+// NewController returns the WorkloadPlan controller with the kubernetes runtime, which reads
+// Deployments, Services and Secrets.
+func NewController(client clientset.Interface, kube kubernetes.Interface, recorder events.EventRecorder,
+	plans scoreinformers.WorkloadPlanInformer, bindings scoreinformers.ResourceBindingInformer,
+	deployments appsinformers.DeploymentInformer, services coreinformers.ServiceInformer, secrets coreinformers.SecretInformer) (*Controller, error) {
+	runtimes := compute.NewRegistry()
+	if err := runtimes.Register(kubernetesruntime.New(kube, deployments.Lister(), services.Lister(), secrets.Lister())); err != nil {
+		return nil, err
+	}
+	c := &Controller{client: client, recorder: recorder, plans: plans.Lister(), bindings: bindings.Lister(), runtimes: runtimes}
+	c.Loop = loop.New(Name, c.reconcile,
+		plans.Informer(), bindings.Informer(), deployments.Informer(), services.Informer(), secrets.Informer())
+	for _, err := range []error{
+		c.Watch(plans.Informer()),
+		c.WatchMapped(deployments.Informer(), loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "WorkloadPlan")),
+		c.WatchMapped(bindings.Informer(), plansOfBinding),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
-func (c *Controller) reconcile(ctx context.Context, namespace, name string) error {
+// plansOfBinding maps a binding to the plans of the workloads that use it: a shared binding
+// feeds every workload that declares it, each marked by its own label (plans are named after
+// their workload).
+func plansOfBinding(obj interface{}) []cache.ObjectName {
+	b, ok := obj.(*v1b1.ResourceBinding)
+	if !ok {
+		return nil
+	}
+	var keys []cache.ObjectName
+	for k := range b.Labels {
+		if workload, found := strings.CutPrefix(k, v1b1.WorkloadBindingLabel("")); found {
+			keys = append(keys, cache.NewObjectName(b.Namespace, workload))
+		}
+	}
+	return keys
+}
+
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
+	namespace, name := key.Namespace, key.Name
 	plan, err := c.plans.WorkloadPlans(namespace).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && plan.DeletionTimestamp != nil) {
 		c.runtimes.Release(namespace, name)
@@ -89,7 +139,7 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 		status.Phase = v1b1.PlanPhasePlanning
 		// Look again while rolling out, as the resolver does: an event missed across a leader
 		// change must not leave the plan waiting.
-		c.EnqueueAfter(namespace, name, 5*time.Second)
+		c.EnqueueAfter(key, 5*time.Second)
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
 	if ok {
@@ -101,6 +151,7 @@ func (c *Controller) reconcile(ctx context.Context, namespace, name string) erro
 		if _, err := c.client.ScoreV1b1().WorkloadPlans(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-runtime"}); err != nil {
 			return err
 		}
+		transition.Condition(c.recorder, plan, plan.Status.Conditions, status.Conditions, "Ready", "Ready", "Materialize")
 	}
 	return applyErr
 }

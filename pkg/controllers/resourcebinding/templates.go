@@ -1,4 +1,4 @@
-package resolver
+package resourcebinding
 
 import (
 	"bytes"

@@ -1,0 +1,260 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/controllers/cluster"
+	"github.com/plinth-dev/plinth/pkg/controllers/orchestrator"
+	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
+	"github.com/plinth-dev/plinth/pkg/controllers/vmruntime"
+	"github.com/plinth-dev/plinth/pkg/controllers/workloadplan"
+	"github.com/plinth-dev/plinth/pkg/credentials"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	plinthscheme "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/scheme"
+	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+	"github.com/plinth-dev/plinth/pkg/keyring"
+	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
+)
+
+// resync is how often informers replay their caches to the handlers.
+const resync = 10 * time.Minute
+
+// Config is what the controllers run with: clients and informer factories built from valid
+// options. Building it contacts nothing.
+type Config struct {
+	Options *Options
+	// Kube reaches the cluster's built-in APIs; Plinth, Plinth's aggregated ones (JSON: they
+	// serve no protobuf); Dynamic and Mapper apply template provisioners' manifests.
+	Kube    kubernetes.Interface
+	Plinth  clientset.Interface
+	Dynamic dynamic.Interface
+	Mapper  *restmapper.DeferredDiscoveryRESTMapper
+	// KubeInformers and PlinthInformers are shared by all controllers: each informer exists
+	// once, however many controllers read it.
+	KubeInformers   kubeinformers.SharedInformerFactory
+	PlinthInformers informers.SharedInformerFactory
+	// Events records events.k8s.io/v1 Events for every controller.
+	Events events.EventBroadcaster
+	// Keys opens target clusters' sealed kubeconfigs; nil without --encryption-key-file.
+	Keys keyring.Source
+}
+
+// Config builds the clients. Call it on completed, validated options.
+func (o *Options) Config() (*Config, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = o.QPS, o.Burst
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	plinthRC := rest.CopyConfig(rc)
+	plinthRC.ContentType = runtime.ContentTypeJSON
+	plinth, err := clientset.NewForConfig(plinthRC)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{
+		Options: o, Kube: kube, Plinth: plinth, Dynamic: dyn,
+		Mapper:          restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
+		KubeInformers:   kubeinformers.NewSharedInformerFactory(kube, resync),
+		PlinthInformers: informers.NewSharedInformerFactory(plinth, resync),
+		Events:          events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
+	}
+	if o.EncryptionKeyFile != "" {
+		// Followed, like plinth-apiserver's: a key added by a rotation is used without a restart.
+		if c.Keys, err = keyring.NewReloading(o.EncryptionKeyFile, keyring.ReloadInterval); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+type completedConfig struct{ *Config }
+
+// CompletedConfig is a Config that New and Run accept.
+type CompletedConfig struct{ *completedConfig }
+
+// Complete marks the config complete.
+func (c *Config) Complete() CompletedConfig { return CompletedConfig{&completedConfig{c}} }
+
+// Runnable is one controller: it waits for its caches, then reconciles until ctx ends.
+type Runnable interface {
+	Name() string
+	Run(ctx context.Context, workers int) error
+}
+
+// New calls each controller's constructor with the informers it reads. Constructors register
+// their handlers, so New must run before the factories start.
+func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
+	o := c.Options
+	recorder := c.Events.NewRecorder(plinthscheme.Scheme, "plinth-controller")
+	score, gov, platform := c.PlinthInformers.Score().V1b1(), c.PlinthInformers.Governance().V1alpha1(), c.PlinthInformers.Platform().V1alpha1()
+	core, apps := c.KubeInformers.Core().V1(), c.KubeInformers.Apps().V1()
+
+	workloads, err := orchestrator.NewController(ctx, c.Plinth, recorder, score.Workloads(), score.ResourceBindings(), score.WorkloadPlans(),
+		score.PlatformPolicies(), core.ConfigMaps(), core.Secrets(), core.Namespaces(), o.DefaultRuntimeClass)
+	if err != nil {
+		return nil, err
+	}
+	bindings, err := resourcebinding.NewController(c.Plinth, c.Kube, c.Dynamic, c.Mapper, recorder, score.ResourceBindings(),
+		core.Secrets(), core.Services(), apps.StatefulSets(), apps.Deployments(),
+		resourcebinding.Options{DNSDomain: o.DNSDomain, IngressClassName: o.IngressClassName, ProvisionersConfig: o.ProvisionersConfig})
+	if err != nil {
+		return nil, err
+	}
+	plans, err := workloadplan.NewController(c.Plinth, c.Kube, recorder, score.WorkloadPlans(), score.ResourceBindings(),
+		apps.Deployments(), core.Services(), core.Secrets())
+	if err != nil {
+		return nil, err
+	}
+	creds := credentials.NewClusterProvider(c.Plinth.PlatformV1alpha1(), platform.Clusters().Lister(), c.Keys)
+	clusters, err := cluster.NewController(c.Plinth.PlatformV1alpha1(), recorder, platform.Clusters(), creds,
+		cluster.Probe(o.ClusterProbeTimeout, kubevirtprovider.DetectFromConfig), o.ClusterProbeInterval)
+	if err != nil {
+		return nil, err
+	}
+	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
+	vms, err := vmruntime.NewController(c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
+		platform.Clusters(), infra, o.VMPollInterval, o.VMResyncInterval)
+	if err != nil {
+		return nil, err
+	}
+	adopter, err := vmruntime.NewAdopter(c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.SystemServices(), gov.PendingAdoptions(),
+		platform.Clusters(), infra, o.AdoptionScanInterval)
+	if err != nil {
+		return nil, err
+	}
+	return []Runnable{workloads, bindings, plans, clusters, vms, adopter}, nil
+}
+
+// Run builds the controllers, starts the caches, the event sink and the health server, and
+// runs the controllers while leading.
+func (c CompletedConfig) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	controllers, err := c.New(ctx)
+	if err != nil {
+		return err
+	}
+	c.PlinthInformers.Start(ctx.Done())
+	c.KubeInformers.Start(ctx.Done())
+	defer c.PlinthInformers.Shutdown()
+	defer c.KubeInformers.Shutdown()
+	if err := c.Events.StartRecordingToSinkWithContext(ctx); err != nil {
+		return err
+	}
+	defer c.Events.Shutdown()
+
+	var watchdog *leaderelection.HealthzAdaptor
+	if c.Options.LeaderElection.LeaderElect {
+		// /healthz fails when this process believes it leads but has not renewed its lease for
+		// longer than the renew deadline plus this slack: a stuck leader gets restarted.
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	}
+	server := c.healthServer(watchdog)
+	go func() {
+		if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Health server stopped")
+		}
+	}()
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdownCtx)
+	}()
+
+	runAll := func(ctx context.Context) {
+		for _, ctrl := range controllers {
+			go func() {
+				if err := ctrl.Run(ctx, c.Options.Workers); err != nil {
+					logger.Error(err, "Controller stopped", "controller", ctrl.Name())
+				}
+			}()
+		}
+		<-ctx.Done()
+	}
+	if !c.Options.LeaderElection.LeaderElect {
+		runAll(ctx)
+		return nil
+	}
+	return c.lead(ctx, watchdog, runAll)
+}
+
+// lead runs fn while this process holds the lease; it returns when ctx ends.
+func (c CompletedConfig) lead(ctx context.Context, watchdog *leaderelection.HealthzAdaptor, fn func(context.Context)) error {
+	le := c.Options.LeaderElection
+	host, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id := fmt.Sprintf("%s_%d", host, os.Getpid())
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		c.Kube.CoreV1(), c.Kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx).WithValues("identity", id)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: le.ResourceName, ReleaseOnCancel: true, WatchDog: watchdog,
+		LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Leading: reconciling")
+				fn(ctx)
+			},
+			OnStoppedLeading: func() { logger.Info("Stopped leading") },
+			OnNewLeader:      func(leader string) { logger.Info("Current leader", "leader", leader) },
+		},
+	})
+	if err != nil {
+		return err
+	}
+	elector.Run(ctx)
+	return nil
+}
+
+// healthServer serves /healthz (the process and, when electing, the leader's lease), /readyz
+// (every informer's cache synced) and /metrics.
+func (c CompletedConfig) healthServer(watchdog *leaderelection.HealthzAdaptor) *http.Server {
+	mux := http.NewServeMux()
+	checks := []healthz.HealthChecker{healthz.PingHealthz}
+	if watchdog != nil {
+		checks = append(checks, watchdog)
+	}
+	healthz.InstallHandler(mux, checks...)
+	kubeSynced, plinthSynced := healthz.NewInformerSyncHealthz(c.KubeInformers), healthz.NewInformerSyncHealthz(c.PlinthInformers)
+	healthz.InstallReadyzHandler(mux, healthz.PingHealthz, healthz.NamedCheck("informer-sync", func(r *http.Request) error {
+		if err := kubeSynced.Check(r); err != nil {
+			return err
+		}
+		return plinthSynced.Check(r)
+	}))
+	mux.Handle("/metrics", legacyregistry.Handler())
+	return &http.Server{Addr: c.Options.BindAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+}

@@ -1,0 +1,56 @@
+// Package transition turns the status changes a controller writes into Kubernetes Events: one
+// event per meaningful transition, with the reason the status carries, so `kubectl describe`
+// and `kubectl events` tell the same story as the conditions. A reconcile that changes nothing
+// records nothing; identical events that do recur are folded into one series by the events
+// library (k8s.io/client-go/tools/events).
+package transition
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
+)
+
+// warnings are the reasons that tell the owner something needs their attention; every other
+// reason is progress, reported as Normal.
+var warnings = sets.New(
+	"SpecInvalid", "PolicyViolation", "BindingFailed", "ProjectionError", "RuntimeDegraded", "QuotaExceeded",
+	"PermissionDenied", "NetworkUnavailable", "Failed", "Refused", "ExecutionFailed", "ClusterNotFound",
+	"ClusterDegraded", "Unreachable", "Unhealthy", "CredentialsInvalid", "UnknownEncryptionKey",
+)
+
+// Type is the event type of a reason: Warning for the reasons that need attention.
+func Type(reason string) string {
+	if warnings.Has(reason) {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}
+
+// Record records one event on obj with the given reason and message (one neutral sentence).
+// action says what the controller was doing (for example "Reconcile", "Probe").
+func Record(recorder events.EventRecorder, obj runtime.Object, reason, action, message string) {
+	recorder.Eventf(obj, nil, Type(reason), reason, action, "%s", message)
+}
+
+// Condition records an event when the condition of type condType differs between before and
+// after in status or reason (its message alone changing is not a transition). The event's
+// reason is the condition's, or readyReason when the condition became True (so a Ready
+// condition whose reason is "Succeeded" shows as "Ready").
+func Condition(recorder events.EventRecorder, obj runtime.Object, before, after []metav1.Condition, condType, readyReason, action string) {
+	now := meta.FindStatusCondition(after, condType)
+	if now == nil {
+		return
+	}
+	if was := meta.FindStatusCondition(before, condType); was != nil && was.Status == now.Status && was.Reason == now.Reason {
+		return
+	}
+	reason := now.Reason
+	if now.Status == metav1.ConditionTrue && readyReason != "" {
+		reason = readyReason
+	}
+	Record(recorder, obj, reason, action, now.Message)
+}
