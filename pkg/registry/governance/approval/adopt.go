@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/validation"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 )
@@ -74,10 +75,10 @@ func (f *Flow) Adopt(ctx context.Context, name string, req *governance.AdoptionR
 		ObjectMeta: metav1.ObjectMeta{
 			Name: vmName, Namespace: ns,
 			Labels: map[string]string{
-				governance.LabelManagedBy: governance.ManagedByValue, governance.LabelSystem: sys.Name,
-				governance.LabelService: svc.Name, governance.LabelInstance: fmt.Sprintf("%02d", pa.Spec.Instance),
+				v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelSystem: sys.Name,
+				v1alpha1.LabelService: svc.Name, v1alpha1.LabelInstance: v1alpha1.InstanceLabelValue(pa.Spec.Instance),
 			},
-			Finalizers: []string{governance.FinalizerDeleteApproval},
+			Finalizers: []string{v1alpha1.FinalizerDeleteApproval},
 		},
 		Spec: pa.Spec.VMSpec,
 	}

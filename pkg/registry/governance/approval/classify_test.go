@@ -49,12 +49,3 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
-
-func TestInstanceName(t *testing.T) {
-	if got := instanceName("team-a", "shop", "redis", 1); got != "team-a-shop-redis-01" {
-		t.Errorf("got %q", got)
-	}
-	if got := instanceName("team-a", "shop", "redis", 123); got != "team-a-shop-redis-123" {
-		t.Errorf("got %q", got)
-	}
-}

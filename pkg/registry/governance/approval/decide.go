@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/validation"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 )
@@ -261,20 +262,20 @@ func (f *Flow) apply(ctx context.Context, vm *governance.ManagedVM, c change) (d
 				return false, "", err
 			}
 		}
-		vmName := instanceName(ns, vm.Labels[governance.LabelSystem], vm.Labels[governance.LabelService], instance)
+		vmName := v1alpha1.InstanceName(ns, vm.Labels[v1alpha1.LabelSystem], vm.Labels[v1alpha1.LabelService], instance)
 		labelled := vm.DeepCopy()
-		labelled.Labels[governance.LabelInstance] = fmt.Sprintf("%02d", instance)
+		labelled.Labels[v1alpha1.LabelInstance] = v1alpha1.InstanceLabelValue(instance)
 		if err := f.recordRevision(ctx, labelled, 1, c.op, c.ticket, c.approvers, c.spec); err != nil {
 			return false, "", err
 		}
 		if _, err := f.updateVM(ctx, ns, vm.Name, func(v *governance.ManagedVM) {
 			v.Spec = c.spec
-			v.Labels[governance.LabelInstance] = fmt.Sprintf("%02d", instance)
+			v.Labels[v1alpha1.LabelInstance] = v1alpha1.InstanceLabelValue(instance)
 			if c.ticket != "" {
-				v.Labels[governance.LabelTicketID] = c.ticket
+				v.Labels[v1alpha1.LabelTicketID] = c.ticket
 			}
 			if !hasFinalizer(v) {
-				v.Finalizers = append(v.Finalizers, governance.FinalizerDeleteApproval)
+				v.Finalizers = append(v.Finalizers, v1alpha1.FinalizerDeleteApproval)
 			}
 			v.Status.Instance, v.Status.InstanceName, v.Status.Hostname = instance, vmName, vmName
 			v.Status.Cluster, v.Status.StorageClass = c.cluster, c.storageClass
@@ -290,7 +291,7 @@ func (f *Flow) apply(ctx context.Context, vm *governance.ManagedVM, c change) (d
 
 	case governance.OperationDelete:
 		updated, err := f.updateVM(ctx, ns, vm.Name, func(v *governance.ManagedVM) {
-			v.Finalizers = slices.DeleteFunc(v.Finalizers, func(s string) bool { return s == governance.FinalizerDeleteApproval })
+			v.Finalizers = slices.DeleteFunc(v.Finalizers, func(s string) bool { return s == v1alpha1.FinalizerDeleteApproval })
 			v.Status.PendingApproval = nil
 			v.Status.Phase = governance.VMPhaseDeleting
 			setCondition(v, metav1.ConditionTrue, "Approved", "The deletion is approved.")
@@ -315,7 +316,7 @@ func (f *Flow) apply(ctx context.Context, vm *governance.ManagedVM, c change) (d
 		if _, err := f.updateVM(ctx, ns, vm.Name, func(v *governance.ManagedVM) {
 			v.Spec = c.spec
 			if c.ticket != "" {
-				v.Labels[governance.LabelTicketID] = c.ticket
+				v.Labels[v1alpha1.LabelTicketID] = c.ticket
 				v.Status.LastTicket = c.ticket
 			}
 			v.Status.ApprovedRevision = revision
@@ -359,7 +360,7 @@ func (f *Flow) release(ctx context.Context, t *governance.ApprovalTicket) error 
 	}
 	approved := vm.Spec
 	if vm.Status.ApprovedRevision > 0 && t.Spec.Operation != governance.OperationDelete {
-		obj, err := f.stores.Revisions.Get(inNamespace(ctx, ns), revisionName(vm.Name, vm.Status.ApprovedRevision), &metav1.GetOptions{})
+		obj, err := f.stores.Revisions.Get(inNamespace(ctx, ns), v1alpha1.RevisionName(vm.Name, vm.Status.ApprovedRevision), &metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

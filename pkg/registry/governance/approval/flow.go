@@ -12,7 +12,6 @@ package approval
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 	"github.com/plinth-dev/plinth/pkg/governance/policy"
 )
@@ -228,20 +228,9 @@ func (f *Flow) updateVM(ctx context.Context, namespace, name string, fn func(vm 
 	return obj.(*governance.ManagedVM), nil
 }
 
-// instanceName is {namespace}-{system}-{service}-{NN}.
-func instanceName(namespace, system, service string, instance int32) string {
-	return fmt.Sprintf("%s-%s-%s-%02d", namespace, system, service, instance)
-}
-
 // platformLabels are the labels of every object the platform manages for vm.
 func platformLabels(vm *governance.ManagedVM) map[string]string {
-	out := map[string]string{governance.LabelManagedBy: governance.ManagedByValue}
-	for _, k := range []string{governance.LabelSystem, governance.LabelService, governance.LabelInstance} {
-		if v, ok := vm.Labels[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
+	return v1alpha1.PlatformLabels(vm.Labels)
 }
 
 func vmTarget(vm *governance.ManagedVM) governance.TargetReference {

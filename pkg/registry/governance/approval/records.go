@@ -3,7 +3,6 @@ package approval
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/governance/policy"
 )
 
@@ -50,7 +50,7 @@ func ticketName() string { return "tkt-" + rand.String(8) }
 func newTicket(name string, vm *governance.ManagedVM, op governance.Operation, env governance.Environment,
 	req policy.Requirement, spec governance.ManagedVMSpec, requester string) *governance.ApprovalTicket {
 	labels := platformLabels(vm)
-	labels[governance.LabelTicketID] = name
+	labels[v1alpha1.LabelTicketID] = name
 	return &governance.ApprovalTicket{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vm.Namespace, Labels: labels},
 		Spec: governance.ApprovalTicketSpec{
@@ -101,7 +101,7 @@ func (f *Flow) withdraw(ctx context.Context, ticket *governance.ApprovalTicket, 
 // audit writes one immutable audit record.
 func (f *Flow) audit(ctx context.Context, namespace, actor, action string, target governance.TargetReference, details map[string]string) error {
 	record := &governance.AuditLog{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "audit-", Namespace: namespace, Labels: map[string]string{governance.LabelManagedBy: governance.ManagedByValue}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "audit-", Namespace: namespace, Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}},
 		Spec:       governance.AuditLogSpec{Actor: actor, Action: action, Target: target, Time: metav1.NewTime(f.now()), Details: details},
 	}
 	_, err := f.stores.AuditLogs.Create(inNamespace(ctx, namespace), record, rest.ValidateAllObjectFunc, createOptions(ctx))
@@ -117,7 +117,7 @@ func (f *Flow) event(ctx context.Context, namespace, eventType string, aggregate
 		return
 	}
 	ev := &governance.DomainEvent{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "event-", Namespace: namespace, Labels: map[string]string{governance.LabelManagedBy: governance.ManagedByValue}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "event-", Namespace: namespace, Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}},
 		Spec:       governance.DomainEventSpec{Type: eventType, Aggregate: aggregate, OccurredAt: metav1.NewTime(f.now()), Payload: &common.RawObject{Raw: raw}},
 	}
 	if _, err := f.stores.Events.Create(inNamespace(ctx, namespace), ev, rest.ValidateAllObjectFunc, createOptions(ctx)); err != nil {
@@ -125,18 +125,15 @@ func (f *Flow) event(ctx context.Context, namespace, eventType string, aggregate
 	}
 }
 
-// revisionName is {vm}-r{revision}.
-func revisionName(vm string, revision int64) string { return fmt.Sprintf("%s-r%d", vm, revision) }
-
 // recordRevision writes the immutable record of an approved spec. A revision that already
 // exists was written by an earlier attempt of the same approval and is kept.
 func (f *Flow) recordRevision(ctx context.Context, vm *governance.ManagedVM, revision int64, op governance.Operation, ticket string, approvers []string, spec governance.ManagedVMSpec) error {
 	labels := platformLabels(vm)
 	if ticket != "" {
-		labels[governance.LabelTicketID] = ticket
+		labels[v1alpha1.LabelTicketID] = ticket
 	}
 	rev := &governance.VMRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: revisionName(vm.Name, revision), Namespace: vm.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.RevisionName(vm.Name, revision), Namespace: vm.Namespace, Labels: labels},
 		Spec: governance.VMRevisionSpec{
 			VMName: vm.Name, Revision: revision, Operation: op, Ticket: ticket, ApprovedBy: approvers, VMSpec: spec,
 		},

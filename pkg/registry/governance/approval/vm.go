@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/validation"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 	"github.com/plinth-dev/plinth/pkg/governance/policy"
@@ -52,24 +53,24 @@ func forbidPlatformFields(vm, old *governance.ManagedVM, runtime bool) error {
 	var errs field.ErrorList
 	labels := field.NewPath("metadata", "labels")
 	for k, v := range vm.Labels {
-		if strings.HasPrefix(k, governance.LabelPrefix) && (old == nil || old.Labels[k] != v) {
+		if strings.HasPrefix(k, v1alpha1.LabelPrefix) && (old == nil || old.Labels[k] != v) {
 			errs = append(errs, field.Forbidden(labels.Key(k), "is set by the platform"))
 		}
 	}
 	if old != nil {
 		for k := range old.Labels {
-			if _, kept := vm.Labels[k]; strings.HasPrefix(k, governance.LabelPrefix) && !kept {
+			if _, kept := vm.Labels[k]; strings.HasPrefix(k, v1alpha1.LabelPrefix) && !kept {
 				errs = append(errs, field.Forbidden(labels.Key(k), "is set by the platform and may not be removed"))
 			}
 		}
 	}
 	if hasFinalizer(vm) != (old != nil && hasFinalizer(old)) {
-		errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"), governance.FinalizerDeleteApproval+" is managed by the platform"))
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"), v1alpha1.FinalizerDeleteApproval+" is managed by the platform"))
 	}
 	// The runtime's finalizer keeps a VM's deletion waiting until its VirtualMachine is gone
 	// from the cluster; removing it by hand would leave the VirtualMachine behind.
-	if !runtime && slices.Contains(vm.Finalizers, governance.FinalizerVMCleanup) != (old != nil && slices.Contains(old.Finalizers, governance.FinalizerVMCleanup)) {
-		errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"), governance.FinalizerVMCleanup+" is managed by the platform's runtime"))
+	if !runtime && slices.Contains(vm.Finalizers, v1alpha1.FinalizerVMCleanup) != (old != nil && slices.Contains(old.Finalizers, v1alpha1.FinalizerVMCleanup)) {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"), v1alpha1.FinalizerVMCleanup+" is managed by the platform's runtime"))
 	}
 	if len(errs) == 0 {
 		return nil
@@ -82,7 +83,7 @@ func forbidPlatformFields(vm, old *governance.ManagedVM, runtime bool) error {
 
 func hasFinalizer(vm *governance.ManagedVM) bool {
 	for _, f := range vm.Finalizers {
-		if f == governance.FinalizerDeleteApproval {
+		if f == v1alpha1.FinalizerDeleteApproval {
 			return true
 		}
 	}
@@ -139,9 +140,9 @@ func (f *Flow) CreateVM(ctx context.Context, vm *governance.ManagedVM, createVal
 	if vm.Labels == nil {
 		vm.Labels = map[string]string{}
 	}
-	vm.Labels[governance.LabelManagedBy] = governance.ManagedByValue
-	vm.Labels[governance.LabelSystem] = sys.Name
-	vm.Labels[governance.LabelService] = svc.Name
+	vm.Labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
+	vm.Labels[v1alpha1.LabelSystem] = sys.Name
+	vm.Labels[v1alpha1.LabelService] = svc.Name
 
 	req := policy.For(policies, sys.Spec.Environment, governance.OperationCreate)
 	user := userName(ctx)
