@@ -408,7 +408,7 @@ spec:
 			if resp.StatusCode != 200 {
 				t.Errorf("%s: %d", path, resp.StatusCode)
 			}
-			if path == "/metrics" && !strings.Contains(string(body), `plinth_reconcile_total{controller="orchestrator",result="success"}`) {
+			if path == "/metrics" && !strings.Contains(string(body), `plinth_reconcile_total{controller="workload",result="success"}`) {
 				t.Errorf("metrics lack reconcile counts")
 			}
 		}

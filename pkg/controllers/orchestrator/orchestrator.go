@@ -190,7 +190,10 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 		}
 	}
 	if reason == "" {
-		reason, message = c.policyCheck(source, resolved)
+		var err error
+		if reason, message, err = c.policyCheck(source, resolved); err != nil {
+			return err
+		}
 	}
 	if reason != "" {
 		inputsInvalid(status, reason, message, gen)
@@ -275,24 +278,28 @@ func (c *Controller) inputs(w *v1b1.Workload) (*v1b1.Workload, string, string) {
 
 // policyCheck applies the constraints of the policies that match now, so a policy added after
 // the workload was admitted still shows up as PolicyViolation.
-func (c *Controller) policyCheck(w *v1b1.Workload, resolved *scorespec.Workload) (string, string) {
+func (c *Controller) policyCheck(w *v1b1.Workload, resolved *scorespec.Workload) (string, string, error) {
 	var nsLabels labels.Set
-	if c.listers.Namespaces != nil {
-		if ns, err := c.listers.Namespaces.Get(w.Namespace); err == nil {
-			nsLabels = ns.Labels
-		}
+	// A namespace being deleted may be gone from the cache before its workloads: it has no
+	// labels then. Any other lister error is retried.
+	ns, err := c.listers.Namespaces.Get(w.Namespace)
+	switch {
+	case err == nil:
+		nsLabels = ns.Labels
+	case !apierrors.IsNotFound(err):
+		return "", "", err
 	}
 	compiled := c.listers.Policies.Matching(w.Labels, nsLabels)
 	if len(compiled) == 0 {
-		return "", ""
+		return "", "", nil
 	}
 	facts := platformpolicy.NewFacts(w, resolved)
 	for _, cp := range compiled {
 		if v := cp.Violations(facts); len(v) > 0 {
-			return v1b1.ReasonPolicyViolation, fmt.Sprintf("The workload violates platform policy %q at %s.", v[0].Policy, v[0].Field)
+			return v1b1.ReasonPolicyViolation, fmt.Sprintf("The workload violates platform policy %q at %s.", v[0].Policy, v[0].Field), nil
 		}
 	}
-	return "", ""
+	return "", "", nil
 }
 
 // inputError is a problem with the workload's inputs found while binding: it is reported as
