@@ -228,6 +228,38 @@ spec:
 		}
 	})
 
+	t.Run("the tenant sees the workload's transitions as events, once each", func(t *testing.T) {
+		// shop went BindingPending → BindingsReady → Ready → PolicyViolation → Ready.
+		var out string
+		waitForCondition(t, 30*time.Second, func() (bool, string) {
+			var err error
+			out, err = framework.Kubectl(p.Kubeconfig("alice"), "events", "--for", "workload/shop", "-n", ns)
+			return err == nil && strings.Contains(out, "PolicyViolation") && strings.Count(out, "Ready ") >= 2, out
+		})
+		for _, want := range []string{"BindingPending", "BindingsReady", "Warning   PolicyViolation", "The workload is ready."} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl events lacks %q:\n%s", want, out)
+			}
+		}
+		// Every reconcile of a Ready workload writes nothing and so records nothing: the
+		// BindingsReady event stays a single event (the library folds true repeats into a series).
+		list, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=shop,involvedObject.kind=Workload,reason=BindingsReady"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 1 || list.Items[0].ReportingController != "plinth-controller" || list.Items[0].InvolvedObject.APIVersion != "score.dev/v1b1" {
+			t.Errorf("BindingsReady events: %+v", list.Items)
+		}
+		described, err := framework.Kubectl(p.Kubeconfig("alice"), "describe", "workload", "shop", "-n", ns)
+		if err != nil || !strings.Contains(described, "Events:") || !strings.Contains(described, "PolicyViolation") {
+			t.Errorf("kubectl describe: %v\n%s", err, described)
+		}
+		// bob, a tenant of another namespace, sees none of them.
+		if out, err := framework.Kubectl(p.Kubeconfig("bob"), "events", "--for", "workload/shop", "-n", ns); err == nil {
+			t.Errorf("bob read alice's events:\n%s", out)
+		}
+	})
+
 	t.Run("params that use other resources' outputs bind in order; a cycle is SpecInvalid", func(t *testing.T) {
 		alice(`apiVersion: score.dev/v1b1
 kind: Workload
