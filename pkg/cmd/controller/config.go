@@ -23,10 +23,11 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/plinth-dev/plinth/pkg/controllers/adoption"
 	"github.com/plinth-dev/plinth/pkg/controllers/cluster"
-	"github.com/plinth-dev/plinth/pkg/controllers/orchestrator"
+	"github.com/plinth-dev/plinth/pkg/controllers/managedvm"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
-	"github.com/plinth-dev/plinth/pkg/controllers/vmruntime"
+	"github.com/plinth-dev/plinth/pkg/controllers/workload"
 	"github.com/plinth-dev/plinth/pkg/controllers/workloadplan"
 	"github.com/plinth-dev/plinth/pkg/credentials"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
@@ -118,7 +119,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	score, gov, platform := c.PlinthInformers.Score().V1b1(), c.PlinthInformers.Governance().V1alpha1(), c.PlinthInformers.Platform().V1alpha1()
 	core, apps := c.KubeInformers.Core().V1(), c.KubeInformers.Apps().V1()
 
-	workloads, err := orchestrator.NewController(ctx, c.Plinth, recorder, score.Workloads(), score.ResourceBindings(), score.WorkloadPlans(),
+	workloads, err := workload.NewController(ctx, c.Plinth, recorder, score.Workloads(), score.ResourceBindings(), score.WorkloadPlans(),
 		score.PlatformPolicies(), core.ConfigMaps(), core.Secrets(), core.Namespaces(), o.DefaultRuntimeClass)
 	if err != nil {
 		return nil, err
@@ -141,12 +142,12 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 		return nil, err
 	}
 	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
-	vms, err := vmruntime.NewController(c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
+	vms, err := managedvm.NewController(c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
 		platform.Clusters(), infra, o.VMPollInterval, o.VMResyncInterval)
 	if err != nil {
 		return nil, err
 	}
-	adopter, err := vmruntime.NewAdopter(c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.SystemServices(), gov.PendingAdoptions(),
+	adopter, err := adoption.NewController(c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.SystemServices(), gov.PendingAdoptions(),
 		platform.Clusters(), infra, o.AdoptionScanInterval)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,9 @@
-// Package vmruntime materializes approved ManagedVMs on their target clusters through an
+// Package managedvm is the VM runtime: it materializes approved ManagedVMs on their target clusters through an
 // InfrastructureProvider, and reports back: the VM's phase follows what the provider observes,
 // and the ticket that is EXECUTING ends in SUCCESS or FAILED. Deleting waits for the VM to be
 // gone from its cluster (the runtime's finalizer). It knows no KubeVirt type: the provider
 // translates.
-package vmruntime
+package managedvm
 
 import (
 	"cmp"
@@ -39,8 +39,8 @@ import (
 // Finalizer holds a ManagedVM's deletion until its VM is gone from the cluster.
 const Finalizer = gov.FinalizerVMCleanup
 
-// RuntimeName names the runtime in logs, metrics and events.
-const RuntimeName = "managedvm"
+// Name names the runtime in logs, metrics and events.
+const Name = "managedvm"
 
 // Listers are what the runtime reads from informers.
 type Listers struct {
@@ -77,7 +77,7 @@ func NewController(client govclient.GovernanceV1alpha1Interface, recorder events
 		VMs: vms.Lister(), Revisions: revisions.Lister(), Tickets: tickets.Lister(), Clusters: clusters.Lister(),
 		TicketIndex: tickets.Informer().GetIndexer(),
 	}}
-	c.Loop = loop.New(RuntimeName, c.reconcile, vms.Informer(), revisions.Informer(), tickets.Informer(), clusters.Informer())
+	c.Loop = loop.New(Name, c.reconcile, vms.Informer(), revisions.Informer(), tickets.Informer(), clusters.Informer())
 	for _, err := range []error{
 		c.Watch(vms.Informer()),
 		c.WatchMapped(tickets.Informer(), func(obj interface{}) []cache.ObjectName {

@@ -1,4 +1,6 @@
-package vmruntime
+// Package adoption is the adopter: it scans target clusters for VMs that carry the platform's
+// labels but have no ManagedVM, and proposes each as a PendingAdoption.
+package adoption
 
 import (
 	"context"
@@ -26,11 +28,11 @@ import (
 	"github.com/plinth-dev/plinth/pkg/provider"
 )
 
-// AdopterName names the adopter in logs, metrics and events.
-const AdopterName = "adoption"
+// Name names the adopter in logs, metrics and events.
+const Name = "adoption"
 
-// AdopterListers are what the adopter reads from informers.
-type AdopterListers struct {
+// Listers are what the adopter reads from informers.
+type Listers struct {
 	// VMIndex is the ManagedVM informer's indexer, with VMIndexers added.
 	VMIndex   cache.Indexer
 	Services  govlisters.SystemServiceLister
@@ -46,26 +48,26 @@ type Adopter struct {
 	*loop.Loop
 	client   govclient.GovernanceV1alpha1Interface
 	recorder events.EventRecorder
-	listers  AdopterListers
+	listers  Listers
 	infra    provider.InfrastructureProvider
 	interval time.Duration
 	now      func() time.Time
 }
 
-// NewAdopter returns the adopter; it scans each cluster every interval, and at once when a
+// NewController returns the adopter; it scans each cluster every interval, and at once when a
 // Cluster is added or its spec changes. It reads ManagedVMs (through an identity index it
 // adds: a VM must not look unmanaged to a cold cache), SystemServices, PendingAdoptions and
 // Clusters.
-func NewAdopter(client govclient.GovernanceV1alpha1Interface, recorder events.EventRecorder, vms govinformers.ManagedVMInformer,
+func NewController(client govclient.GovernanceV1alpha1Interface, recorder events.EventRecorder, vms govinformers.ManagedVMInformer,
 	services govinformers.SystemServiceInformer, adoptions govinformers.PendingAdoptionInformer, clusters platforminformers.ClusterInformer,
 	infra provider.InfrastructureProvider, interval time.Duration) (*Adopter, error) {
 	if err := vms.Informer().AddIndexers(VMIndexers); err != nil {
 		return nil, err
 	}
-	a := &Adopter{client: client, recorder: recorder, infra: infra, interval: interval, now: time.Now, listers: AdopterListers{
+	a := &Adopter{client: client, recorder: recorder, infra: infra, interval: interval, now: time.Now, listers: Listers{
 		VMIndex: vms.Informer().GetIndexer(), Services: services.Lister(), Adoptions: adoptions.Lister(), Clusters: clusters.Lister(),
 	}}
-	a.Loop = loop.New(AdopterName, a.reconcile, vms.Informer(), services.Informer(), adoptions.Informer(), clusters.Informer())
+	a.Loop = loop.New(Name, a.reconcile, vms.Informer(), services.Informer(), adoptions.Informer(), clusters.Informer())
 	if err := a.WatchGenerations(clusters.Informer()); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,8 @@
-// Package orchestrator is the controller that turns a Workload into its ResourceBindings and its
-// WorkloadPlan, and is the single writer of Workload.status: conditions InputsValid,
-// BindingsReady, RuntimeReady and Ready (true when the other three are), per-binding summaries
-// and the endpoint, in the seed's runtime-neutral vocabulary.
-package orchestrator
+// Package workload is the Workload controller (the seed's orchestrator): it turns a Workload
+// into its ResourceBindings and its WorkloadPlan, and is the single writer of Workload.status:
+// conditions InputsValid, BindingsReady, RuntimeReady and Ready (true when the other three
+// are), per-binding summaries and the endpoint, in the seed's runtime-neutral vocabulary.
+package workload
 
 import (
 	"context"
