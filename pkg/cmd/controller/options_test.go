@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// kubeconfigFor writes a kubeconfig that points at server.
+func kubeconfigFor(t *testing.T, server string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	doc := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "` + server + `"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestInvalidFlagsAreAllReportedBeforeAnythingIsContacted(t *testing.T) {
+	var requests atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer server.Close()
+	cmd := NewCommand(context.Background())
+	cmd.SetArgs([]string{
+		"--kubeconfig", kubeconfigFor(t, server.URL), "--bind-address", "nonsense", "--workers", "0", "--kube-api-qps", "0",
+		"--provisioners-config", "/nonexistent/provisioners.yaml", "--vm-poll-interval", "0s",
+		"--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "10s",
+	})
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	err := cmd.Execute()
+	if err == nil {
+		t.Fatal("invalid flags were accepted")
+	}
+	for _, want := range []string{"--bind-address", "--workers", "--kube-api-qps", "--provisioners-config", "--vm-poll-interval", "leaderElection.leaseDuration"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s: %v", want, err)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("the API server was contacted %d times before validation passed", n)
+	}
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	o := NewOptions()
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+}
