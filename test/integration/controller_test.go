@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
@@ -579,15 +580,12 @@ func waitForWorkload(t *testing.T, client scoreclient.ScoreV1b1Interface, ns, na
 
 func waitForCondition(t *testing.T, timeout time.Duration, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not met within %s; last: %s", timeout, last)
-		}
-		time.Sleep(500 * time.Millisecond)
+	var last string
+	if err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var ok bool
+		ok, last = check()
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("not met within %s; last: %s", timeout, last)
 	}
 }
