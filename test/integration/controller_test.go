@@ -242,13 +242,14 @@ spec:
 				t.Errorf("kubectl events lacks %q:\n%s", want, out)
 			}
 		}
-		// Every reconcile of a Ready workload writes nothing and so records nothing: the
-		// BindingsReady event stays a single event (the library folds true repeats into a series).
+		// The bindings became ready twice — at first, and again when the policy that held the
+		// inputs back was lifted — and the workload was reconciled many more times (every
+		// Deployment status change): exactly two BindingsReady events, not one per reconcile.
 		list, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=shop,involvedObject.kind=Workload,reason=BindingsReady"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list.Items) != 1 || list.Items[0].ReportingController != "plinth-controller" || list.Items[0].InvolvedObject.APIVersion != "score.dev/v1b1" {
+		if len(list.Items) != 2 || list.Items[0].ReportingController != "plinth-controller" || list.Items[0].InvolvedObject.APIVersion != "score.dev/v1b1" {
 			t.Errorf("BindingsReady events: %+v", list.Items)
 		}
 		described, err := framework.Kubectl(p.Kubeconfig("alice"), "describe", "workload", "shop", "-n", ns)

@@ -22,6 +22,7 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
 	componentbasevalidation "k8s.io/component-base/config/validation"
+	"k8s.io/klog/v2"
 )
 
 // Options are plinth-controller's flags.
@@ -139,6 +140,9 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		Short:        "Orchestrate Plinth Workloads, governed VMs and target clusters",
 		SilenceUsage: true,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// Loggers come from the context, carrying the controller and the key; klog hands
+			// them out only with contextual logging on.
+			klog.EnableContextualLogging(true)
 			if err := o.Complete(); err != nil {
 				return err
 			}
