@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -195,6 +196,28 @@ func TestVMRuntime(t *testing.T) {
 			t.Errorf("restart not recorded on the VM: %v", vm.Annotations)
 		}
 		waitVM("ledger", gov.VMPhaseRunning)
+	})
+
+	t.Run("the VM's owner reads its transitions as events; the cluster's carry no credential", func(t *testing.T) {
+		var out string
+		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			var err error
+			out, err = framework.Kubectl(p.Kubeconfig("alice"), "events", "--for", "managedvm/ledger", "-n", ns)
+			return err == nil && strings.Contains(out, "Stopped") && strings.Count(out, "Executed") >= 4, nil
+		}); err != nil {
+			t.Fatalf("kubectl events as alice:\n%s", out)
+		}
+		for _, want := range []string{"Created", "VirtualMachine team-a-bank-db-01 was created on cluster local.", "Running", "Stopped", "Executed"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("events lack %q:\n%s", want, out)
+			}
+		}
+		// A cluster-scoped object's events live in the default namespace; none carries the
+		// kubeconfig.
+		clusterEvents, err := framework.Kubectl(p.AdminKubeconfig(), "events", "--for", "cluster/local", "-n", "default")
+		if err != nil || !strings.Contains(clusterEvents, "Healthy") || strings.Contains(clusterEvents, "BEGIN") || strings.Contains(clusterEvents, "token") {
+			t.Errorf("cluster events: %v\n%s", err, clusterEvents)
+		}
 	})
 
 	t.Run("a stop approved while the controller is down is carried out when it returns", func(t *testing.T) {
