@@ -94,11 +94,21 @@ func TestLocalUpChildrenDoNotOutliveIt(t *testing.T) {
 		}
 		<-up.exited
 		up.expectChildrenGone(t, 5*time.Second)
+		// A killed process's sockets close once its last thread has gone, a moment after
+		// its main thread shows as a zombie.
+		deadline := time.Now().Add(5 * time.Second)
 		for _, port := range ports {
-			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-				t.Errorf("port %d is still held: %v", port, err)
-			} else {
-				l.Close()
+			for {
+				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+				if err == nil {
+					l.Close()
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("port %d is still held: %v", port, err)
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 		}
 	})
