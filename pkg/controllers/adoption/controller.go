@@ -95,12 +95,17 @@ func (a *Adopter) reconcile(ctx context.Context, key cache.ObjectName) error {
 	for i := range found {
 		vm := &found[i]
 		present.Insert(vm.Namespace + "/" + vm.Name)
-		candidate := a.candidate(cluster, vm)
+		candidate, err := a.candidate(cluster, vm)
+		if err != nil {
+			return err
+		}
 		if candidate == nil {
 			continue
 		}
 		if _, err := a.listers.Adoptions.PendingAdoptions(vm.Namespace).Get(candidate.Name); err == nil {
 			continue
+		} else if !apierrors.IsNotFound(err) {
+			return err
 		}
 		created, err := a.client.PendingAdoptions(vm.Namespace).Create(ctx, candidate, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -127,19 +132,30 @@ func (a *Adopter) reconcile(ctx context.Context, key cache.ObjectName) error {
 }
 
 // candidate is the PendingAdoption for a found VM, or nil when the VM is managed already or
-// its labels do not point at an existing service of the named system.
-func (a *Adopter) candidate(cluster string, vm *provider.VM) *gov.PendingAdoption {
+// its labels do not point at an existing service of the named system. An error is a cache
+// that could not be read, retried by the caller.
+func (a *Adopter) candidate(cluster string, vm *provider.VM) (*gov.PendingAdoption, error) {
 	instance, err := strconv.Atoi(vm.Labels[gov.LabelInstance])
 	if err != nil || instance < 1 {
-		return nil
+		return nil, nil
 	}
 	svc, err := a.listers.Services.SystemServices(vm.Namespace).Get(vm.Labels[gov.LabelService])
-	if err != nil || svc.Spec.SystemRef.Name != vm.Labels[gov.LabelSystem] {
-		return nil
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if svc.Spec.SystemRef.Name != vm.Labels[gov.LabelSystem] {
+		return nil, nil
 	}
 	for _, key := range []string{byInstanceName(vm.Namespace, vm.Name), byServiceInstance(vm.Namespace, svc.Name, instance)} {
-		if managed, err := a.listers.VMIndex.ByIndex(VMsByIdentity, key); err != nil || len(managed) > 0 {
-			return nil
+		managed, err := a.listers.VMIndex.ByIndex(VMsByIdentity, key)
+		if err != nil {
+			return nil, err
+		}
+		if len(managed) > 0 {
+			return nil, nil
 		}
 	}
 	ref := gov.LocalObjectReference{Name: svc.Name}
@@ -162,5 +178,5 @@ func (a *Adopter) candidate(cluster string, vm *provider.VM) *gov.PendingAdoptio
 			Cluster: cluster, VMName: vm.Name, SystemServiceRef: ref, Instance: int32(instance), VMSpec: spec,
 			FoundAt: metav1.NewTime(a.now()),
 		},
-	}
+	}, nil
 }

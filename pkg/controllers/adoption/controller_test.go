@@ -26,8 +26,8 @@ func TestAdoptionCandidates(t *testing.T) {
 			"kubevirt-shepherd.io/system": system, "kubevirt-shepherd.io/service": service, "kubevirt-shepherd.io/instance": instance,
 		}, Spec: provider.VMSpec{CPU: 2, Memory: &mem, Image: "img"}}
 	}
-	pa := a.candidate("local", found("team-a-shop-redis-04", "shop", "redis", "04"))
-	if pa == nil || pa.Name != "local-team-a-shop-redis-04" || pa.Spec.Instance != 4 || pa.Spec.VMSpec.Resources.CPU != 2 || pa.Spec.VMSpec.RunStrategy != gov.RunStrategyAlways {
+	pa, err := a.candidate("local", found("team-a-shop-redis-04", "shop", "redis", "04"))
+	if err != nil || pa == nil || pa.Name != "local-team-a-shop-redis-04" || pa.Spec.Instance != 4 || pa.Spec.VMSpec.Resources.CPU != 2 || pa.Spec.VMSpec.RunStrategy != gov.RunStrategyAlways {
 		t.Fatalf("candidate: %+v", pa)
 	}
 	for what, vm := range map[string]*provider.VM{
@@ -38,8 +38,8 @@ func TestAdoptionCandidates(t *testing.T) {
 		"no instance number":   found("team-a-shop-redis-xx", "shop", "redis", "xx"),
 		"instance number zero": found("team-a-shop-redis-00", "shop", "redis", "00"),
 	} {
-		if pa := a.candidate("local", vm); pa != nil {
-			t.Errorf("%s: proposed %s", what, pa.Name)
+		if pa, err := a.candidate("local", vm); err != nil || pa != nil {
+			t.Errorf("%s: proposed %v (%v)", what, pa, err)
 		}
 	}
 }

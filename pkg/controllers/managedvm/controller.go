@@ -161,7 +161,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		return err
 	}
 
-	if reason, msg := c.clusterProblem(vm.Status.Cluster); reason != "" {
+	reason, msg, err := c.clusterProblem(vm.Status.Cluster)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
 		c.EnqueueAfter(key, c.settle)
 		return c.writeStatus(ctx, vm, vm.Status.Phase, metav1.ConditionFalse, reason, msg)
 	}
@@ -227,16 +231,23 @@ func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
 	}
 	// The approval removes the governance finalizer a moment before it marks the delete
 	// ticket EXECUTING: wait for that, or the ticket would be left behind unreported.
-	if t, err := c.listers.Tickets.ApprovalTickets(vm.Namespace).Get(vm.Status.LastTicket); err == nil &&
-		t.Spec.Operation == gov.OperationDelete && t.Status.State == gov.TicketApproved {
+	t, err := c.listers.Tickets.ApprovalTickets(vm.Namespace).Get(vm.Status.LastTicket)
+	switch {
+	case err == nil && t.Spec.Operation == gov.OperationDelete && t.Status.State == gov.TicketApproved:
 		c.EnqueueAfter(cache.MetaObjectToName(vm), c.poll)
 		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
 	}
 	ticket, err := c.executing(ctx, vm)
 	if err != nil {
 		return err
 	}
-	if _, err := c.listers.Clusters.Get(vm.Status.Cluster); apierrors.IsNotFound(err) {
+	_, err = c.listers.Clusters.Get(vm.Status.Cluster)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if apierrors.IsNotFound(err) {
 		// Unregistered behind the guard's back (the API refuses to delete a cluster that hosts
 		// VMs): nothing can reach the VM any more. Let the ManagedVM go and say so.
 		msg := fmt.Sprintf("Cluster %s is no longer registered; VirtualMachine %s/%s could not be removed from it.", vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName)
@@ -323,16 +334,19 @@ func (c *Controller) report(ctx context.Context, vm *gov.ManagedVM, t *gov.Appro
 }
 
 // clusterProblem names why the VM's cluster cannot be used now, or returns "".
-func (c *Controller) clusterProblem(name string) (reason, message string) {
+func (c *Controller) clusterProblem(name string) (reason, message string, err error) {
 	cl, err := c.listers.Clusters.Get(name)
+	if apierrors.IsNotFound(err) {
+		return "ClusterNotFound", fmt.Sprintf("Cluster %s is not registered.", name), nil
+	}
 	if err != nil {
-		return "ClusterNotFound", fmt.Sprintf("Cluster %s is not registered.", name)
+		return "", "", err
 	}
 	if cl.Status.Phase != platform.ClusterPhaseHealthy {
 		phase := cmp.Or(cl.Status.Phase, platform.ClusterPhaseUnknown)
-		return "ClusterDegraded", fmt.Sprintf("Cluster %s is %s (CLUSTER_DEGRADED); the VM waits for it.", name, phase)
+		return "ClusterDegraded", fmt.Sprintf("Cluster %s is %s (CLUSTER_DEGRADED); the VM waits for it.", name, phase), nil
 	}
-	return "", ""
+	return "", "", nil
 }
 
 func (c *Controller) writeStatus(ctx context.Context, vm *gov.ManagedVM, phase gov.VMPhase, status metav1.ConditionStatus, reason, message string) error {

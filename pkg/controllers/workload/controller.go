@@ -180,7 +180,10 @@ func (c *Controller) recordTransitions(w *v1b1.Workload, status *v1b1.WorkloadSt
 // converge does the work and records its outcome in status; an error is retried.
 func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b1.WorkloadStatus) error {
 	gen := w.Generation
-	source, reason, message := c.inputs(w)
+	source, reason, message, err := c.inputs(w)
+	if err != nil {
+		return err
+	}
 	var resolved *scorespec.Workload
 	if reason == "" {
 		if r, errs := scorespec.Resolve(source); len(errs) > 0 {
@@ -190,7 +193,6 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 		}
 	}
 	if reason == "" {
-		var err error
 		if reason, message, err = c.policyCheck(source, resolved); err != nil {
 			return err
 		}
@@ -222,7 +224,10 @@ func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b
 		return nil
 	}
 
-	outputs := c.outputs(w.Namespace, bindings)
+	outputs, err := c.outputs(w.Namespace, bindings)
+	if err != nil {
+		return err
+	}
 	projection, err := scorespec.Project(source, resolved, outputs)
 	if err != nil {
 		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonProjectionError, "A resource output the workload uses is missing.", gen)
@@ -255,25 +260,28 @@ func inputsInvalid(status *v1b1.WorkloadStatus, reason, message string, gen int6
 
 // inputs is the workload with a configMapRef source replaced by the document it names, inline.
 // The cached workload is never changed: a source from a ConfigMap goes into a copy.
-func (c *Controller) inputs(w *v1b1.Workload) (*v1b1.Workload, string, string) {
+func (c *Controller) inputs(w *v1b1.Workload) (*v1b1.Workload, string, string, error) {
 	if src := w.Spec.Source; src != nil && src.ConfigMapRef != nil {
 		cm, err := c.listers.ConfigMaps.ConfigMaps(w.Namespace).Get(src.ConfigMapRef.Name)
+		if apierrors.IsNotFound(err) {
+			return nil, v1b1.ReasonSpecInvalid, fmt.Sprintf("The Score source ConfigMap %q is missing.", src.ConfigMapRef.Name), nil
+		}
 		if err != nil {
-			return nil, v1b1.ReasonSpecInvalid, fmt.Sprintf("The Score source ConfigMap %q is missing.", src.ConfigMapRef.Name)
+			return nil, "", "", err
 		}
 		doc, ok := cm.Data[src.ConfigMapRef.Key]
 		if !ok {
-			return nil, v1b1.ReasonSpecInvalid, fmt.Sprintf("The Score source ConfigMap %q has no key %q.", src.ConfigMapRef.Name, src.ConfigMapRef.Key)
+			return nil, v1b1.ReasonSpecInvalid, fmt.Sprintf("The Score source ConfigMap %q has no key %q.", src.ConfigMapRef.Name, src.ConfigMapRef.Key), nil
 		}
 		raw, err := yaml.YAMLToJSON([]byte(doc))
 		if err != nil {
-			return nil, v1b1.ReasonSpecInvalid, "The Score source is not valid YAML."
+			return nil, v1b1.ReasonSpecInvalid, "The Score source is not valid YAML.", nil
 		}
 		inlined := *w
 		inlined.Spec.Source = &v1b1.WorkloadSource{Inline: &common.RawObject{Raw: raw}}
-		return &inlined, "", ""
+		return &inlined, "", "", nil
 	}
-	return w, "", ""
+	return w, "", "", nil
 }
 
 // policyCheck applies the constraints of the policies that match now, so a policy added after
@@ -333,12 +341,20 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, source 
 				}
 			}
 			if !ready {
-				if existing, err := c.listers.Bindings.ResourceBindings(w.Namespace).Get(name); err == nil {
+				existing, err := c.listers.Bindings.ResourceBindings(w.Namespace).Get(name)
+				switch {
+				case err == nil:
 					out[key] = existing
+				case !apierrors.IsNotFound(err):
+					return nil, err
 				}
 				continue
 			}
-			params, err := scorespec.ResolveParams(r.Params, scorespec.Metadata(source), c.outputs(w.Namespace, out))
+			outputs, err := c.outputs(w.Namespace, out)
+			if err != nil {
+				return nil, err
+			}
+			params, err := scorespec.ResolveParams(r.Params, scorespec.Metadata(source), outputs)
 			if err != nil {
 				return nil, &inputError{fmt.Sprintf("The params of resource %q cannot be resolved.", key)}
 			}
@@ -497,7 +513,7 @@ func summarizeBindings(status *v1b1.WorkloadStatus, resolved *scorespec.Workload
 
 // outputs collects each bound resource's outputs; secret output names are the keys of its
 // credentials Secret (only the keys are read here, never used as values).
-func (c *Controller) outputs(namespace string, bindings map[string]*v1b1.ResourceBinding) map[string]scorespec.Outputs {
+func (c *Controller) outputs(namespace string, bindings map[string]*v1b1.ResourceBinding) (map[string]scorespec.Outputs, error) {
 	out := map[string]scorespec.Outputs{}
 	for key, b := range bindings {
 		o := scorespec.Outputs{Values: map[string]string{}, Secrets: sets.New[string]()}
@@ -506,16 +522,21 @@ func (c *Controller) outputs(namespace string, bindings map[string]*v1b1.Resourc
 				o.Values[k] = v
 			}
 			if cred := b.Status.Outputs.Credentials; cred != nil && cred.SecretRef != nil {
-				if s, err := c.listers.Secrets.Secrets(namespace).Get(cred.SecretRef.Name); err == nil {
+				// A Secret not seen yet has no keys yet: its outputs wait, as unbound ones do.
+				s, err := c.listers.Secrets.Secrets(namespace).Get(cred.SecretRef.Name)
+				switch {
+				case err == nil:
 					for k := range s.Data {
 						o.Secrets.Insert(k)
 					}
+				case !apierrors.IsNotFound(err):
+					return nil, err
 				}
 			}
 		}
 		out[key] = o
 	}
-	return out
+	return out, nil
 }
 
 func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClass string, p *scorespec.Projection) (*v1b1.WorkloadPlan, error) {
