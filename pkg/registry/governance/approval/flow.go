@@ -15,6 +15,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -238,18 +239,7 @@ func vmTarget(vm *governance.ManagedVM) governance.TargetReference {
 }
 
 func setCondition(vm *governance.ManagedVM, status metav1.ConditionStatus, reason, message string) {
-	cond := metav1.Condition{Type: "Approved", Status: status, Reason: reason, Message: message, ObservedGeneration: vm.Generation}
-	for i := range vm.Status.Conditions {
-		if vm.Status.Conditions[i].Type == cond.Type {
-			if vm.Status.Conditions[i].Status == cond.Status {
-				cond.LastTransitionTime = vm.Status.Conditions[i].LastTransitionTime
-			} else {
-				cond.LastTransitionTime = metav1.Now()
-			}
-			vm.Status.Conditions[i] = cond
-			return
-		}
-	}
-	cond.LastTransitionTime = metav1.Now()
-	vm.Status.Conditions = append(vm.Status.Conditions, cond)
+	apimeta.SetStatusCondition(&vm.Status.Conditions, metav1.Condition{
+		Type: "Approved", Status: status, Reason: reason, Message: message, ObservedGeneration: vm.Generation,
+	})
 }
