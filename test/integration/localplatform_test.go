@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/test/integration/framework"
@@ -96,19 +99,20 @@ func TestLocalUpChildrenDoNotOutliveIt(t *testing.T) {
 		up.expectChildrenGone(t, 5*time.Second)
 		// A killed process's sockets close once its last thread has gone, a moment after
 		// its main thread shows as a zombie.
-		deadline := time.Now().Add(5 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		for _, port := range ports {
-			for {
+			var last error
+			if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
 				l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-				if err == nil {
-					l.Close()
-					break
+				if err != nil {
+					last = err
+					return false, nil
 				}
-				if time.Now().After(deadline) {
-					t.Errorf("port %d is still held: %v", port, err)
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
+				l.Close()
+				return true, nil
+			}); err != nil {
+				t.Errorf("port %d is still held: %v", port, last)
 			}
 		}
 	})
@@ -158,12 +162,12 @@ func startLocalUp(t *testing.T, bin string, args []string) *localUp {
 // expectChildrenGone fails unless every child has ended within timeout.
 func (l *localUp) expectChildrenGone(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	for pid, name := range l.children {
-		for processAlive(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if processAlive(pid) {
+		if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+			return !processAlive(pid), nil
+		}); err != nil {
 			t.Errorf("%s (pid %d) outlived plinth-local-up", name, pid)
 		}
 	}

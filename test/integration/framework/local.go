@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/plinth-dev/plinth/internal/localplatform"
 )
 
@@ -82,18 +84,19 @@ func (o *Output) String() string {
 // test fails after timeout.
 func (o *Output) WaitFor(t testing.TB, text string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var found string
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		for _, line := range strings.Split(o.String(), "\n") {
 			if strings.Contains(line, text) {
-				return line
+				found = line
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no line with %q within %s; output:\n%s", text, timeout, o.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false, nil
+	}); err != nil {
+		t.Fatalf("no line with %q within %s; output:\n%s", text, timeout, o.String())
 	}
+	return found
 }
 
 type buildError struct {
