@@ -341,10 +341,18 @@ func (f *Flow) DeleteVM(ctx context.Context, name string, deleteValidation rest.
 	if err != nil {
 		return nil, false, err
 	}
+	// Validating admission sees the delete before the flow writes anything for it (status,
+	// ticket, audit record, event): a refused delete leaves no trace. The deletes below are
+	// then not shown to admission again.
+	if deleteValidation != nil {
+		if err := deleteValidation(ctx, vm.DeepCopy()); err != nil {
+			return nil, false, err
+		}
+	}
 	user := userName(ctx)
 	dryRun := isDryRun(opts.DryRun)
 	if vm.Status.Instance == 0 {
-		obj, deleted, err := f.stores.VMs.Delete(ctx, name, deleteValidation, opts)
+		obj, deleted, err := f.stores.VMs.Delete(ctx, name, rest.ValidateAllObjectFunc, opts)
 		if err != nil || dryRun {
 			return obj, deleted, err
 		}
@@ -366,13 +374,13 @@ func (f *Flow) DeleteVM(ctx context.Context, name string, deleteValidation rest.
 		return nil, false, err
 	}
 	if dryRun {
-		return f.stores.VMs.Delete(ctx, name, deleteValidation, opts)
+		return f.stores.VMs.Delete(ctx, name, rest.ValidateAllObjectFunc, opts)
 	}
 	if !req.ApprovalRequired {
 		if err := f.audit(ctx, ns, user, ActionVMDelete, vmTarget(vm), map[string]string{"approval": "not required"}); err != nil {
 			return nil, false, err
 		}
-		if _, _, err := f.stores.VMs.Delete(ctx, name, deleteValidation, opts); err != nil && !apierrors.IsNotFound(err) {
+		if _, _, err := f.stores.VMs.Delete(ctx, name, rest.ValidateAllObjectFunc, opts); err != nil && !apierrors.IsNotFound(err) {
 			return nil, false, err
 		}
 		if _, _, err := f.apply(ctx, vm, change{op: governance.OperationDelete}); err != nil {
@@ -409,7 +417,7 @@ func (f *Flow) DeleteVM(ctx context.Context, name string, deleteValidation rest.
 		clearPending()
 		return nil, false, err
 	}
-	obj, deleted, err := f.stores.VMs.Delete(ctx, name, deleteValidation, opts)
+	obj, deleted, err := f.stores.VMs.Delete(ctx, name, rest.ValidateAllObjectFunc, opts)
 	if err != nil {
 		f.withdraw(ctx, ticket, "The deletion could not be requested.")
 		clearPending()
