@@ -33,6 +33,9 @@ var adoptionResource = governance.Resource("pendingadoptions")
 // with the ManagedVM that would be created.
 func (f *Flow) Adopt(ctx context.Context, name string, req *governance.AdoptionRequest, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (*governance.ManagedVM, error) {
 	ns := genericapirequest.NamespaceValue(ctx)
+	if err := matchURLName("AdoptionRequest", &req.ObjectMeta, name); err != nil {
+		return nil, err
+	}
 	if errs := validation.ValidateAdoptionRequest(req); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(governance.Kind("AdoptionRequest"), name, errs)
 	}

@@ -30,6 +30,9 @@ import (
 // ticket as the decision would leave it.
 func (f *Flow) Decide(ctx context.Context, name string, d *governance.TicketDecision, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (*governance.ApprovalTicket, error) {
 	ns := genericapirequest.NamespaceValue(ctx)
+	if err := matchURLName("TicketDecision", &d.ObjectMeta, name); err != nil {
+		return nil, err
+	}
 	if errs := validation.ValidateTicketDecision(d); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(governance.Kind("TicketDecision"), name, errs)
 	}

@@ -28,6 +28,9 @@ const (
 // request's validating admission; a dry run makes every check and writes nothing.
 func (f *Flow) ReportExecution(ctx context.Context, name string, e *governance.TicketExecution, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (*governance.ApprovalTicket, error) {
 	ns := genericapirequest.NamespaceValue(ctx)
+	if err := matchURLName("TicketExecution", &e.ObjectMeta, name); err != nil {
+		return nil, err
+	}
 	if errs := validation.ValidateTicketExecution(e); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(governance.Kind("TicketExecution"), name, errs)
 	}

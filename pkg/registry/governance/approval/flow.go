@@ -12,6 +12,7 @@ package approval
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -138,6 +139,17 @@ func updateOptions(ctx context.Context) *metav1.UpdateOptions {
 
 func deleteOptions(ctx context.Context) *metav1.DeleteOptions {
 	return &metav1.DeleteOptions{DryRun: dryRun(ctx)}
+}
+
+// matchURLName makes a subresource body's metadata.name the name in the request's URL, as
+// kube-apiserver's pods/eviction requires, so that admission judges the object the flow acts
+// on: a body that names another object is refused, an unnamed one is given the URL's name.
+func matchURLName(kind string, body *metav1.ObjectMeta, name string) error {
+	if body.Name != "" && body.Name != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("The %s's metadata.name %q differs from the name %q in the request URL.", kind, body.Name, name))
+	}
+	body.Name = name
+	return nil
 }
 
 // admit runs validating admission (webhooks and ValidatingAdmissionPolicies) on the body of a

@@ -3,6 +3,7 @@ package approvalticket_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -134,6 +135,61 @@ func TestDryRunDecisions(t *testing.T) {
 			}
 			if diff := cmp.Diff(before, env.Snapshot(ns)); diff != "" {
 				t.Errorf("a dry run changed state (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSubresourcesMatchURLName checks that admission judges the ticket the flow acts on: a
+// body whose metadata.name names another ticket is refused before admission and changes
+// nothing, and an unnamed body is shown to admission with the URL's name.
+func TestSubresourcesMatchURLName(t *testing.T) {
+	etcd := gt.RunEtcd(t)
+	for name, tc := range map[string]struct {
+		ctx  context.Context
+		body func(metadataName string) runtime.Object
+		post func(*gt.Env) rest.NamedCreater
+		prep func(env *gt.Env, ticket string)
+	}{
+		"approval": {
+			ctx: gt.As(ns, "carol", gt.Approvers),
+			body: func(n string) runtime.Object {
+				return &governance.TicketDecision{ObjectMeta: metav1.ObjectMeta{Name: n}, Decision: governance.DecisionApprove, Cluster: "local"}
+			},
+			post: func(env *gt.Env) rest.NamedCreater { return env.Approval },
+		},
+		"execution": {
+			ctx: gt.As(ns, gt.RuntimeUser),
+			body: func(n string) runtime.Object {
+				return &governance.TicketExecution{ObjectMeta: metav1.ObjectMeta{Name: n}, State: governance.TicketSuccess, Message: "The VM runs."}
+			},
+			post: func(env *gt.Env) rest.NamedCreater { return env.Execution },
+			prep: func(env *gt.Env, ticket string) { env.Approve(ns, ticket) },
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env, ticket := pending(t, etcd)
+			if tc.prep != nil {
+				tc.prep(env, ticket)
+			}
+			before := env.Snapshot(ns)
+			watch := &admission{}
+			_, err := tc.post(env).Create(tc.ctx, ticket, tc.body("some-other-ticket"), watch.validate, &metav1.CreateOptions{})
+			if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `"some-other-ticket"`) || !strings.Contains(err.Error(), `"`+ticket+`"`) {
+				t.Errorf("a body naming another ticket: %v, want BadRequest naming both", err)
+			}
+			if len(watch.seen) != 0 {
+				t.Errorf("admission was shown a body naming another ticket: %v", watch.seen)
+			}
+			if diff := cmp.Diff(before, env.Snapshot(ns)); diff != "" {
+				t.Errorf("a refused body changed state (-before +after):\n%s", diff)
+			}
+
+			if _, err := tc.post(env).Create(tc.ctx, ticket, tc.body(""), watch.validate, &metav1.CreateOptions{}); err != nil {
+				t.Fatalf("an unnamed body: %v", err)
+			}
+			if len(watch.seen) != 1 || watch.seen[0].(metav1.Object).GetName() != ticket {
+				t.Errorf("admission was not shown the body named %s: %v", ticket, watch.seen)
 			}
 		})
 	}

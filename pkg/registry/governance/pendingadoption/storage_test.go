@@ -3,6 +3,7 @@ package pendingadoption_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,4 +93,36 @@ func TestAdoptRunsAdmission(t *testing.T) {
 			t.Errorf("the adoption differs from its dry run (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestAdoptMatchesURLName checks that admission judges the candidate the flow adopts: a body
+// whose metadata.name names another candidate is refused before admission and changes
+// nothing, and an unnamed body is shown to admission with the URL's name.
+func TestAdoptMatchesURLName(t *testing.T) {
+	etcd := gt.RunEtcd(t)
+	dana := gt.As(ns, "dana", "platform:admins")
+	const candidate = "local-team-a-shop-redis-07"
+	env := found(t, etcd)
+	before := env.Snapshot(ns)
+	var seen []runtime.Object
+	watch := func(_ context.Context, obj runtime.Object) error { seen = append(seen, obj); return nil }
+
+	other := &governance.AdoptionRequest{ObjectMeta: metav1.ObjectMeta{Name: "local-team-a-shop-redis-08"}, VMName: "cache-7"}
+	_, err := env.Adopt.Create(dana, candidate, other, watch, &metav1.CreateOptions{})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `"local-team-a-shop-redis-08"`) || !strings.Contains(err.Error(), `"`+candidate+`"`) {
+		t.Errorf("a body naming another candidate: %v, want BadRequest naming both", err)
+	}
+	if len(seen) != 0 {
+		t.Errorf("admission was shown a body naming another candidate: %v", seen)
+	}
+	if diff := cmp.Diff(before, env.Snapshot(ns)); diff != "" || adoptions(t, env) != 1 {
+		t.Errorf("a refused body changed state (-before +after):\n%s", diff)
+	}
+
+	if _, err := env.Adopt.Create(dana, candidate, &governance.AdoptionRequest{VMName: "cache-7"}, watch, &metav1.CreateOptions{}); err != nil {
+		t.Fatalf("an unnamed body: %v", err)
+	}
+	if len(seen) != 1 || seen[0].(*governance.AdoptionRequest).Name != candidate {
+		t.Errorf("admission was not shown the body named %s: %v", candidate, seen)
+	}
 }
