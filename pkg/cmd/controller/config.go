@@ -142,7 +142,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 		return nil, err
 	}
 	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
-	vms, err := managedvm.NewController(c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
+	vms, err := managedvm.NewController(ctx, c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
 		platform.Clusters(), infra, o.VMPollInterval, o.VMResyncInterval)
 	if err != nil {
 		return nil, err

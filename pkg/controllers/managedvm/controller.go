@@ -67,7 +67,7 @@ type Controller struct {
 // tickets of each VM (through an index it adds) and Clusters, and is woken by each of them:
 // a VM by its tickets and revisions, and the VMs on a Cluster when the Cluster's phase changes
 // (probes rewrite its status every interval; only a phase change matters to a VM).
-func NewController(client govclient.GovernanceV1alpha1Interface, recorder events.EventRecorder,
+func NewController(ctx context.Context, client govclient.GovernanceV1alpha1Interface, recorder events.EventRecorder,
 	vms govinformers.ManagedVMInformer, revisions govinformers.VMRevisionInformer, tickets govinformers.ApprovalTicketInformer,
 	clusters platforminformers.ClusterInformer, infra provider.InfrastructureProvider, poll, settle time.Duration) (*Controller, error) {
 	if err := tickets.Informer().AddIndexers(TicketIndexers); err != nil {
@@ -92,7 +92,7 @@ func NewController(client govclient.GovernanceV1alpha1Interface, recorder events
 			}
 			return nil
 		}),
-		c.WatchMappedIf(clusters.Informer(), c.vmsOnCluster, func(oldObj, obj interface{}) bool {
+		c.WatchMappedIf(clusters.Informer(), c.vmsOnCluster(klog.FromContext(ctx)), func(oldObj, obj interface{}) bool {
 			o, ok1 := oldObj.(*platform.Cluster)
 			n, ok2 := obj.(*platform.Cluster)
 			return !ok1 || !ok2 || o.Status.Phase != n.Status.Phase
@@ -106,23 +106,25 @@ func NewController(client govclient.GovernanceV1alpha1Interface, recorder events
 }
 
 // vmsOnCluster maps a Cluster to the ManagedVMs placed on it.
-func (c *Controller) vmsOnCluster(obj interface{}) []cache.ObjectName {
-	cl, ok := obj.(*platform.Cluster)
-	if !ok {
-		return nil
-	}
-	all, err := c.listers.VMs.List(labels.Everything())
-	if err != nil {
-		utilruntime.HandleError(err)
-		return nil
-	}
-	var keys []cache.ObjectName
-	for _, vm := range all {
-		if vm.Status.Cluster == cl.Name {
-			keys = append(keys, cache.MetaObjectToName(vm))
+func (c *Controller) vmsOnCluster(logger klog.Logger) loop.KeysFunc {
+	return func(obj interface{}) []cache.ObjectName {
+		cl, ok := obj.(*platform.Cluster)
+		if !ok {
+			return nil
 		}
+		all, err := c.listers.VMs.List(labels.Everything())
+		if err != nil {
+			utilruntime.HandleErrorWithLogger(logger, err, "Listing ManagedVMs failed", "cluster", cl.Name)
+			return nil
+		}
+		var keys []cache.ObjectName
+		for _, vm := range all {
+			if vm.Status.Cluster == cl.Name {
+				keys = append(keys, cache.MetaObjectToName(vm))
+			}
+		}
+		return keys
 	}
-	return keys
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
@@ -199,7 +201,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err := c.writeStatus(ctx, vm, phase, status, reason, msg); err != nil {
 		return err
 	}
-	if !materialized(vm) {
+	if created(vm) {
 		transition.Record(c.recorder, vm, "Created", "Materialize",
 			fmt.Sprintf("VirtualMachine %s was created on cluster %s.", vm.Status.InstanceName, vm.Status.Cluster))
 	}
@@ -374,19 +376,23 @@ var phaseReasons = map[gov.VMPhase]string{
 	gov.VMPhaseRunning: "Running", gov.VMPhaseStopping: "Stopping", gov.VMPhaseStopped: "Stopped", gov.VMPhaseFailed: "Failed",
 }
 
-// materialized says whether the runtime had already seen the VM on its cluster: its Ready
-// condition then carries a state the provider observed, not a cluster problem.
-func materialized(vm *gov.ManagedVM) bool {
+// created says whether this pass is the first to see the VM on its cluster: it was being
+// created (a VM that already ran keeps its phase while its cluster is degraded, so coming back
+// is not a creation) and its Ready condition did not yet carry a state the provider observed.
+func created(vm *gov.ManagedVM) bool {
+	if vm.Status.Phase != "" && vm.Status.Phase != gov.VMPhaseCreating {
+		return false
+	}
 	cond := apimeta.FindStatusCondition(vm.Status.Conditions, "Ready")
 	if cond == nil {
-		return false
+		return true
 	}
 	switch provider.VMState(cond.Reason) {
 	case provider.VMStateProvisioning, provider.VMStateStarting, provider.VMStateRunning, provider.VMStateStopping,
 		provider.VMStateStopped, provider.VMStateFailed, provider.VMStateUnknown:
-		return true
+		return false
 	}
-	return false
+	return true
 }
 
 // vmSpec is the domain spec of an approved ManagedVM spec.

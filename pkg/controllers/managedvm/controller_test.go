@@ -80,3 +80,28 @@ func TestVMSpecCarriesApprovedShapeAndPlatformLabels(t *testing.T) {
 		t.Errorf("labels: %v", s.Labels)
 	}
 }
+
+// Created is recorded once, when the runtime first sees the VM it is creating; a running VM
+// whose cluster comes back from CLUSTER_DEGRADED was not created again.
+func TestCreatedOnlyWhileCreating(t *testing.T) {
+	ready := func(reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: reason}}
+	}
+	for _, tc := range []struct {
+		what  string
+		phase gov.VMPhase
+		conds []metav1.Condition
+		want  bool
+	}{
+		{"first look", gov.VMPhaseCreating, nil, true},
+		{"cluster was degraded before the first look", gov.VMPhaseCreating, ready("ClusterDegraded"), true},
+		{"seen provisioning already", gov.VMPhaseCreating, ready(string(provider.VMStateProvisioning)), false},
+		{"running VM, cluster back", gov.VMPhaseRunning, ready("ClusterDegraded"), false},
+		{"stopped VM", gov.VMPhaseStopped, ready(string(provider.VMStateStopped)), false},
+	} {
+		vm := &gov.ManagedVM{Status: gov.ManagedVMStatus{Phase: tc.phase, Conditions: tc.conds}}
+		if got := created(vm); got != tc.want {
+			t.Errorf("%s: created = %v, want %v", tc.what, got, tc.want)
+		}
+	}
+}

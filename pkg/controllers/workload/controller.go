@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,9 +37,6 @@ import (
 	"github.com/plinth-dev/plinth/pkg/platformpolicy"
 	scorespec "github.com/plinth-dev/plinth/pkg/score"
 )
-
-// WorkloadLabel marks the bindings of a workload.
-const WorkloadLabel = "score.dev/workload"
 
 // Name names the controller in logs, metrics and events.
 const Name = "workload"
@@ -67,8 +65,9 @@ type Controller struct {
 // NewController returns the Workload controller. It reads Workloads, their bindings and plan,
 // the platform policies, the ConfigMaps Score sources live in, the Secrets that name a
 // binding's secret outputs and the Namespaces' labels policies select on, and waits for all of
-// those caches. It is woken by Workloads, by the bindings and plans they own, by every policy
-// change (for every workload) and by the ConfigMaps their sources name. defaultRuntimeClass
+// those caches. It is woken by each of them: Workloads, the bindings and plans they own, every
+// policy change (for every workload), the ConfigMaps their sources name, their bindings'
+// Secrets and their namespace's labels. defaultRuntimeClass
 // is used for workloads that set none after admission (normally a PlatformPolicy sets it).
 func NewController(ctx context.Context, client clientset.Interface, recorder events.EventRecorder,
 	workloads scoreinformers.WorkloadInformer, bindings scoreinformers.ResourceBindingInformer,
@@ -99,12 +98,64 @@ func NewController(ctx context.Context, client clientset.Interface, recorder eve
 			return c.allWorkloads(logger)
 		}),
 		c.WatchMapped(configMaps.Informer(), c.workloadsUsingConfigMap(logger)),
+		// A binding's credentials Secret can reach the cache after the binding turned Bound;
+		// the workload's projection needs its keys, so the Secret wakes the workloads too.
+		c.WatchMapped(secrets.Informer(), c.workloadsUsingSecret(logger)),
+		// Policies select namespaces by label: a relabelled namespace may change which apply.
+		c.WatchMappedIf(namespaces.Informer(), c.workloadsInNamespace(logger), func(oldObj, obj interface{}) bool {
+			o, ok1 := oldObj.(*corev1.Namespace)
+			n, ok2 := obj.(*corev1.Namespace)
+			return !ok1 || !ok2 || !labels.Equals(o.Labels, n.Labels)
+		}),
 	} {
 		if err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// workloadsUsingSecret maps a Secret owned by ResourceBindings to the workloads that use
+// those bindings (each marked on the binding by its own label).
+func (c *Controller) workloadsUsingSecret(logger klog.Logger) loop.KeysFunc {
+	bindingsOf := loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "ResourceBinding")
+	return func(obj interface{}) []cache.ObjectName {
+		var keys []cache.ObjectName
+		for _, ref := range bindingsOf(obj) {
+			b, err := c.listers.Bindings.ResourceBindings(ref.Namespace).Get(ref.Name)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				utilruntime.HandleErrorWithLogger(logger, err, "Reading a binding failed", "binding", ref)
+				continue
+			}
+			for _, w := range v1b1.WorkloadsOfBinding(b) {
+				keys = append(keys, cache.NewObjectName(b.Namespace, w))
+			}
+		}
+		return keys
+	}
+}
+
+// workloadsInNamespace maps a Namespace to every workload in it.
+func (c *Controller) workloadsInNamespace(logger klog.Logger) loop.KeysFunc {
+	return func(obj interface{}) []cache.ObjectName {
+		ns, err := cache.ObjectToName(obj)
+		if err != nil {
+			return nil
+		}
+		list, err := c.listers.Workloads.Workloads(ns.Name).List(labels.Everything())
+		if err != nil {
+			utilruntime.HandleErrorWithLogger(logger, err, "Listing workloads failed", "namespace", ns.Name)
+			return nil
+		}
+		keys := make([]cache.ObjectName, 0, len(list))
+		for _, w := range list {
+			keys = append(keys, cache.MetaObjectToName(w))
+		}
+		return keys
+	}
 }
 
 func (c *Controller) allWorkloads(logger klog.Logger) []cache.ObjectName {
@@ -368,7 +419,7 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, source 
 			owner.Controller = nil
 			labels["score.dev/shared"] = "true"
 		} else {
-			labels[WorkloadLabel] = w.Name
+			labels[v1b1.WorkloadLabel] = w.Name
 		}
 		want := &v1b1.ResourceBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
@@ -541,14 +592,14 @@ func (c *Controller) outputs(namespace string, bindings map[string]*v1b1.Resourc
 
 func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClass string, p *scorespec.Projection) (*v1b1.WorkloadPlan, error) {
 	want := &v1b1.WorkloadPlan{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{WorkloadLabel: w.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{v1b1.WorkloadLabel: w.Name},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(w)}},
 		Spec: v1b1.WorkloadPlanSpec{
 			WorkloadRef:  v1b1.PlanWorkloadReference{Name: w.Name, UID: string(w.UID), Generation: w.Generation},
 			RuntimeClass: runtimeClass,
 			Projection:   p.Projection,
 			Bindings:     p.Bindings,
-			Metadata:     &v1b1.PlanMetadata{Labels: map[string]string{WorkloadLabel: w.Name}, OwnershipMode: v1b1.OwnershipModeController},
+			Metadata:     &v1b1.PlanMetadata{Labels: map[string]string{v1b1.WorkloadLabel: w.Name}, OwnershipMode: v1b1.OwnershipModeController},
 		},
 	}
 	existing, err := c.listers.Plans.WorkloadPlans(w.Namespace).Get(w.Name)

@@ -15,6 +15,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -198,7 +199,7 @@ func condition(t string, ok bool, reason, message string) metav1.Condition {
 func wantBinding(w *v1b1.Workload) *v1b1.ResourceBinding {
 	return &v1b1.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: v1b1.ResourceBindingName(w.Name, "db"), Namespace: "team-a",
-			Labels:          map[string]string{v1b1.WorkloadBindingLabel(w.Name): "db", WorkloadLabel: w.Name},
+			Labels:          map[string]string{v1b1.WorkloadBindingLabel(w.Name): "db", v1b1.WorkloadLabel: w.Name},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(w)}},
 		Spec: v1b1.ResourceBindingSpec{WorkloadRef: v1b1.WorkloadReference{Name: w.Name, UID: string(w.UID)},
 			ResourceKey: "db", Type: "postgres", Provisioner: "plinth"},
@@ -336,4 +337,28 @@ func envStrings(env []v1b1.EnvProjection) []string {
 		}
 	}
 	return out
+}
+
+// A binding's credentials Secret can arrive after the binding turned Bound; it must wake the
+// workloads that use the binding, and a namespace's labels must wake the workloads in it.
+func TestSecretsAndNamespacesWakeTheirWorkloads(t *testing.T) {
+	f := newFixture(t)
+	w := newWorkload("hello", "registry.example.com/hello:1.0")
+	shared := boundBinding(w)
+	shared.Labels[v1b1.WorkloadBindingLabel("other")] = "db"
+	f.workloads, f.bindings = []*v1b1.Workload{w, newWorkload("other", "registry.example.com/other:1.0")}, []*v1b1.ResourceBinding{shared}
+	c := f.newController()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: shared.Name, Namespace: "team-a",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1b1.SchemeGroupVersion.String(), Kind: "ResourceBinding", Name: shared.Name}}}}
+	got := c.workloadsUsingSecret(klog.Background())(secret)
+	want := []cache.ObjectName{cache.NewObjectName("team-a", "hello"), cache.NewObjectName("team-a", "other")}
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b cache.ObjectName) bool { return a.String() < b.String() })); diff != "" {
+		t.Errorf("workloads woken by the Secret (-want +got):\n%s", diff)
+	}
+	if got := c.workloadsUsingSecret(klog.Background())(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: "team-a"}}); len(got) != 0 {
+		t.Errorf("an unrelated Secret woke %v", got)
+	}
+	if got := c.workloadsInNamespace(klog.Background())(f.namespaces[0]); len(got) != 2 {
+		t.Errorf("workloads woken by the namespace: %v", got)
+	}
 }

@@ -7,7 +7,6 @@ package workloadplan
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -77,10 +76,8 @@ func plansOfBinding(obj interface{}) []cache.ObjectName {
 		return nil
 	}
 	var keys []cache.ObjectName
-	for k := range b.Labels {
-		if workload, found := strings.CutPrefix(k, v1b1.WorkloadBindingLabel("")); found {
-			keys = append(keys, cache.NewObjectName(b.Namespace, workload))
-		}
+	for _, workload := range v1b1.WorkloadsOfBinding(b) {
+		keys = append(keys, cache.NewObjectName(b.Namespace, workload))
 	}
 	return keys
 }

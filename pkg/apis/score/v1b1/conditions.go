@@ -49,4 +49,21 @@ func SharedResourceBindingName(resourceType, id string) string {
 
 // WorkloadBindingLabel marks a ResourceBinding as used by a workload; its value is the
 // resource's name in that workload. Shared bindings carry one such label per workload.
-func WorkloadBindingLabel(workload string) string { return "workload.score.dev/" + workload }
+func WorkloadBindingLabel(workload string) string { return workloadBindingLabelPrefix + workload }
+
+const workloadBindingLabelPrefix = "workload.score.dev/"
+
+// WorkloadsOfBinding names the workloads that use a binding, from its WorkloadBindingLabels.
+func WorkloadsOfBinding(b *ResourceBinding) []string {
+	var names []string
+	for k := range b.Labels {
+		if workload, found := strings.CutPrefix(k, workloadBindingLabelPrefix); found {
+			names = append(names, workload)
+		}
+	}
+	return names
+}
+
+// WorkloadLabel carries the workload's name on what is made for it alone: its own bindings,
+// its plan and the objects its runtime applies.
+const WorkloadLabel = "score.dev/workload"

@@ -56,7 +56,7 @@ func (r *Runtime) Name() string { return "kubernetes" }
 // Apply materializes the plan and reports the Deployment's availability.
 func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings map[string]*v1b1.ResourceBinding) (compute.Status, error) {
 	owner := metav1.OwnerReference{APIVersion: v1b1.SchemeGroupVersion.String(), Kind: "WorkloadPlan", Name: plan.Name, UID: plan.UID, Controller: ptr.To(true)}
-	labels := map[string]string{"app.kubernetes.io/name": plan.Name, "app.kubernetes.io/managed-by": "plinth", "score.dev/workload": plan.Spec.WorkloadRef.Name}
+	labels := map[string]string{"app.kubernetes.io/name": plan.Name, "app.kubernetes.io/managed-by": "plinth", v1b1.WorkloadLabel: plan.Spec.WorkloadRef.Name}
 	meta := func(name string) metav1.ObjectMeta {
 		m := metav1.ObjectMeta{Name: name, Namespace: plan.Namespace, Labels: map[string]string{}, OwnerReferences: []metav1.OwnerReference{owner}}
 		for k, v := range labels {
@@ -154,7 +154,11 @@ func (r *Runtime) apply(ctx context.Context, namespace, resource, name string, o
 		return err
 	}
 	key := resource + "/" + namespace + "/" + name
-	if r.applied.upToDate(key, data, r.live(namespace, resource, name)) {
+	live, err := r.live(namespace, resource, name)
+	if err != nil {
+		return err
+	}
+	if r.applied.upToDate(key, data, live) {
 		return nil
 	}
 	opts := metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)}
@@ -176,8 +180,8 @@ func (r *Runtime) apply(ctx context.Context, namespace, resource, name string, o
 	return nil
 }
 
-// live is the informer's copy of an object this runtime applies, or nil.
-func (r *Runtime) live(namespace, resource, name string) metav1.Object {
+// live is the object as the cache has it, or nil when the cache has none (it is applied then).
+func (r *Runtime) live(namespace, resource, name string) (metav1.Object, error) {
 	var obj metav1.Object
 	var err error
 	switch resource {
@@ -185,16 +189,19 @@ func (r *Runtime) live(namespace, resource, name string) metav1.Object {
 		obj, err = r.Deployments.Deployments(namespace).Get(name)
 	case "services":
 		if r.Services == nil {
-			return nil
+			return nil, nil
 		}
 		obj, err = r.Services.Services(namespace).Get(name)
 	case "secrets":
 		obj, err = r.Secrets.Secrets(namespace).Get(name)
 	}
-	if err != nil {
-		return nil
+	if apierrors.IsNotFound(err) {
+		return nil, nil
 	}
-	return obj
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 // Release forgets what was applied for a plan that is gone; garbage collection removes the
