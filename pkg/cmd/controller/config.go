@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -190,15 +192,17 @@ func (c CompletedConfig) Run(ctx context.Context) error {
 		_ = server.Shutdown(shutdownCtx)
 	}()
 
+	// runAll returns once every controller has stopped, its workers included.
 	runAll := func(ctx context.Context) {
+		var running sync.WaitGroup
 		for _, ctrl := range controllers {
-			go func() {
+			running.Go(func() {
 				if err := ctrl.Run(ctx, c.Options.Workers); err != nil {
 					logger.Error(err, "Controller stopped", "controller", ctrl.Name())
 				}
-			}()
+			})
 		}
-		<-ctx.Done()
+		running.Wait()
 	}
 	if !c.Options.LeaderElection.LeaderElect {
 		runAll(ctx)
@@ -221,13 +225,34 @@ func (c CompletedConfig) lead(ctx context.Context, watchdog *leaderelection.Heal
 		return err
 	}
 	logger := klog.FromContext(ctx).WithValues("identity", id)
+	// The elector releases the lease as soon as its context ends (ReleaseOnCancel), without
+	// waiting for OnStartedLeading. So it gets a context of its own, ended on shutdown only
+	// once the controllers have stopped: a standby never starts while this process is still
+	// in a reconcile.
+	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
+	var leading atomic.Bool
+	stopped := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		if leading.Load() {
+			<-stopped
+		}
+		stopElector()
+	}()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, Name: le.ResourceName, ReleaseOnCancel: true, WatchDog: watchdog,
 		LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(leadCtx context.Context) {
+				leading.Store(true)
+				defer close(stopped)
 				logger.Info("Leading: reconciling")
-				fn(ctx)
+				// The controllers stop when leadership is lost or the process shuts down.
+				runCtx, cancel := context.WithCancel(leadCtx)
+				defer cancel()
+				defer context.AfterFunc(ctx, cancel)()
+				fn(runCtx)
 			},
 			OnStoppedLeading: func() { logger.Info("Stopped leading") },
 			OnNewLeader:      func(leader string) { logger.Info("Current leader", "leader", leader) },
@@ -236,7 +261,7 @@ func (c CompletedConfig) lead(ctx context.Context, watchdog *leaderelection.Heal
 	if err != nil {
 		return err
 	}
-	elector.Run(ctx)
+	elector.Run(electorCtx)
 	return nil
 }
 

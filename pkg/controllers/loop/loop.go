@@ -11,6 +11,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -182,7 +183,9 @@ func (l *Loop) HasSynced() bool {
 	return true
 }
 
-// Run waits for every cache the controller reads, then runs workers until ctx ends.
+// Run waits for every cache the controller reads, then runs workers until ctx ends, and
+// returns only once every worker has finished its reconcile: a leader that stops leading must
+// not be mid-write when its successor starts.
 func (l *Loop) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer l.queue.ShutDown()
@@ -192,11 +195,14 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, l.synced...) {
 		return fmt.Errorf("%s: caches did not sync", l.name)
 	}
+	var running sync.WaitGroup
 	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, l.work, time.Second)
+		running.Go(func() { wait.UntilWithContext(ctx, l.work, time.Second) })
 	}
 	<-ctx.Done()
 	logger.Info("Stopping controller")
+	l.queue.ShutDown()
+	running.Wait()
 	return nil
 }
 
