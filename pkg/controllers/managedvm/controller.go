@@ -176,7 +176,10 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		if !permanent(err) {
 			return err
 		}
-		msg := fmt.Sprintf("Cluster %s refused the VM: %v", vm.Status.Cluster, err)
+		// The cluster's own error text goes to the log only: it can name the platform's
+		// identity and API on the target cluster, and the tenant reads the message.
+		klog.FromContext(ctx).Info("Cluster refused the VM", "cluster", vm.Status.Cluster, "err", err)
+		msg := refusal(vm.Status.Cluster, err)
 		if err := c.report(ctx, vm, ticket, gov.TicketFailed, msg); err != nil {
 			return err
 		}
@@ -455,6 +458,22 @@ func done(op gov.Operation, spec gov.ManagedVMSpec, vm *provider.VM) bool {
 		return vm.RestartRequestedAt == spec.RestartedAt && vm.State == provider.VMStateRunning
 	}
 	return false
+}
+
+// refusal says in one neutral sentence why a cluster refused a VM: for an invalid VM, the
+// field at fault.
+func refusal(cluster string, err error) string {
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsInvalid(err) && errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0:
+		return fmt.Sprintf("Cluster %s refused the VM: %s is invalid there.", cluster, status.Status().Details.Causes[0].Field)
+	case apierrors.IsInvalid(err):
+		return fmt.Sprintf("Cluster %s refused the VM as invalid.", cluster)
+	case apierrors.IsForbidden(err):
+		return fmt.Sprintf("Cluster %s does not allow plinth-controller to create the VM there.", cluster)
+	default:
+		return fmt.Sprintf("Cluster %s refused the VM's request as malformed.", cluster)
+	}
 }
 
 // permanent errors are the cluster refusing the VM; anything else is retried.

@@ -1,10 +1,14 @@
 package managedvm
 
 import (
+	"errors"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/provider"
@@ -102,6 +106,24 @@ func TestCreatedOnlyWhileCreating(t *testing.T) {
 		vm := &gov.ManagedVM{Status: gov.ManagedVMStatus{Phase: tc.phase, Conditions: tc.conds}}
 		if got := created(vm); got != tc.want {
 			t.Errorf("%s: created = %v, want %v", tc.what, got, tc.want)
+		}
+	}
+}
+
+// A cluster's refusal reaches the tenant as one neutral sentence, without the cluster's own
+// error text (which names the platform's identity there).
+func TestRefusalIsOneNeutralSentence(t *testing.T) {
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "kubevirt.io", Kind: "VirtualMachine"}, "vm",
+		field.ErrorList{field.Invalid(field.NewPath("spec", "template", "spec", "domain"), "x", "bad")})
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachines"}, "vm",
+		errors.New(`User "system:serviceaccount:plinth:target" cannot create`))
+	for err, want := range map[error]string{
+		invalid:                         "Cluster east refused the VM: spec.template.spec.domain is invalid there.",
+		forbidden:                       "Cluster east does not allow plinth-controller to create the VM there.",
+		apierrors.NewBadRequest("nope"): "Cluster east refused the VM's request as malformed.",
+	} {
+		if got := refusal("east", err); got != want {
+			t.Errorf("refusal(%v) = %q, want %q", err, got, want)
 		}
 	}
 }
