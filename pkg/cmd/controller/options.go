@@ -23,6 +23,8 @@ import (
 	componentbaseoptions "k8s.io/component-base/config/options"
 	componentbasevalidation "k8s.io/component-base/config/validation"
 	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 )
 
 // Options are plinth-controller's flags.
@@ -95,7 +97,8 @@ func (o *Options) Complete() error {
 	return nil
 }
 
-// Validate reports every invalid option at once. It reads nothing but the named files' presence.
+// Validate reports every invalid option at once. It reads files (the provisioners file is
+// parsed) but writes and contacts nothing.
 func (o *Options) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(o.BindAddress); err != nil {
@@ -118,12 +121,17 @@ func (o *Options) Validate() error {
 	if o.DefaultRuntimeClass == "" {
 		errs = append(errs, fmt.Errorf("--default-runtime-class must not be empty"))
 	}
-	for flag, path := range map[string]string{"--kubeconfig": o.Kubeconfig, "--provisioners-config": o.ProvisionersConfig, "--encryption-key-file": o.EncryptionKeyFile} {
+	for flag, path := range map[string]string{"--kubeconfig": o.Kubeconfig, "--encryption-key-file": o.EncryptionKeyFile} {
 		if path == "" {
 			continue
 		}
 		if _, err := os.Stat(path); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+		}
+	}
+	if o.ProvisionersConfig != "" {
+		if _, err := resourcebinding.ReadTemplates(o.ProvisionersConfig); err != nil {
+			errs = append(errs, fmt.Errorf("--provisioners-config: %w", err))
 		}
 	}
 	for _, err := range componentbasevalidation.ValidateLeaderElectionConfiguration(&o.LeaderElection, field.NewPath("leaderElection")) {

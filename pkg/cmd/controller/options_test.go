@@ -66,3 +66,21 @@ func TestDefaultsAreValid(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 }
+
+// A provisioners file whose template does not parse is a bad flag like any other: reported by
+// Validate, before anything starts.
+func TestBrokenProvisionersFileIsABadFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "provisioners.yaml")
+	if err := os.WriteFile(path, []byte("provisioners:\n- type: amqp\n  outputs: {host: '{{ .Name '}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.ProvisionersConfig = path
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--provisioners-config") || !strings.Contains(err.Error(), "outputs.host") {
+		t.Fatalf("Validate: %v", err)
+	}
+}

@@ -57,6 +57,22 @@ type TemplateProvisioner struct {
 
 // LoadTemplates reads a provisioners file.
 func LoadTemplates(path string, env Env) (map[string]Provisioner, error) {
+	defs, err := ReadTemplates(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Provisioner{}
+	for _, p := range defs {
+		out[p.Type] = &templateProvisioner{env: env, def: p}
+	}
+	return out, nil
+}
+
+// ReadTemplates reads and checks a provisioners file without binding it to a cluster: types
+// are named and unique, and every template parses. plinth-controller calls it while it
+// validates its flags, so a broken file is reported with the other bad flags, before anything
+// starts.
+func ReadTemplates(path string) ([]TemplateProvisioner, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -65,16 +81,15 @@ func LoadTemplates(path string, env Env) (map[string]Provisioner, error) {
 	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	out := map[string]Provisioner{}
+	seen := map[string]bool{}
 	for i, p := range cfg.Provisioners {
 		if p.Type == "" {
 			return nil, fmt.Errorf("%s: provisioners[%d].type is required", path, i)
 		}
-		if _, dup := out[p.Type]; dup {
+		if seen[p.Type] {
 			return nil, fmt.Errorf("%s: provisioners[%d]: type %q is defined twice", path, i, p.Type)
 		}
-		tp := &templateProvisioner{env: env, def: p}
-		// Parse every template now, so a broken file stops the controller at start.
+		seen[p.Type] = true
 		texts := map[string]string{"manifests": p.Manifests}
 		for k, v := range p.Outputs {
 			texts["outputs."+k] = v
@@ -87,9 +102,8 @@ func LoadTemplates(path string, env Env) (map[string]Provisioner, error) {
 				return nil, fmt.Errorf("%s: provisioners[%d].%s: %w", path, i, field, err)
 			}
 		}
-		out[p.Type] = tp
 	}
-	return out, nil
+	return cfg.Provisioners, nil
 }
 
 type templateProvisioner struct {
