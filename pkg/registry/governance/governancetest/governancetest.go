@@ -34,15 +34,9 @@ import (
 	"github.com/plinth-dev/plinth/pkg/embeddedetcd"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/approval"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/approvalpolicy"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/approvalticket"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/auditlog"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/domainevent"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/managedvm"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/pendingadoption"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/system"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/systemservice"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/vmrevision"
+	"github.com/plinth-dev/plinth/pkg/registry/governance/storage"
 	"github.com/plinth-dev/plinth/pkg/registry/platform/cluster"
 )
 
@@ -126,44 +120,22 @@ func (e *Etcd) New(t testing.TB) *Env {
 		}
 	}
 
-	systems, _, err := system.NewREST(scheme, getter)
-	must(err)
-	services, servicesStatus, err := systemservice.NewREST(scheme, getter)
-	must(err)
-	vms, vmsStatus, err := managedvm.NewREST(scheme, getter)
-	must(err)
-	revisions, err := vmrevision.NewREST(scheme, getter)
-	must(err)
-	tickets, ticketsStatus, err := approvalticket.NewREST(scheme, getter)
-	must(err)
-	policies, _, err := approvalpolicy.NewREST(scheme, getter)
-	must(err)
-	audit, err := auditlog.NewREST(scheme, getter)
-	must(err)
-	events, _, err := domainevent.NewREST(scheme, getter)
-	must(err)
-	adoptions, _, err := pendingadoption.NewREST(scheme, getter)
-	must(err)
 	key, err := keyring.GenerateKey("k1")
 	must(err)
 	keys, err := keyring.New(keyring.File{Keys: []keyring.FileKey{key}})
 	must(err)
 	clusters, clusterStatus, _, err := cluster.NewREST(scheme, getter, keys)
 	must(err)
-	for _, s := range []interface{ Destroy() }{systems, services, vms, revisions, tickets, policies, audit, events, adoptions, clusters} {
-		t.Cleanup(s.Destroy)
-	}
+	t.Cleanup(clusters.Destroy)
+	s, err := storage.New(scheme, getter, approverAuthorizer, clusters, []string{RuntimeUser})
+	must(err)
+	t.Cleanup(s.Destroy)
 
-	stores := approval.Stores{
-		Systems: systems.Store, Services: services.Store, ServiceStatus: servicesStatus.Store(),
-		VMs: vms.Store, VMStatus: vmsStatus.Store(), Revisions: revisions.Store,
-		Tickets: tickets.Store, TicketStatus: ticketsStatus.Store(), Policies: policies.Store,
-		AuditLogs: audit.Store, Events: events.Store, Clusters: clusters.Store, Adoptions: adoptions.Store,
-	}
-	flow := approval.New(stores, approverAuthorizer, []string{RuntimeUser})
 	return &Env{
-		t: t, Flow: flow, Stores: stores,
-		Approval: approvalticket.NewApprovalREST(flow), Execution: approvalticket.NewExecutionREST(flow), Adopt: pendingadoption.NewAdoptREST(flow),
+		t: t, Flow: s.Flow, Stores: s.Stores,
+		Approval:      s.Resources["approvaltickets/approval"].(*approvalticket.ApprovalREST),
+		Execution:     s.Resources["approvaltickets/execution"].(*approvalticket.ExecutionREST),
+		Adopt:         s.Resources["pendingadoptions/adopt"].(*pendingadoption.AdoptREST),
 		clusterStatus: clusterStatus,
 	}
 }
