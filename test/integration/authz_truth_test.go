@@ -64,7 +64,7 @@ func TestCanITellsTheTruth(t *testing.T) {
 		}
 		for _, r := range list.APIResources {
 			name, sub, _ := strings.Cut(r.Name, "/")
-			resources = append(resources, plinthResource{gv: gv, resource: name, subresource: sub, kind: r.Kind, namespaced: r.Namespaced})
+			resources = append(resources, plinthResource{gv: gv, resource: name, subresource: sub, kind: r.Kind, namespaced: r.Namespaced, verbs: r.Verbs})
 		}
 	}
 	discovered := sets.New[string]()
@@ -235,6 +235,10 @@ func TestCanITellsTheTruth(t *testing.T) {
 			if c.outcome.served() && c.outcome.allowed() == runtimeOnly(c.res) {
 				mismatches = append(mismatches, fmt.Sprintf("%s: server answered %s", where, c.outcome))
 			}
+			// Discovery tells tools what a resource takes: a verb it lists must be served.
+			if slices.Contains(c.res.verbs, c.verb) && c.outcome.code != 0 && !c.outcome.served() {
+				mismatches = append(mismatches, fmt.Sprintf("%s: discovery lists the verb, server answered %s", where, c.outcome))
+			}
 			continue
 		}
 		if c.canI != c.outcome.allowed() {
@@ -303,6 +307,8 @@ type plinthResource struct {
 	resource, subresource string
 	kind                  string
 	namespaced            bool
+	// verbs are the verbs discovery lists for it (kubectl api-resources -o wide).
+	verbs []string
 }
 
 func (r plinthResource) String() string {
