@@ -158,7 +158,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		if _, err := c.client.ScoreV1b1().ResourceBindings(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-resolver"}); err != nil {
 			return err
 		}
-		transition.Condition(c.recorder, b, b.Status.Conditions, status.Conditions, "Ready", "Bound", "Provision")
+		transition.Outcome(c.recorder, b, b.Status.Conditions, status.Conditions, "Ready", "Bound", "Provision")
 	}
 	return provisionErr
 }

@@ -54,3 +54,17 @@ func Condition(recorder events.EventRecorder, obj runtime.Object, before, after 
 	}
 	Record(recorder, obj, reason, action, now.Message)
 }
+
+// Outcome is Condition for the platform's internal objects (bindings, plans), which tenants do
+// not read and which pass through several progress states on the way: it records only the
+// transitions an operator looks for — the condition turning True, or a reason that needs
+// attention — and leaves progress (pending, provisioning) to the status. Each event is a
+// write to the cluster's API server; a Workload's way to Ready would otherwise cost twice as
+// many.
+func Outcome(recorder events.EventRecorder, obj runtime.Object, before, after []metav1.Condition, condType, readyReason, action string) {
+	now := meta.FindStatusCondition(after, condType)
+	if now == nil || (now.Status != metav1.ConditionTrue && Type(now.Reason) != corev1.EventTypeWarning) {
+		return
+	}
+	Condition(recorder, obj, before, after, condType, readyReason, action)
+}

@@ -148,7 +148,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		if _, err := c.client.ScoreV1b1().WorkloadPlans(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-runtime"}); err != nil {
 			return err
 		}
-		transition.Condition(c.recorder, plan, plan.Status.Conditions, status.Conditions, "Ready", "Ready", "Materialize")
+		transition.Outcome(c.recorder, plan, plan.Status.Conditions, status.Conditions, "Ready", "Ready", "Materialize")
 	}
 	return applyErr
 }
