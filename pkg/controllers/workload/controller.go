@@ -145,30 +145,13 @@ func (c *Controller) workloadsInNamespace(logger klog.Logger) loop.KeysFunc {
 		if err != nil {
 			return nil
 		}
-		list, err := c.listers.Workloads.Workloads(ns.Name).List(labels.Everything())
-		if err != nil {
-			utilruntime.HandleErrorWithLogger(logger, err, "Listing workloads failed", "namespace", ns.Name)
-			return nil
-		}
-		keys := make([]cache.ObjectName, 0, len(list))
-		for _, w := range list {
-			keys = append(keys, cache.MetaObjectToName(w))
-		}
-		return keys
+		return c.workloads(logger, ns.Name, nil)
 	}
 }
 
+// allWorkloads is every workload of every namespace.
 func (c *Controller) allWorkloads(logger klog.Logger) []cache.ObjectName {
-	list, err := c.listers.Workloads.List(labels.Everything())
-	if err != nil {
-		utilruntime.HandleErrorWithLogger(logger, err, "Listing workloads failed")
-		return nil
-	}
-	keys := make([]cache.ObjectName, 0, len(list))
-	for _, w := range list {
-		keys = append(keys, cache.MetaObjectToName(w))
-	}
-	return keys
+	return c.workloads(logger, metav1.NamespaceAll, nil)
 }
 
 // workloadsUsingConfigMap maps a ConfigMap to the workloads whose Score source it holds.
@@ -178,19 +161,28 @@ func (c *Controller) workloadsUsingConfigMap(logger klog.Logger) loop.KeysFunc {
 		if err != nil {
 			return nil
 		}
-		list, err := c.listers.Workloads.Workloads(cm.Namespace).List(labels.Everything())
-		if err != nil {
-			utilruntime.HandleErrorWithLogger(logger, err, "Listing workloads failed", "namespace", cm.Namespace)
-			return nil
-		}
-		var keys []cache.ObjectName
-		for _, w := range list {
-			if s := w.Spec.Source; s != nil && s.ConfigMapRef != nil && s.ConfigMapRef.Name == cm.Name {
-				keys = append(keys, cache.MetaObjectToName(w))
-			}
-		}
-		return keys
+		return c.workloads(logger, cm.Namespace, func(w *v1b1.Workload) bool {
+			s := w.Spec.Source
+			return s != nil && s.ConfigMapRef != nil && s.ConfigMapRef.Name == cm.Name
+		})
 	}
+}
+
+// workloads is the keys of the cached workloads of namespace (all namespaces for
+// NamespaceAll) that keep accepts (all for nil). A lister failure is reported and maps to none.
+func (c *Controller) workloads(logger klog.Logger, namespace string, keep func(*v1b1.Workload) bool) []cache.ObjectName {
+	list, err := c.listers.Workloads.Workloads(namespace).List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleErrorWithLogger(logger, err, "Listing workloads failed", "namespace", namespace)
+		return nil
+	}
+	keys := make([]cache.ObjectName, 0, len(list))
+	for _, w := range list {
+		if keep == nil || keep(w) {
+			keys = append(keys, cache.MetaObjectToName(w))
+		}
+	}
+	return keys
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {

@@ -361,4 +361,10 @@ func TestSecretsAndNamespacesWakeTheirWorkloads(t *testing.T) {
 	if got := c.workloadsInNamespace(klog.Background())(f.namespaces[0]); len(got) != 2 {
 		t.Errorf("workloads woken by the namespace: %v", got)
 	}
+	if got := c.allWorkloads(klog.Background()); len(got) != 2 {
+		t.Errorf("workloads woken by a policy: %v", got)
+	}
+	if got := c.workloadsUsingConfigMap(klog.Background())(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "src", Namespace: "team-a"}}); len(got) != 0 {
+		t.Errorf("workloads woken by a ConfigMap none of them reads: %v", got)
+	}
 }
