@@ -25,13 +25,6 @@ import (
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 )
 
-// The condition types a probe writes (defined with the API's types).
-const (
-	ConditionCredentialsValid  = platform.ConditionCredentialsValid
-	ConditionReachable         = platform.ConditionReachable
-	ConditionKubeVirtAvailable = platform.ConditionKubeVirtAvailable
-)
-
 // Forgetter drops what a provider cached for a deleted cluster.
 type Forgetter interface{ Forget(clusterName string) }
 
@@ -86,18 +79,18 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		return err // the API or the lister failed: retried with backoff, status untouched
 	case err != nil:
 		status.Phase = platform.ClusterPhaseUnknown
-		c.set(status, gen, ConditionCredentialsValid, Verdict{metav1.ConditionFalse, string(reason), err.Error()})
-		c.set(status, gen, ConditionReachable, Verdict{metav1.ConditionUnknown, "NoCredentials", "The cluster was not probed: its credentials cannot be used."})
-		c.set(status, gen, ConditionKubeVirtAvailable, Verdict{metav1.ConditionUnknown, "NoCredentials", "The cluster was not probed: its credentials cannot be used."})
+		c.set(status, gen, platform.ConditionCredentialsValid, Verdict{metav1.ConditionFalse, string(reason), err.Error()})
+		c.set(status, gen, platform.ConditionReachable, Verdict{metav1.ConditionUnknown, "NoCredentials", "The cluster was not probed: its credentials cannot be used."})
+		c.set(status, gen, platform.ConditionKubeVirtAvailable, Verdict{metav1.ConditionUnknown, "NoCredentials", "The cluster was not probed: its credentials cannot be used."})
 	default:
 		f := c.probe(ctx, cfg)
 		status.Phase, status.APIServerURL = f.Phase, cfg.Host
 		if f.Phase == platform.ClusterPhaseHealthy {
 			status.KubernetesVersion, status.KubevirtVersion, status.EnabledFeatures = f.KubernetesVersion, f.KubevirtVersion, f.EnabledFeatures
 		}
-		c.set(status, gen, ConditionCredentialsValid, Verdict{metav1.ConditionTrue, "Loaded", "The kubeconfig decrypts and loads."})
-		c.set(status, gen, ConditionReachable, f.Reachable)
-		c.set(status, gen, ConditionKubeVirtAvailable, f.KubeVirt)
+		c.set(status, gen, platform.ConditionCredentialsValid, Verdict{metav1.ConditionTrue, "Loaded", "The kubeconfig decrypts and loads."})
+		c.set(status, gen, platform.ConditionReachable, f.Reachable)
+		c.set(status, gen, platform.ConditionKubeVirtAvailable, f.KubeVirt)
 	}
 	now := metav1.NewTime(c.now())
 	status.LastProbeTime, status.ObservedGeneration = &now, gen
@@ -132,13 +125,13 @@ var phaseReasons = map[platform.ClusterPhase]string{
 // explains it. A phase of UNKNOWN means its credentials cannot be used: the event carries the
 // CredentialsValid reason (never the credentials).
 func (c *Controller) recordPhase(cl *platform.Cluster, status *platform.ClusterStatus) {
-	explaining := ConditionReachable
+	explaining := platform.ConditionReachable
 	if status.Phase == platform.ClusterPhaseHealthy {
-		explaining = ConditionKubeVirtAvailable
+		explaining = platform.ConditionKubeVirtAvailable
 	}
 	reason, ok := phaseReasons[status.Phase]
 	if !ok {
-		explaining = ConditionCredentialsValid
+		explaining = platform.ConditionCredentialsValid
 	}
 	cond := apimeta.FindStatusCondition(status.Conditions, explaining)
 	if cond == nil {

@@ -83,7 +83,7 @@ func TestReconcileWritesWhatTheProbeFound(t *testing.T) {
 		s.ObservedGeneration != 3 || s.LastProbeTime == nil || len(s.EnabledFeatures) != 1 {
 		t.Fatalf("status: %+v", s)
 	}
-	for _, cond := range []string{ConditionCredentialsValid, ConditionReachable, ConditionKubeVirtAvailable} {
+	for _, cond := range []string{platform.ConditionCredentialsValid, platform.ConditionReachable, platform.ConditionKubeVirtAvailable} {
 		if !apimeta.IsStatusConditionTrue(s.Conditions, cond) {
 			t.Errorf("%s is not True: %+v", cond, s.Conditions)
 		}
@@ -98,7 +98,7 @@ func TestReconcileReportsUnusableCredentials(t *testing.T) {
 	}
 	expectEvents(t, recorder, `Warning UnknownEncryptionKey sealed with key "k0"`)
 	s := get(t, client).Status
-	cond := apimeta.FindStatusCondition(s.Conditions, ConditionCredentialsValid)
+	cond := apimeta.FindStatusCondition(s.Conditions, platform.ConditionCredentialsValid)
 	if s.Phase != platform.ClusterPhaseUnknown || cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "UnknownEncryptionKey" {
 		t.Fatalf("status: %+v", s)
 	}
