@@ -122,7 +122,10 @@ func handles(a admission.Attributes) bool {
 	return a.GetResource().GroupResource() == score.Resource("workloads") && a.GetSubresource() == ""
 }
 
-func (p *Plugin) matching(a admission.Attributes, w *v1b1.Workload) ([]*policy.Compiled, error) {
+// matching is the policies that select the workload. It reads only the workload's namespace
+// and labels, so it runs on the internal object: a workload no policy selects (the usual case)
+// is never converted.
+func (p *Plugin) matching(a admission.Attributes, w *score.Workload) ([]*policy.Compiled, error) {
 	if !p.WaitForReady() {
 		return nil, admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
 	}
@@ -135,20 +138,16 @@ func (p *Plugin) matching(a admission.Attributes, w *v1b1.Workload) ([]*policy.C
 	return p.policies.Matching(w.Labels, nsLabels), nil
 }
 
-// workloadOf returns the request's Workload in the versioned API, which pkg/platformpolicy and
-// pkg/score work on, or nil for any other object.
-func workloadOf(a admission.Attributes) (*score.Workload, *v1b1.Workload, error) {
-	internal, ok := a.GetObject().(*score.Workload)
-	if !ok {
-		return nil, nil, nil
-	}
+// versioned converts the request's Workload to the versioned API, which pkg/platformpolicy
+// and pkg/score work on.
+func versioned(internal *score.Workload) (*v1b1.Workload, error) {
 	// The generated conversion needs no scheme; it shares maps and slices with internal, which
 	// only Admit changes, and Admit converts the result back.
-	versioned := &v1b1.Workload{}
-	if err := v1b1.Convert_score_Workload_To_v1b1_Workload(internal, versioned, nil); err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
+	w := &v1b1.Workload{}
+	if err := v1b1.Convert_score_Workload_To_v1b1_Workload(internal, w, nil); err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
-	return internal, versioned, nil
+	return w, nil
 }
 
 // Admit applies the matching policies' defaults and records them in an annotation.
@@ -156,11 +155,19 @@ func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.Ob
 	if !handles(a) {
 		return nil
 	}
-	internal, w, err := workloadOf(a)
-	if w == nil {
+	internal, ok := a.GetObject().(*score.Workload)
+	if !ok {
+		return nil
+	}
+	matching, err := p.matching(a, internal)
+	if err != nil {
 		return err
 	}
-	matching, err := p.matching(a, w)
+	if len(matching) == 0 {
+		delete(internal.Annotations, AppliedPoliciesAnnotation)
+		return nil
+	}
+	w, err := versioned(internal)
 	if err != nil {
 		return err
 	}
@@ -191,12 +198,16 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 	if !handles(a) {
 		return nil
 	}
-	_, w, err := workloadOf(a)
-	if w == nil {
+	internal, ok := a.GetObject().(*score.Workload)
+	if !ok {
+		return nil
+	}
+	matching, err := p.matching(a, internal)
+	if err != nil || len(matching) == 0 {
 		return err
 	}
-	matching, err := p.matching(a, w)
-	if err != nil || len(matching) == 0 {
+	w, err := versioned(internal)
+	if err != nil {
 		return err
 	}
 	resolved, errs := scorespec.Merge(w)
