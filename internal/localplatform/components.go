@@ -21,7 +21,7 @@ func (p *Platform) run(name string, ready func(context.Context) error, args ...s
 }
 
 func (p *Platform) startEtcd(ctx context.Context) error {
-	client := fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort)
+	client := p.EtcdURL()
 	peer := fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPeerPort)
 	args := []string{
 		"--name", "plinth-local", "--data-dir", filepath.Join(p.cfg.Dir, "etcd"),
@@ -45,7 +45,7 @@ func (p *Platform) startKubeAPIServer(ctx context.Context) error {
 	path := func(name string) string { return filepath.Join(p.pkiDir, name) }
 	var err error
 	p.kube, err = p.run("kube-apiserver", p.kubeReady,
-		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort),
+		"--etcd-servers", p.EtcdURL(),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.KubePort),
 		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
 		// A /16 (65,534 Services): the benchmarks run a thousand workloads with a Service each.

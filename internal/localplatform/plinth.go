@@ -18,7 +18,7 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 	serving := pki.PairIn(p.pkiDir, "plinth-serving")
 	var err error
 	p.plinth, err = p.run("plinth-apiserver", p.plinthReady,
-		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort),
+		"--etcd-servers", p.EtcdURL(),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.PlinthPort),
 		"--tls-cert-file", serving.Cert, "--tls-private-key-file", serving.Key,
 		"--kubeconfig", p.plinthKubeconfig(),

@@ -35,8 +35,8 @@ type Compiled struct {
 	deniedTypes       sets.Set[string]
 }
 
-// Compile prepares a policy. Its selectors were validated when it was stored.
-func Compile(p *v1b1.PlatformPolicy) (*Compiled, error) {
+// compile prepares a policy. Its selectors were validated when it was stored.
+func compile(p *v1b1.PlatformPolicy) (*Compiled, error) {
 	c := &Compiled{Name: p.Name, Priority: p.Spec.Priority, spec: p.Spec, selector: labels.Everything(), namespaceSelector: labels.Everything()}
 	var err error
 	if p.Spec.Selector != nil {
@@ -70,14 +70,14 @@ type Snapshot struct {
 func (s *Snapshot) Set(policies []*v1b1.PlatformPolicy) {
 	compiled := make([]*Compiled, 0, len(policies))
 	for _, policy := range policies {
-		c, err := Compile(policy)
+		c, err := compile(policy)
 		if err != nil {
 			klog.ErrorS(err, "Skipping PlatformPolicy", "policy", policy.Name)
 			continue
 		}
 		compiled = append(compiled, c)
 	}
-	Order(compiled)
+	order(compiled)
 	s.compiled.Store(&compiled)
 }
 
@@ -97,8 +97,8 @@ func (s *Snapshot) Matching(workloadLabels, namespaceLabels labels.Set) []*Compi
 	return out
 }
 
-// Order sorts policies as they apply: highest priority first, ties by name.
-func Order(policies []*Compiled) {
+// order sorts policies as they apply: highest priority first, ties by name.
+func order(policies []*Compiled) {
 	sort.Slice(policies, func(i, j int) bool {
 		if policies[i].Priority != policies[j].Priority {
 			return policies[i].Priority > policies[j].Priority

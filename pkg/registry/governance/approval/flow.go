@@ -27,7 +27,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
-	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 	"github.com/plinth-dev/plinth/pkg/governance/policy"
 )
@@ -239,11 +238,6 @@ func (f *Flow) updateVM(ctx context.Context, namespace, name string, fn func(vm 
 		return nil, err
 	}
 	return obj.(*governance.ManagedVM), nil
-}
-
-// platformLabels are the labels of every object the platform manages for vm.
-func platformLabels(vm *governance.ManagedVM) map[string]string {
-	return v1alpha1.PlatformLabels(vm.Labels)
 }
 
 func vmTarget(vm *governance.ManagedVM) governance.TargetReference {

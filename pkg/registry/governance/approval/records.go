@@ -49,7 +49,7 @@ func ticketName() string { return "tkt-" + rand.String(8) }
 // newTicket is a PENDING ticket for op on vm (the ticket strategy sets the state on create).
 func newTicket(name string, vm *governance.ManagedVM, op governance.Operation, env governance.Environment,
 	req policy.Requirement, spec governance.ManagedVMSpec, requester string) *governance.ApprovalTicket {
-	labels := platformLabels(vm)
+	labels := v1alpha1.PlatformLabels(vm.Labels)
 	labels[v1alpha1.LabelTicketID] = name
 	return &governance.ApprovalTicket{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vm.Namespace, Labels: labels},
@@ -128,7 +128,7 @@ func (f *Flow) event(ctx context.Context, namespace, eventType string, aggregate
 // recordRevision writes the immutable record of an approved spec. A revision that already
 // exists was written by an earlier attempt of the same approval and is kept.
 func (f *Flow) recordRevision(ctx context.Context, vm *governance.ManagedVM, revision int64, op governance.Operation, ticket string, approvers []string, spec governance.ManagedVMSpec) error {
-	labels := platformLabels(vm)
+	labels := v1alpha1.PlatformLabels(vm.Labels)
 	if ticket != "" {
 		labels[v1alpha1.LabelTicketID] = ticket
 	}
