@@ -27,12 +27,8 @@ func EnsurePlatformBinaries() error {
 	if err := EnsureBinaries(); err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(BinDir(), "plinth-controller")); err != nil {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(BinDir(), "plinth-controller"), "./cmd/controller")
-		cmd.Dir = RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return &buildError{what: "plinth-controller", out: string(out), err: err}
-		}
+	if _, err := buildIfMissing("plinth-controller", "./cmd/controller"); err != nil {
+		return err
 	}
 	if toolsOnce.done {
 		return toolsOnce.err
@@ -48,14 +44,20 @@ func EnsurePlatformBinaries() error {
 
 // LocalUpBinary is `make run`'s plinth-local-up, built from this checkout when missing.
 func LocalUpBinary() (string, error) {
-	bin := filepath.Join(BinDir(), "plinth-local-up")
+	return buildIfMissing("plinth-local-up", "./hack/local-up")
+}
+
+// buildIfMissing builds the binary name from the package pkg of this checkout into BinDir,
+// unless it is there already (make builds them all before the tests run).
+func buildIfMissing(name, pkg string) (string, error) {
+	bin := filepath.Join(BinDir(), name)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	cmd := exec.Command("go", "build", "-o", bin, "./hack/local-up")
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", &buildError{what: "plinth-local-up", out: string(out), err: err}
+		return "", &buildError{what: name, out: string(out), err: err}
 	}
 	return bin, nil
 }

@@ -49,13 +49,8 @@ var buildErr error
 func EnsureBinaries() error {
 	buildOnce.Do(func() {
 		root := RepoRoot()
-		if _, err := os.Stat(filepath.Join(BinDir(), "plinth-apiserver")); err != nil {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(BinDir(), "plinth-apiserver"), "./cmd/apiserver")
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("building plinth-apiserver: %v\n%s", err, out)
-				return
-			}
+		if _, buildErr = buildIfMissing("plinth-apiserver", "./cmd/apiserver"); buildErr != nil {
+			return
 		}
 		if _, err := os.Stat(filepath.Join(BinDir(), "kubectl")); err != nil {
 			cmd := exec.Command(filepath.Join(root, "hack", "build-tools.sh"), "kubectl")
