@@ -19,10 +19,12 @@ limitations under the License.
 package applyconfiguration
 
 import (
-	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
-	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/governance/v1alpha1"
+	computev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/compute/v1alpha1"
+	applyconfigurationgovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/governance/v1alpha1"
 	internal "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/internal"
 	applyconfigurationplatformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/score/v1b1"
@@ -35,43 +37,79 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=governance.plinth.dev, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):
-		return &governancev1alpha1.ApprovalPolicyApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicySpec"):
-		return &governancev1alpha1.ApprovalPolicySpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicyStatus"):
-		return &governancev1alpha1.ApprovalPolicyStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
-		return &governancev1alpha1.LocalObjectReferenceApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ManagedVM"):
-		return &governancev1alpha1.ManagedVMApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ManagedVMSpec"):
-		return &governancev1alpha1.ManagedVMSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("ManagedVMStatus"):
-		return &governancev1alpha1.ManagedVMStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("PendingAdoption"):
-		return &governancev1alpha1.PendingAdoptionApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("PendingAdoptionSpec"):
-		return &governancev1alpha1.PendingAdoptionSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("PendingAdoptionStatus"):
-		return &governancev1alpha1.PendingAdoptionStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("PendingApproval"):
-		return &governancev1alpha1.PendingApprovalApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("System"):
-		return &governancev1alpha1.SystemApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SystemService"):
-		return &governancev1alpha1.SystemServiceApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SystemServiceSpec"):
-		return &governancev1alpha1.SystemServiceSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SystemServiceStatus"):
-		return &governancev1alpha1.SystemServiceStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SystemSpec"):
-		return &governancev1alpha1.SystemSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("SystemStatus"):
-		return &governancev1alpha1.SystemStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("VMResources"):
-		return &governancev1alpha1.VMResourcesApplyConfiguration{}
+	// Group=compute.plinth.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("ComputeProvider"):
+		return &computev1alpha1.ComputeProviderApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ComputeProviderSpec"):
+		return &computev1alpha1.ComputeProviderSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ComputeProviderStatus"):
+		return &computev1alpha1.ComputeProviderStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerSpec"):
+		return &computev1alpha1.ContainerSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContainerStatus"):
+		return &computev1alpha1.ContainerStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DNSConfig"):
+		return &computev1alpha1.DNSConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Endpoint"):
+		return &computev1alpha1.EndpointApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HealthCheckConfig"):
+		return &computev1alpha1.HealthCheckConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NetworkConfig"):
+		return &computev1alpha1.NetworkConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PortMapping"):
+		return &computev1alpha1.PortMappingApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ProvisionResult"):
+		return &computev1alpha1.ProvisionResultApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceRequirements"):
+		return &computev1alpha1.ResourceRequirementsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
+		return &computev1alpha1.SecretReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantCompute"):
+		return &computev1alpha1.TenantComputeApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantComputeSpec"):
+		return &computev1alpha1.TenantComputeSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TenantComputeStatus"):
+		return &computev1alpha1.TenantComputeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpdateResult"):
+		return &computev1alpha1.UpdateResultApplyConfiguration{}
+
+		// Group=governance.plinth.dev, Version=v1alpha1
+	case governancev1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):
+		return &applyconfigurationgovernancev1alpha1.ApprovalPolicyApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicySpec"):
+		return &applyconfigurationgovernancev1alpha1.ApprovalPolicySpecApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicyStatus"):
+		return &applyconfigurationgovernancev1alpha1.ApprovalPolicyStatusApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
+		return &applyconfigurationgovernancev1alpha1.LocalObjectReferenceApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("ManagedVM"):
+		return &applyconfigurationgovernancev1alpha1.ManagedVMApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("ManagedVMSpec"):
+		return &applyconfigurationgovernancev1alpha1.ManagedVMSpecApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("ManagedVMStatus"):
+		return &applyconfigurationgovernancev1alpha1.ManagedVMStatusApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("PendingAdoption"):
+		return &applyconfigurationgovernancev1alpha1.PendingAdoptionApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("PendingAdoptionSpec"):
+		return &applyconfigurationgovernancev1alpha1.PendingAdoptionSpecApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("PendingAdoptionStatus"):
+		return &applyconfigurationgovernancev1alpha1.PendingAdoptionStatusApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("PendingApproval"):
+		return &applyconfigurationgovernancev1alpha1.PendingApprovalApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("System"):
+		return &applyconfigurationgovernancev1alpha1.SystemApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("SystemService"):
+		return &applyconfigurationgovernancev1alpha1.SystemServiceApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("SystemServiceSpec"):
+		return &applyconfigurationgovernancev1alpha1.SystemServiceSpecApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("SystemServiceStatus"):
+		return &applyconfigurationgovernancev1alpha1.SystemServiceStatusApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("SystemSpec"):
+		return &applyconfigurationgovernancev1alpha1.SystemSpecApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("SystemStatus"):
+		return &applyconfigurationgovernancev1alpha1.SystemStatusApplyConfiguration{}
+	case governancev1alpha1.SchemeGroupVersion.WithKind("VMResources"):
+		return &applyconfigurationgovernancev1alpha1.VMResourcesApplyConfiguration{}
 
 		// Group=platform.plinth.dev, Version=v1alpha1
 	case platformv1alpha1.SchemeGroupVersion.WithKind("Cluster"):

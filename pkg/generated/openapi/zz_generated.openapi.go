@@ -23,7 +23,8 @@ package openapi
 
 import (
 	apiscommon "github.com/plinth-dev/plinth/pkg/apis/common"
-	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
@@ -36,162 +37,1519 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		apiscommon.RawObject{}.OpenAPIModelName():                apiscommon.RawObject{}.OpenAPIDefinition(),
-		v1alpha1.AdoptionRequest{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_AdoptionRequest(ref),
-		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
-		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
-		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
-		v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
-		v1alpha1.ApprovalTicket{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
-		v1alpha1.ApprovalTicketList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
-		v1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
-		v1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
-		v1alpha1.AuditLog{}.OpenAPIModelName():                   schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
-		v1alpha1.AuditLogList{}.OpenAPIModelName():               schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
-		v1alpha1.AuditLogSpec{}.OpenAPIModelName():               schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
-		v1alpha1.DomainEvent{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
-		v1alpha1.DomainEventList{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
-		v1alpha1.DomainEventSpec{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
-		v1alpha1.DomainEventStatus{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
-		v1alpha1.LocalObjectReference{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
-		v1alpha1.ManagedVM{}.OpenAPIModelName():                  schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
-		v1alpha1.ManagedVMList{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
-		v1alpha1.ManagedVMSpec{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
-		v1alpha1.ManagedVMStatus{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
-		v1alpha1.PendingAdoption{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
-		v1alpha1.PendingAdoptionList{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
-		v1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
-		v1alpha1.PendingAdoptionStatus{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
-		v1alpha1.PendingApproval{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
-		v1alpha1.System{}.OpenAPIModelName():                     schema_pkg_apis_governance_v1alpha1_System(ref),
-		v1alpha1.SystemList{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_SystemList(ref),
-		v1alpha1.SystemService{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_SystemService(ref),
-		v1alpha1.SystemServiceList{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
-		v1alpha1.SystemServiceSpec{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
-		v1alpha1.SystemServiceStatus{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
-		v1alpha1.SystemSpec{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
-		v1alpha1.SystemStatus{}.OpenAPIModelName():               schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
-		v1alpha1.TargetReference{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
-		v1alpha1.TicketDecision{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
-		v1alpha1.TicketDecisionRecord{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
-		v1alpha1.TicketExecution{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_TicketExecution(ref),
-		v1alpha1.VMResources{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_VMResources(ref),
-		v1alpha1.VMRevision{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
-		v1alpha1.VMRevisionList{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
-		v1alpha1.VMRevisionSpec{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
-		platformv1alpha1.Cluster{}.OpenAPIModelName():            schema_pkg_apis_platform_v1alpha1_Cluster(ref),
-		platformv1alpha1.ClusterCredentials{}.OpenAPIModelName(): schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref),
-		platformv1alpha1.ClusterList{}.OpenAPIModelName():        schema_pkg_apis_platform_v1alpha1_ClusterList(ref),
-		platformv1alpha1.ClusterSpec{}.OpenAPIModelName():        schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref),
-		platformv1alpha1.ClusterStatus{}.OpenAPIModelName():      schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref),
-		v1b1.BindingOutputSource{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
-		v1b1.BindingOutputs{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_BindingOutputs(ref),
-		v1b1.BindingSummary{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_BindingSummary(ref),
-		v1b1.CertificatesReference{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_CertificatesReference(ref),
-		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
-		v1b1.Container{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_Container(ref),
-		v1b1.ContainerFile{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_ContainerFile(ref),
-		v1b1.ContainerProbe{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ContainerProbe(ref),
-		v1b1.ContainerProjection{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ContainerProjection(ref),
-		v1b1.ContainerResources{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_ContainerResources(ref),
-		v1b1.ContainerVolume{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_ContainerVolume(ref),
-		v1b1.CredentialsReference{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_CredentialsReference(ref),
-		v1b1.EnvProjection{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_EnvProjection(ref),
-		v1b1.ExecProbe{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_ExecProbe(ref),
-		v1b1.HTTPGetProbe{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
-		v1b1.HTTPHeader{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_HTTPHeader(ref),
-		v1b1.ImageConstraints{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ImageConstraints(ref),
-		v1b1.IngressRule{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_IngressRule(ref),
-		v1b1.NetworkingProjection{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
-		v1b1.PlanBinding{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_PlanBinding(ref),
-		v1b1.PlanMetadata{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_PlanMetadata(ref),
-		v1b1.PlanWorkloadReference{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
-		v1b1.PlatformPolicy{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
-		v1b1.PlatformPolicyList{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
-		v1b1.PlatformPolicySpec{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
-		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():           schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
-		v1b1.PolicyConstraints{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
-		v1b1.PolicyDefaults{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
-		v1b1.ProvisionerInfo{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
-		v1b1.ResourceAmounts{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
-		v1b1.ResourceBinding{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_ResourceBinding(ref),
-		v1b1.ResourceBindingList{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
-		v1b1.ResourceBindingSpec{}.OpenAPIModelName():            schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
-		v1b1.ResourceBindingStatus{}.OpenAPIModelName():          schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
-		v1b1.ResourceDefaults{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
-		v1b1.ResourceSpec{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ResourceSpec(ref),
-		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():        schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
-		v1b1.RuntimeInfo{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
-		v1b1.SecretKeyReference{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
-		v1b1.ServicePort{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ServicePort(ref),
-		v1b1.ServiceProjection{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_ServiceProjection(ref),
-		v1b1.ServiceSpec{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ServiceSpec(ref),
-		v1b1.Workload{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_Workload(ref),
-		v1b1.WorkloadList{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_WorkloadList(ref),
-		v1b1.WorkloadPlan{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
-		v1b1.WorkloadPlanList{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
-		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
-		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
-		v1b1.WorkloadProjection{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
-		v1b1.WorkloadReference{}.OpenAPIModelName():              schema_pkg_apis_score_v1b1_WorkloadReference(ref),
-		v1b1.WorkloadSource{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_WorkloadSource(ref),
-		v1b1.WorkloadSpec{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
-		v1b1.WorkloadStatus{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
-		resource.Quantity{}.OpenAPIModelName():                   schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():                schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                        schema_k8sio_apimachinery_pkg_version_Info(ref),
+		apiscommon.RawObject{}.OpenAPIModelName():                     apiscommon.RawObject{}.OpenAPIDefinition(),
+		v1alpha1.ComputeProvider{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_ComputeProvider(ref),
+		v1alpha1.ComputeProviderList{}.OpenAPIModelName():             schema_pkg_apis_compute_v1alpha1_ComputeProviderList(ref),
+		v1alpha1.ComputeProviderSpec{}.OpenAPIModelName():             schema_pkg_apis_compute_v1alpha1_ComputeProviderSpec(ref),
+		v1alpha1.ComputeProviderStatus{}.OpenAPIModelName():           schema_pkg_apis_compute_v1alpha1_ComputeProviderStatus(ref),
+		v1alpha1.ContainerSpec{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_ContainerSpec(ref),
+		v1alpha1.ContainerStatus{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_ContainerStatus(ref),
+		v1alpha1.DNSConfig{}.OpenAPIModelName():                       schema_pkg_apis_compute_v1alpha1_DNSConfig(ref),
+		v1alpha1.Endpoint{}.OpenAPIModelName():                        schema_pkg_apis_compute_v1alpha1_Endpoint(ref),
+		v1alpha1.HealthCheckConfig{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_HealthCheckConfig(ref),
+		v1alpha1.NetworkConfig{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_NetworkConfig(ref),
+		v1alpha1.PortMapping{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_PortMapping(ref),
+		v1alpha1.ProvisionResult{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_ProvisionResult(ref),
+		v1alpha1.ResourceRequirements{}.OpenAPIModelName():            schema_pkg_apis_compute_v1alpha1_ResourceRequirements(ref),
+		v1alpha1.SecretReference{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_SecretReference(ref),
+		v1alpha1.TenantCompute{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_TenantCompute(ref),
+		v1alpha1.TenantComputeList{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_TenantComputeList(ref),
+		v1alpha1.TenantComputeSpec{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_TenantComputeSpec(ref),
+		v1alpha1.TenantComputeStatus{}.OpenAPIModelName():             schema_pkg_apis_compute_v1alpha1_TenantComputeStatus(ref),
+		v1alpha1.TenantIDClaim{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_TenantIDClaim(ref),
+		v1alpha1.TenantIDClaimList{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_TenantIDClaimList(ref),
+		v1alpha1.UpdateResult{}.OpenAPIModelName():                    schema_pkg_apis_compute_v1alpha1_UpdateResult(ref),
+		governancev1alpha1.AdoptionRequest{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_AdoptionRequest(ref),
+		governancev1alpha1.ApprovalPolicy{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
+		governancev1alpha1.ApprovalPolicyList{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
+		governancev1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
+		governancev1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
+		governancev1alpha1.ApprovalTicket{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
+		governancev1alpha1.ApprovalTicketList{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
+		governancev1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
+		governancev1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
+		governancev1alpha1.AuditLog{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
+		governancev1alpha1.AuditLogList{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
+		governancev1alpha1.AuditLogSpec{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
+		governancev1alpha1.DomainEvent{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
+		governancev1alpha1.DomainEventList{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
+		governancev1alpha1.DomainEventSpec{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
+		governancev1alpha1.DomainEventStatus{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
+		governancev1alpha1.LocalObjectReference{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
+		governancev1alpha1.ManagedVM{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
+		governancev1alpha1.ManagedVMList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
+		governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
+		governancev1alpha1.ManagedVMStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
+		governancev1alpha1.PendingAdoption{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
+		governancev1alpha1.PendingAdoptionList{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
+		governancev1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
+		governancev1alpha1.PendingAdoptionStatus{}.OpenAPIModelName(): schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
+		governancev1alpha1.PendingApproval{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
+		governancev1alpha1.System{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_System(ref),
+		governancev1alpha1.SystemList{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemList(ref),
+		governancev1alpha1.SystemService{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_SystemService(ref),
+		governancev1alpha1.SystemServiceList{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
+		governancev1alpha1.SystemServiceSpec{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
+		governancev1alpha1.SystemServiceStatus{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
+		governancev1alpha1.SystemSpec{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
+		governancev1alpha1.SystemStatus{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
+		governancev1alpha1.TargetReference{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
+		governancev1alpha1.TicketDecision{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
+		governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
+		governancev1alpha1.TicketExecution{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TicketExecution(ref),
+		governancev1alpha1.VMResources{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_VMResources(ref),
+		governancev1alpha1.VMRevision{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
+		governancev1alpha1.VMRevisionList{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
+		governancev1alpha1.VMRevisionSpec{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
+		platformv1alpha1.Cluster{}.OpenAPIModelName():                 schema_pkg_apis_platform_v1alpha1_Cluster(ref),
+		platformv1alpha1.ClusterCredentials{}.OpenAPIModelName():      schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref),
+		platformv1alpha1.ClusterList{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_ClusterList(ref),
+		platformv1alpha1.ClusterSpec{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref),
+		platformv1alpha1.ClusterStatus{}.OpenAPIModelName():           schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref),
+		v1b1.BindingOutputSource{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
+		v1b1.BindingOutputs{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_BindingOutputs(ref),
+		v1b1.BindingSummary{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_BindingSummary(ref),
+		v1b1.CertificatesReference{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_CertificatesReference(ref),
+		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
+		v1b1.Container{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_Container(ref),
+		v1b1.ContainerFile{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ContainerFile(ref),
+		v1b1.ContainerProbe{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_ContainerProbe(ref),
+		v1b1.ContainerProjection{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ContainerProjection(ref),
+		v1b1.ContainerResources{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_ContainerResources(ref),
+		v1b1.ContainerVolume{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ContainerVolume(ref),
+		v1b1.CredentialsReference{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_CredentialsReference(ref),
+		v1b1.EnvProjection{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_EnvProjection(ref),
+		v1b1.ExecProbe{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_ExecProbe(ref),
+		v1b1.HTTPGetProbe{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
+		v1b1.HTTPHeader{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_HTTPHeader(ref),
+		v1b1.ImageConstraints{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ImageConstraints(ref),
+		v1b1.IngressRule{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_IngressRule(ref),
+		v1b1.NetworkingProjection{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
+		v1b1.PlanBinding{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_PlanBinding(ref),
+		v1b1.PlanMetadata{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_PlanMetadata(ref),
+		v1b1.PlanWorkloadReference{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
+		v1b1.PlatformPolicy{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
+		v1b1.PlatformPolicyList{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
+		v1b1.PlatformPolicySpec{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
+		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
+		v1b1.PolicyConstraints{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
+		v1b1.PolicyDefaults{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
+		v1b1.ProvisionerInfo{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
+		v1b1.ResourceAmounts{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
+		v1b1.ResourceBinding{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ResourceBinding(ref),
+		v1b1.ResourceBindingList{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
+		v1b1.ResourceBindingSpec{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
+		v1b1.ResourceBindingStatus{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
+		v1b1.ResourceDefaults{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
+		v1b1.ResourceSpec{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_ResourceSpec(ref),
+		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
+		v1b1.RuntimeInfo{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
+		v1b1.SecretKeyReference{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
+		v1b1.ServicePort{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_ServicePort(ref),
+		v1b1.ServiceProjection{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ServiceProjection(ref),
+		v1b1.ServiceSpec{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_ServiceSpec(ref),
+		v1b1.Workload{}.OpenAPIModelName():                            schema_pkg_apis_score_v1b1_Workload(ref),
+		v1b1.WorkloadList{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadList(ref),
+		v1b1.WorkloadPlan{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
+		v1b1.WorkloadPlanList{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
+		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
+		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
+		v1b1.WorkloadProjection{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
+		v1b1.WorkloadReference{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_WorkloadReference(ref),
+		v1b1.WorkloadSource{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_WorkloadSource(ref),
+		v1b1.WorkloadSpec{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
+		v1b1.WorkloadStatus{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
+		resource.Quantity{}.OpenAPIModelName():                        schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                         schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                          schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		version.Info{}.OpenAPIModelName():                             schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_ComputeProvider(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ComputeProvider is one registered compute provider. The controller that serves it writes it at start (plinth-controller for its built-in providers, an external provider process the same way) and publishes in status the JSON Schema of its providerConfig, the defaults and what it supports. Tenants read it to learn what they may ask for.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata. The name is the provider's name, used in TenantCompute spec.providerType.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the registration.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ComputeProviderSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the provider publishes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ComputeProviderStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ComputeProviderSpec{}.OpenAPIModelName(), v1alpha1.ComputeProviderStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_ComputeProviderList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ComputeProviderList is a list of ComputeProviders.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the ComputeProviders.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ComputeProvider{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ComputeProvider{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_ComputeProviderSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ComputeProviderSpec is a provider's registration.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"controller": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Controller names the controller that serves this provider, as a domain-prefixed path (for example plinth.dev/plinth-controller). Immutable: a second controller registering the same provider name is refused.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description says what the provider provisions.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"controller"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_ComputeProviderStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ComputeProviderStatus is what a provider publishes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"configSchema": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConfigSchema is the JSON Schema (draft 4, as OpenAPI v3 uses it) of the providerConfig this provider accepts. plinth-apiserver validates TenantCompute spec.providerConfig against it at admission.",
+							Ref:         ref(apiscommon.RawObject{}.OpenAPIModelName()),
+						},
+					},
+					"configDefaults": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConfigDefaults are the values the provider uses for providerConfig fields left out.",
+							Ref:         ref(apiscommon.RawObject{}.OpenAPIModelName()),
+						},
+					},
+					"supportedSecretSources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "SupportedSecretSources are the secret sources this provider resolves, for example kubernetes-secret.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"supportedHealthChecks": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "SupportedHealthChecks are the health-check types this provider runs (http, tcp, exec).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"publicIP": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PublicIP is whether the provider can give a tenant a public address.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation this status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions has Ready: True while the provider's controller serves it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			apiscommon.RawObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_ContainerSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerSpec is one container of the tenant (the seed's ContainerSpec).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name identifies the container within the tenant: lowercase letters, digits and '-'.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image is the container image reference, for example nginx:1.27.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Command overrides the image's entrypoint.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"args": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Args are the arguments to the command.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"env": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Env are environment variables by name.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"ports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Ports are the ports the container listens on and how they are exposed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.PortMapping{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"healthCheck": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HealthCheck is how the provider checks that the container is healthy.",
+							Ref:         ref(v1alpha1.HealthCheckConfig{}.OpenAPIModelName()),
+						},
+					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are this container's own limits (cpu in millicores, memory in megabytes); without them the container shares the tenant's resources.",
+							Ref:         ref(v1alpha1.ResourceRequirements{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name", "image"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.HealthCheckConfig{}.OpenAPIModelName(), v1alpha1.PortMapping{}.OpenAPIModelName(), v1alpha1.ResourceRequirements{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_ContainerStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContainerStatus is one container's state (the seed's ContainerStatus).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the container's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is running, stopped or failed (starting while it is being created).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ready is whether the container is ready to serve.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"restartCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartCount is how many times it restarted.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message gives details, for example why it is waiting.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_DNSConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DNSConfig is the tenant's DNS name (the seed's DNSConfig).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"hostname": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hostname is the host part, for example shop.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"domain": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Domain is the domain, for example tenants.example.com.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_Endpoint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Endpoint is how to reach a tenant (the seed's Endpoint).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is http, https, tcp, udp or grpc.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"address": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Address is a hostname or IP address.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"port": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Port is the port number.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "URL is the full URL, when the endpoint has one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type", "address"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_HealthCheckConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HealthCheckConfig is how a container's health is checked (the seed's HealthCheckConfig).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is http, tcp or exec.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"httpPath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HTTPPath is the path an http check requests, for example /healthz.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"port": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Port is the port of an http or tcp check.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Command is what an exec check runs in the container.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"intervalSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IntervalSeconds is the time between checks, at least 5.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"timeoutSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TimeoutSeconds is how long one check may take, at least 1 and less than intervalSeconds.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"healthyThreshold": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HealthyThreshold is how many consecutive successes make the container healthy.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"unhealthyThreshold": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UnhealthyThreshold is how many consecutive failures make it unhealthy.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"type", "intervalSeconds", "timeoutSeconds"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_NetworkConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NetworkConfig is the tenant's networking (the seed's NetworkConfig).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"publicIP": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PublicIP asks for an address reachable from outside the cluster (the kubernetes provider makes the Service a LoadBalancer).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"securityGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "SecurityGroups are firewall rules or groups, provider-specific.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"subnets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Subnets to place the compute in, provider-specific.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"dns": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DNS is the tenant's DNS name.",
+							Ref:         ref(v1alpha1.DNSConfig{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DNSConfig{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_PortMapping(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PortMapping is how a container port is exposed (the seed's PortMapping).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"containerPort": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ContainerPort is the port inside the container, 1-65535.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"hostPort": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HostPort is the port on the host or the exposed port, 1-65535 (provider-specific; the kubernetes provider uses it as the Service port, defaulting to containerPort).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"protocol": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Protocol is tcp or udp.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name identifies the port, for example http.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"containerPort", "protocol"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_ProvisionResult(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProvisionResult is the outcome of a provision (the seed's ProvisionResult).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is success, in_progress or failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resourceIDs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourceIDs maps resource types to the provider's identifiers of what it created, for example deployment: tenant-shop/shop.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"endpoints": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Endpoints are where the tenant is reachable.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.Endpoint{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message gives details.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"provisionedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProvisionedAt is when the provision completed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Endpoint{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_ResourceRequirements(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourceRequirements are compute resources (the seed's ResourceRequirements).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CPU in millicores (1000 = one CPU), at least 128.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Memory in megabytes, at least 128.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"storage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Storage is ephemeral storage in megabytes.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"cpu", "memory"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_SecretReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SecretReference points to a secret a container needs (the seed's SecretReference).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the secret's name in its store (for kubernetes-secret: a Secret in the TenantCompute's namespace).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Source is where the secret is stored; it must be one the provider supports (its ComputeProvider's status.supportedSecretSources), for example kubernetes-secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Key is the key within the secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"envVar": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvVar is the environment variable the value is injected as; defaults to the key in upper case with '-' and '.' as '_'.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "source", "key"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_TenantCompute(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantCompute is one tenant's compute: containers, resources, networking and secrets, provisioned by the ComputeProvider named in spec.providerType. Tenants create it in their namespace; plinth-controller drives the provider and is the only writer of its status.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the compute the tenant asks for.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.TenantComputeSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the provider reports, written by plinth-controller.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.TenantComputeStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.TenantComputeSpec{}.OpenAPIModelName(), v1alpha1.TenantComputeStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_TenantComputeList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantComputeList is a list of TenantComputes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the TenantComputes.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.TenantCompute{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.TenantCompute{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_TenantComputeSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantComputeSpec is the desired compute of one tenant (the seed's TenantComputeSpec) plus Plinth's lifecycle switches.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"tenantID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TenantID identifies the tenant, unique across the cluster: lowercase letters, digits and '-'. Immutable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"providerType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProviderType names the ComputeProvider that provisions this tenant; it must be a Ready ComputeProvider (kubectl get computeproviders). Immutable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"containers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Containers are the tenant's container workloads; at least one, names unique.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ContainerSpec{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the compute resources of the whole tenant: cpu in millicores (at least 128) and memory in megabytes (at least 128). ResourceQuota counts them as compute.plinth.dev/cpu and compute.plinth.dev/memory.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ResourceRequirements{}.OpenAPIModelName()),
+						},
+					},
+					"networking": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Networking is how the tenant is reached: a public IP, security groups, subnets and DNS.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NetworkConfig{}.OpenAPIModelName()),
+						},
+					},
+					"secrets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Secrets are references to secrets the containers need, injected as environment variables. Values are never copied: the provider references them where they are.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SecretReference{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"labels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Labels are key-value pairs for organizing and filtering; providers copy them onto what they create.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"providerConfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProviderConfig is provider-specific configuration, validated at admission against the JSON Schema the provider publishes in its ComputeProvider's status.configSchema.",
+							Ref:         ref(apiscommon.RawObject{}.OpenAPIModelName()),
+						},
+					},
+					"suspended": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Suspended stops the compute and keeps the object: the provider scales it to nothing and the state becomes stopped. Clearing it starts the compute again.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"archived": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Archived destroys the compute and keeps the object and its history, with phase Archived. Clearing it provisions the tenant again.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"tenantID", "providerType", "containers", "resources"},
+			},
+		},
+		Dependencies: []string{
+			apiscommon.RawObject{}.OpenAPIModelName(), v1alpha1.ContainerSpec{}.OpenAPIModelName(), v1alpha1.NetworkConfig{}.OpenAPIModelName(), v1alpha1.ResourceRequirements{}.OpenAPIModelName(), v1alpha1.SecretReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_TenantComputeStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantComputeStatus is the seed's ComputeStatus, the last ProvisionResult and UpdateResult, and the lifecycle. plinth-controller is its only writer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is the lifecycle: Requested, Provisioning, Ready, Updating, Deleting, Failed, Stopped or Archived.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is the deployment's state: running, stopped, starting, stopping, failed or unknown.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"containers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Containers is the state of each container.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ContainerStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"health": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Health is healthy, unhealthy or unknown.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastUpdated": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastUpdated is when the provider last reported this status.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Metadata is provider-specific status information, for example the cluster and namespace the compute runs in.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"provisionResult": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProvisionResult is the outcome of the last provision.",
+							Ref:         ref(v1alpha1.ProvisionResult{}.OpenAPIModelName()),
+						},
+					},
+					"updateResult": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdateResult is the outcome of the last update.",
+							Ref:         ref(v1alpha1.UpdateResult{}.OpenAPIModelName()),
+						},
+					},
+					"retries": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Retries counts the provider's consecutive failures; the fifth makes the phase Failed.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"nextRetryTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NextRetryTime is when the next attempt after a failure is due.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation this status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lastHandledReconcileAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastHandledReconcileAt is the value of the compute.plinth.dev/reconcile-requested-at annotation the controller last acted on: setting the annotation to a new value (for example the current time) makes the provider check the compute against the spec now.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Provisioned, Healthy and Ready.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ContainerStatus{}.OpenAPIModelName(), v1alpha1.ProvisionResult{}.OpenAPIModelName(), v1alpha1.UpdateResult{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_TenantIDClaim(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantIDClaim records which TenantCompute holds a tenant ID. It is storage only, never served: plinth-apiserver creates one (named after the tenant ID) in the same request that creates a TenantCompute, and etcd's create-if-absent makes a second holder impossible, also under concurrent creates and across several apiserver replicas.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; the name is the tenant ID.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"holderNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the TenantCompute that holds the ID.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"holderName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the TenantCompute that holds the ID.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"holderUID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HolderUID is the UID of the TenantCompute that holds the ID.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"holderNamespace", "holderName", "holderUID"},
+			},
+		},
+		Dependencies: []string{
+			v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_TenantIDClaimList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TenantIDClaimList is a list of TenantIDClaims (storage only).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the claims.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.TenantIDClaim{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.TenantIDClaim{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_compute_v1alpha1_UpdateResult(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateResult is the outcome of an update (the seed's UpdateResult).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is success, no_changes, in_progress or failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"changes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Changes describes what was modified, one entry per change.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message gives details.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"updatedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedAt is when the update completed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -277,21 +1635,21 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref common.ReferenceCall
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is the policy.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ApprovalPolicySpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Status is written by the platform.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName(), v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.ApprovalPolicySpec{}.OpenAPIModelName(), governancev1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -330,7 +1688,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref common.Reference
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.ApprovalPolicy{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.ApprovalPolicy{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -341,7 +1699,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref common.Reference
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ApprovalPolicy{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.ApprovalPolicy{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -496,21 +1854,21 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref common.ReferenceCall
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is the request, written once by the platform.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ApprovalTicketSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ApprovalTicketSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Status is the decision state.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ApprovalTicketStatus{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ApprovalTicketStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ApprovalTicketSpec{}.OpenAPIModelName(), v1alpha1.ApprovalTicketStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.ApprovalTicketSpec{}.OpenAPIModelName(), governancev1alpha1.ApprovalTicketStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -549,7 +1907,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref common.Reference
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.ApprovalTicket{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.ApprovalTicket{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -560,7 +1918,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref common.Reference
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ApprovalTicket{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.ApprovalTicket{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -584,7 +1942,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref common.Reference
 						SchemaProps: spec.SchemaProps{
 							Description: "TargetRef is the ManagedVM.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.TargetReference{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.TargetReference{}.OpenAPIModelName()),
 						},
 					},
 					"requester": {
@@ -608,7 +1966,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref common.Reference
 						SchemaProps: spec.SchemaProps{
 							Description: "RequestedSpec is the spec the requester asked for (for delete, the VM's current spec).",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
 						},
 					},
 					"reason": {
@@ -650,7 +2008,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref common.Reference
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1alpha1.TargetReference{}.OpenAPIModelName()},
+			governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName(), governancev1alpha1.TargetReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -681,7 +2039,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref common.Referen
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.TicketDecisionRecord{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -690,7 +2048,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref common.Referen
 					"modifiedSpec": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ModifiedSpec is the spec an approver put in place of the requested one; it replaces the requested spec as a whole.",
-							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
 						},
 					},
 					"cluster": {
@@ -718,7 +2076,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref common.Referen
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1alpha1.TicketDecisionRecord{}.OpenAPIModelName()},
+			governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName(), governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName()},
 	}
 }
 
@@ -754,14 +2112,14 @@ func schema_pkg_apis_governance_v1alpha1_AuditLog(ref common.ReferenceCallback) 
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is the record.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.AuditLogSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.AuditLogSpec{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AuditLogSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.AuditLogSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -800,7 +2158,7 @@ func schema_pkg_apis_governance_v1alpha1_AuditLogList(ref common.ReferenceCallba
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.AuditLog{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.AuditLog{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -811,7 +2169,7 @@ func schema_pkg_apis_governance_v1alpha1_AuditLogList(ref common.ReferenceCallba
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AuditLog{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.AuditLog{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -842,7 +2200,7 @@ func schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Description: "Target is the object acted on.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.TargetReference{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.TargetReference{}.OpenAPIModelName()),
 						},
 					},
 					"time": {
@@ -871,7 +2229,7 @@ func schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref common.ReferenceCallba
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.TargetReference{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			governancev1alpha1.TargetReference{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -907,21 +2265,21 @@ func schema_pkg_apis_governance_v1alpha1_DomainEvent(ref common.ReferenceCallbac
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is the event.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.DomainEventSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.DomainEventSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Status carries the archive mark.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.DomainEventStatus{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.DomainEventStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.DomainEventSpec{}.OpenAPIModelName(), v1alpha1.DomainEventStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.DomainEventSpec{}.OpenAPIModelName(), governancev1alpha1.DomainEventStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -960,7 +2318,7 @@ func schema_pkg_apis_governance_v1alpha1_DomainEventList(ref common.ReferenceCal
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.DomainEvent{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.DomainEvent{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -971,7 +2329,7 @@ func schema_pkg_apis_governance_v1alpha1_DomainEventList(ref common.ReferenceCal
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.DomainEvent{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.DomainEvent{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -994,7 +2352,7 @@ func schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref common.ReferenceCal
 						SchemaProps: spec.SchemaProps{
 							Description: "Aggregate is the object the event belongs to.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.TargetReference{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.TargetReference{}.OpenAPIModelName()),
 						},
 					},
 					"occurredAt": {
@@ -1014,7 +2372,7 @@ func schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref common.ReferenceCal
 			},
 		},
 		Dependencies: []string{
-			apiscommon.RawObject{}.OpenAPIModelName(), v1alpha1.TargetReference{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			apiscommon.RawObject{}.OpenAPIModelName(), governancev1alpha1.TargetReference{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1093,21 +2451,21 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVM(ref common.ReferenceCallback)
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is the requested VM. Until a change is approved it is a request: the approved shape is the VMRevision named in status.approvedRevision.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Status is written by the platform only.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ManagedVMStatus{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ManagedVMStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1alpha1.ManagedVMStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName(), governancev1alpha1.ManagedVMStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1146,7 +2504,7 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref common.ReferenceCallb
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.ManagedVM{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.ManagedVM{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -1157,7 +2515,7 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref common.ReferenceCallb
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ManagedVM{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.ManagedVM{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1172,7 +2530,7 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref common.ReferenceCallb
 						SchemaProps: spec.SchemaProps{
 							Description: "SystemServiceRef names the SystemService, in the same namespace, the VM belongs to. It must exist. Immutable.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
 					"instanceType": {
@@ -1185,7 +2543,7 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref common.ReferenceCallb
 					"resources": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Resources gives the size as CPU and memory instead of an instance type.",
-							Ref:         ref(v1alpha1.VMResources{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.VMResources{}.OpenAPIModelName()),
 						},
 					},
 					"diskSize": {
@@ -1254,7 +2612,7 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref common.ReferenceCallb
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.VMResources{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName()},
+			governancev1alpha1.LocalObjectReference{}.OpenAPIModelName(), governancev1alpha1.VMResources{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName()},
 	}
 }
 
@@ -1276,7 +2634,7 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref common.ReferenceCal
 					"pendingApproval": {
 						SchemaProps: spec.SchemaProps{
 							Description: "PendingApproval is the change waiting for approval, if any.",
-							Ref:         ref(v1alpha1.PendingApproval{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.PendingApproval{}.OpenAPIModelName()),
 						},
 					},
 					"instance": {
@@ -1353,7 +2711,7 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref common.ReferenceCal
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PendingApproval{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			governancev1alpha1.PendingApproval{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -1389,21 +2747,21 @@ func schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref common.ReferenceCal
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is what was found.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.PendingAdoptionSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.PendingAdoptionSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Status is written by the platform.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.PendingAdoptionStatus{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.PendingAdoptionStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PendingAdoptionSpec{}.OpenAPIModelName(), v1alpha1.PendingAdoptionStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.PendingAdoptionSpec{}.OpenAPIModelName(), governancev1alpha1.PendingAdoptionStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1442,7 +2800,7 @@ func schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref common.Referenc
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.PendingAdoption{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.PendingAdoption{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -1453,7 +2811,7 @@ func schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref common.Referenc
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PendingAdoption{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.PendingAdoption{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1484,7 +2842,7 @@ func schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref common.Referenc
 						SchemaProps: spec.SchemaProps{
 							Description: "SystemServiceRef names the SystemService the VM's labels point at.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
 					"instance": {
@@ -1499,7 +2857,7 @@ func schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref common.Referenc
 						SchemaProps: spec.SchemaProps{
 							Description: "VMSpec is the VM's shape as found on the cluster; adopting makes it the ManagedVM's first approved revision.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
 						},
 					},
 					"foundAt": {
@@ -1513,7 +2871,7 @@ func schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref common.Referenc
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			governancev1alpha1.LocalObjectReference{}.OpenAPIModelName(), governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1616,21 +2974,21 @@ func schema_pkg_apis_governance_v1alpha1_System(ref common.ReferenceCallback) co
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec describes the system.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.SystemSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.SystemSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Status is written by the platform.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.SystemStatus{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.SystemStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.SystemSpec{}.OpenAPIModelName(), v1alpha1.SystemStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.SystemSpec{}.OpenAPIModelName(), governancev1alpha1.SystemStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1669,7 +3027,7 @@ func schema_pkg_apis_governance_v1alpha1_SystemList(ref common.ReferenceCallback
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.System{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.System{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -1680,7 +3038,7 @@ func schema_pkg_apis_governance_v1alpha1_SystemList(ref common.ReferenceCallback
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.System{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.System{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1716,21 +3074,21 @@ func schema_pkg_apis_governance_v1alpha1_SystemService(ref common.ReferenceCallb
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec describes the service.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.SystemServiceSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.SystemServiceSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Status holds the service's instance counter; written by the platform only.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.SystemServiceStatus{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.SystemServiceStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.SystemServiceSpec{}.OpenAPIModelName(), v1alpha1.SystemServiceStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.SystemServiceSpec{}.OpenAPIModelName(), governancev1alpha1.SystemServiceStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1769,7 +3127,7 @@ func schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref common.ReferenceC
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.SystemService{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.SystemService{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -1780,7 +3138,7 @@ func schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref common.ReferenceC
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.SystemService{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.SystemService{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -1795,7 +3153,7 @@ func schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref common.ReferenceC
 						SchemaProps: spec.SchemaProps{
 							Description: "SystemRef names the System, in the same namespace, the service belongs to. It must exist when the service is created. Immutable.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
 					"documentation": {
@@ -1817,7 +3175,7 @@ func schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref common.ReferenceC
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+			governancev1alpha1.LocalObjectReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -2010,7 +3368,7 @@ func schema_pkg_apis_governance_v1alpha1_TicketDecision(ref common.ReferenceCall
 					"modifiedSpec": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ModifiedSpec replaces the requested spec as a whole; only for approving a create or a modify. Its systemServiceRef must stay the same.",
-							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -2018,7 +3376,7 @@ func schema_pkg_apis_governance_v1alpha1_TicketDecision(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -2183,14 +3541,14 @@ func schema_pkg_apis_governance_v1alpha1_VMRevision(ref common.ReferenceCallback
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is the record.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.VMRevisionSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.VMRevisionSpec{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.VMRevisionSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			governancev1alpha1.VMRevisionSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -2229,7 +3587,7 @@ func schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref common.ReferenceCall
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.VMRevision{}.OpenAPIModelName()),
+										Ref: ref(governancev1alpha1.VMRevision{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -2240,7 +3598,7 @@ func schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.VMRevision{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+			governancev1alpha1.VMRevision{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -2306,7 +3664,7 @@ func schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref common.ReferenceCall
 						SchemaProps: spec.SchemaProps{
 							Description: "VMSpec is the approved spec.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
+							Ref:         ref(governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -2314,7 +3672,7 @@ func schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ManagedVMSpec{}.OpenAPIModelName()},
+			governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName()},
 	}
 }
 

@@ -39,6 +39,26 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.plinth-dev.plinth.pkg.apis.compute.v1alpha1.ComputeProvider
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
+- name: com.github.plinth-dev.plinth.pkg.apis.compute.v1alpha1.TenantCompute
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.plinth-dev.plinth.pkg.apis.governance.v1alpha1.ApprovalPolicy
   scalar: untyped
   list:

@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	computev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
@@ -32,6 +33,7 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
+	ComputeV1alpha1() computev1alpha1.ComputeV1alpha1Interface
 	GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface
 	PlatformV1alpha1() platformv1alpha1.PlatformV1alpha1Interface
 	ScoreV1b1() scorev1b1.ScoreV1b1Interface
@@ -40,9 +42,15 @@ type Interface interface {
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
+	computeV1alpha1    *computev1alpha1.ComputeV1alpha1Client
 	governanceV1alpha1 *governancev1alpha1.GovernanceV1alpha1Client
 	platformV1alpha1   *platformv1alpha1.PlatformV1alpha1Client
 	scoreV1b1          *scorev1b1.ScoreV1b1Client
+}
+
+// ComputeV1alpha1 retrieves the ComputeV1alpha1Client
+func (c *Clientset) ComputeV1alpha1() computev1alpha1.ComputeV1alpha1Interface {
+	return c.computeV1alpha1
 }
 
 // GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
@@ -104,6 +112,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.computeV1alpha1, err = computev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.governanceV1alpha1, err = governancev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -137,6 +149,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.computeV1alpha1 = computev1alpha1.New(c)
 	cs.governanceV1alpha1 = governancev1alpha1.New(c)
 	cs.platformV1alpha1 = platformv1alpha1.New(c)
 	cs.scoreV1b1 = scorev1b1.New(c)

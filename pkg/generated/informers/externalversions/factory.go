@@ -25,6 +25,7 @@ import (
 	time "time"
 
 	versioned "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	compute "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/compute"
 	governance "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance"
 	internalinterfaces "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/internalinterfaces"
 	platform "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform"
@@ -327,9 +328,14 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
+	Compute() compute.Interface
 	Governance() governance.Interface
 	Platform() platform.Interface
 	Score() score.Interface
+}
+
+func (f *sharedInformerFactory) Compute() compute.Interface {
+	return compute.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Governance() governance.Interface {

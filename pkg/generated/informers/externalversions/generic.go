@@ -21,7 +21,8 @@ package externalversions
 import (
 	fmt "fmt"
 
-	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,24 +55,30 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=governance.plinth.dev, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithResource("approvalpolicies"):
+	// Group=compute.plinth.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("computeproviders"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Compute().V1alpha1().ComputeProviders().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("tenantcomputes"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Compute().V1alpha1().TenantComputes().Informer()}, nil
+
+		// Group=governance.plinth.dev, Version=v1alpha1
+	case governancev1alpha1.SchemeGroupVersion.WithResource("approvalpolicies"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().ApprovalPolicies().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("approvaltickets"):
+	case governancev1alpha1.SchemeGroupVersion.WithResource("approvaltickets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().ApprovalTickets().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("auditlogs"):
+	case governancev1alpha1.SchemeGroupVersion.WithResource("auditlogs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().AuditLogs().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("domainevents"):
+	case governancev1alpha1.SchemeGroupVersion.WithResource("domainevents"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().DomainEvents().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("managedvms"):
+	case governancev1alpha1.SchemeGroupVersion.WithResource("managedvms"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().ManagedVMs().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("pendingadoptions"):
+	case governancev1alpha1.SchemeGroupVersion.WithResource("pendingadoptions"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().PendingAdoptions().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("systems"):
+	case governancev1alpha1.SchemeGroupVersion.WithResource("systems"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().Systems().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("systemservices"):
+	case governancev1alpha1.SchemeGroupVersion.WithResource("systemservices"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().SystemServices().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("vmrevisions"):
+	case governancev1alpha1.SchemeGroupVersion.WithResource("vmrevisions"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().VMRevisions().Informer()}, nil
 
 		// Group=platform.plinth.dev, Version=v1alpha1

@@ -21,6 +21,8 @@ package fake
 import (
 	applyconfiguration "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	computev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1"
+	fakecomputev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1/fake"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	fakegovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1/fake"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
@@ -139,6 +141,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// ComputeV1alpha1 retrieves the ComputeV1alpha1Client
+func (c *Clientset) ComputeV1alpha1() computev1alpha1.ComputeV1alpha1Interface {
+	return &fakecomputev1alpha1.FakeComputeV1alpha1{Fake: &c.Fake}
+}
 
 // GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
 func (c *Clientset) GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface {

@@ -19,6 +19,7 @@ limitations under the License.
 package scheme
 
 import (
+	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -33,6 +34,7 @@ var Scheme = runtime.NewScheme()
 var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
+	computev1alpha1.AddToScheme,
 	governancev1alpha1.AddToScheme,
 	platformv1alpha1.AddToScheme,
 	scorev1b1.AddToScheme,
