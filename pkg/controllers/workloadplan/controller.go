@@ -43,15 +43,12 @@ type Controller struct {
 	runtimes *compute.Registry
 }
 
-// NewController returns the WorkloadPlan controller with the kubernetes runtime, which reads
-// Deployments, Services and Secrets.
-func NewController(client clientset.Interface, kube kubernetes.Interface, recorder events.EventRecorder,
+// New returns the WorkloadPlan controller, which hands each plan to the runtime registered
+// under its runtime class in runtimes (plinth-controller's one compute registry). It reads
+// Deployments, Services and Secrets, the objects the kubernetes runtime reads and makes.
+func New(client clientset.Interface, recorder events.EventRecorder, runtimes *compute.Registry,
 	plans scoreinformers.WorkloadPlanInformer, bindings scoreinformers.ResourceBindingInformer,
 	deployments appsinformers.DeploymentInformer, services coreinformers.ServiceInformer, secrets coreinformers.SecretInformer) (*Controller, error) {
-	runtimes := compute.NewRegistry()
-	if err := runtimes.Register(kubernetesruntime.New(kube, deployments.Lister(), services.Lister(), secrets.Lister())); err != nil {
-		return nil, err
-	}
 	c := &Controller{client: client, recorder: recorder, plans: plans.Lister(), bindings: bindings.Lister(), runtimes: runtimes}
 	c.Loop = loop.New(Name, c.reconcile,
 		plans.Informer(), bindings.Informer(), deployments.Informer(), services.Informer(), secrets.Informer())
@@ -65,6 +62,19 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, record
 		}
 	}
 	return c, nil
+}
+
+// NewController is New with a registry of its own that holds only the kubernetes runtime, for
+// a process that registers no other compute provider.
+func NewController(client clientset.Interface, kube kubernetes.Interface, recorder events.EventRecorder,
+	plans scoreinformers.WorkloadPlanInformer, bindings scoreinformers.ResourceBindingInformer,
+	deployments appsinformers.DeploymentInformer, services coreinformers.ServiceInformer, secrets coreinformers.SecretInformer) (*Controller, error) {
+	runtimes := compute.NewRegistry()
+	rt := kubernetesruntime.New(kube, deployments.Lister(), services.Lister(), secrets.Lister())
+	if err := runtimes.Register(compute.Entry{Name: rt.Name(), Runtime: rt}); err != nil {
+		return nil, err
+	}
+	return New(client, recorder, runtimes, plans, bindings, deployments, services, secrets)
 }
 
 // plansOfBinding maps a binding to the plans of the workloads that use it: a shared binding
@@ -94,7 +104,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	}
 	var report compute.Status
 	var applyErr error
-	rt, ok := c.runtimes.Get(plan.Spec.RuntimeClass)
+	rt, ok := c.runtimes.Runtime(plan.Spec.RuntimeClass)
 	if !ok {
 		report = compute.Status{Reason: v1b1.ReasonRuntimeSelecting, Message: fmt.Sprintf("No runtime handles runtime class %q.", plan.Spec.RuntimeClass)}
 	} else {
