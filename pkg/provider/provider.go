@@ -39,6 +39,9 @@ type VMSpec struct {
 	Hostname string
 	// RunStrategy is Always, Halted, Manual, RerunOnFailure or Once.
 	RunStrategy string
+	// UserData is the cloud-init user data the guest boots with; empty leaves the VM's own
+	// cloud-init, if it has any, as it is.
+	UserData string
 }
 
 // VMState is what a VM is doing.

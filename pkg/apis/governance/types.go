@@ -195,6 +195,14 @@ type ManagedVMSpec struct {
 	// +optional
 	// +listType=set
 	RequiredFeatures []string `json:"requiredFeatures,omitempty"`
+	// CloudInit is cloud-init user data the VM boots with (NoCloud), for example a
+	// "#cloud-config" document: at most 2048 bytes, KubeVirt's limit for inline user data. It
+	// is part of the approved spec, so changing it is a modify and waits for approval like any
+	// other change. The guest applies it when it first boots; a container-disk VM starts from a
+	// fresh disk, so there a restart applies a changed value. Approvers, and everyone who may
+	// read the VM, its tickets and revisions, read it: it must hold no secret.
+	// +optional
+	CloudInit string `json:"cloudInit,omitempty"`
 	// RunStrategy is Always (the default), Halted, Manual, RerunOnFailure or Once. Changing
 	// only the run strategy is a start (to anything but Halted) or a stop (to Halted).
 	// +optional

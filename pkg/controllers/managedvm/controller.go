@@ -408,6 +408,7 @@ func vmSpec(vm *gov.ManagedVM, spec gov.ManagedVMSpec) provider.VMSpec {
 		Name: vm.Status.InstanceName, Namespace: vm.Namespace, Labels: labels, Hostname: vm.Status.Hostname,
 		InstanceType: spec.InstanceType, Image: spec.Image, Template: spec.Template,
 		DiskSize: spec.DiskSize, StorageClass: vm.Status.StorageClass, RunStrategy: string(spec.RunStrategy),
+		UserData: spec.CloudInit,
 	}
 	if r := spec.Resources; r != nil {
 		out.CPU, out.Memory = r.CPU, &r.Memory

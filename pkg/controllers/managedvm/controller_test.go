@@ -76,8 +76,10 @@ func TestVMSpecCarriesApprovedShapeAndPlatformLabels(t *testing.T) {
 		}},
 		Status: gov.ManagedVMStatus{InstanceName: "team-a-shop-redis-01", Hostname: "team-a-shop-redis-01", StorageClass: "fast"},
 	}
-	s := vmSpec(vm, gov.ManagedVMSpec{Resources: &gov.VMResources{CPU: 2, Memory: mem}, Image: "img", RunStrategy: gov.RunStrategyHalted})
-	if s.Name != "team-a-shop-redis-01" || s.Namespace != "team-a" || s.CPU != 2 || s.Memory.String() != "4Gi" || s.RunStrategy != "Halted" || s.StorageClass != "fast" {
+	s := vmSpec(vm, gov.ManagedVMSpec{Resources: &gov.VMResources{CPU: 2, Memory: mem}, Image: "img", RunStrategy: gov.RunStrategyHalted,
+		CloudInit: "#cloud-config\npackages: [podman]\n"})
+	if s.Name != "team-a-shop-redis-01" || s.Namespace != "team-a" || s.CPU != 2 || s.Memory.String() != "4Gi" || s.RunStrategy != "Halted" || s.StorageClass != "fast" ||
+		s.UserData != "#cloud-config\npackages: [podman]\n" {
 		t.Errorf("spec: %+v", s)
 	}
 	if len(s.Labels) != 5 || s.Labels["kubevirt-shepherd.io/managed-by"] != "plinth" || s.Labels["team"] != "" {

@@ -2585,6 +2585,13 @@ func schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref common.ReferenceCallb
 							},
 						},
 					},
+					"cloudInit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CloudInit is cloud-init user data the VM boots with (NoCloud), for example a \"#cloud-config\" document: at most 2048 bytes, KubeVirt's limit for inline user data. It is part of the approved spec, so changing it is a modify and waits for approval like any other change. The guest applies it when it first boots; a container-disk VM starts from a fresh disk, so there a restart applies a changed value. Approvers, and everyone who may read the VM, its tickets and revisions, read it: it must hold no secret.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"runStrategy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "RunStrategy is Always (the default), Halted, Manual, RerunOnFailure or Once. Changing only the run strategy is a start (to anything but Halted) or a stop (to Halted).\n\nPossible enum values:\n - `\"Always\"` keeps the VM running.\n - `\"Halted\"` keeps the VM stopped.\n - `\"Manual\"` leaves power to explicit start and stop requests.\n - `\"Once\"` runs the VM once.\n - `\"RerunOnFailure\"` restarts the VM when it fails, not when it shuts down.",

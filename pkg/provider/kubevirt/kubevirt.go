@@ -352,14 +352,25 @@ func ensureDisk(ctx context.Context, kube kubernetes.Interface, spec provider.VM
 	return err
 }
 
+// userDataVolume is the disk and volume that carry the platform's cloud-init user data.
+const userDataVolume = "userdata"
+
 // ownedVolumes are the disks and volumes the platform puts on a VM; any other disk or volume
-// on it (added on the cluster, or on an adopted VM) is left alone.
-var ownedVolumes = map[string]bool{"root": true, "data": true}
+// on it (added on the cluster, or on an adopted VM) is left alone, except that the platform's
+// user data replaces another cloud-init volume: a guest reads one cloud-init data source.
+var ownedVolumes = map[string]bool{"root": true, "data": true, userDataVolume: true}
+
+// owned says whether the platform sets the volume (or the disk of that name) on a VM it wants
+// with or without user data.
+func owned(v kubevirtv1.Volume, withUserData bool) bool {
+	return ownedVolumes[v.Name] || (withUserData && (v.CloudInitNoCloud != nil || v.CloudInitConfigDrive != nil))
+}
 
 // withOwnedFields returns current with the fields the platform owns taken from desired: labels
-// it sets, run strategy, instance type and preference, hostname, CPU and memory, and the root
-// and data disks. Everything else on the VirtualMachine — networks, cloud-init, disks added on
-// the cluster, KubeVirt's defaults — stays as it is, so an adopted VM is not rewritten and
+// it sets, run strategy, instance type and preference, hostname, CPU and memory, the root and
+// data disks, and the user data when the platform gives one. Everything else on the
+// VirtualMachine — networks, a cloud-init of its own while the platform gives none, disks added
+// on the cluster, KubeVirt's defaults — stays as it is, so an adopted VM is not rewritten and
 // defaulting does not cause an update on every pass.
 func withOwnedFields(current, desired *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 	out := current.DeepCopy()
@@ -391,8 +402,14 @@ func withOwnedFields(current, desired *kubevirtv1.VirtualMachine) *kubevirtv1.Vi
 	} else {
 		delete(tpl.Domain.Resources.Requests, corev1.ResourceMemory)
 	}
-	tpl.Domain.Devices.Disks = append(slices.DeleteFunc(tpl.Domain.Devices.Disks, func(d kubevirtv1.Disk) bool { return ownedVolumes[d.Name] }), want.Domain.Devices.Disks...)
-	tpl.Volumes = append(slices.DeleteFunc(tpl.Volumes, func(v kubevirtv1.Volume) bool { return ownedVolumes[v.Name] }), want.Volumes...)
+	withUserData := slices.ContainsFunc(want.Volumes, func(v kubevirtv1.Volume) bool { return v.Name == userDataVolume })
+	replaced := map[string]bool{}
+	tpl.Volumes = slices.DeleteFunc(tpl.Volumes, func(v kubevirtv1.Volume) bool {
+		replaced[v.Name] = owned(v, withUserData)
+		return replaced[v.Name]
+	})
+	tpl.Volumes = append(tpl.Volumes, want.Volumes...)
+	tpl.Domain.Devices.Disks = append(slices.DeleteFunc(tpl.Domain.Devices.Disks, func(d kubevirtv1.Disk) bool { return ownedVolumes[d.Name] || replaced[d.Name] }), want.Domain.Devices.Disks...)
 	return out
 }
 
@@ -417,6 +434,14 @@ func virtualMachine(spec provider.VMSpec) *kubevirtv1.VirtualMachine {
 		vmi.Domain.Devices.Disks = append(vmi.Domain.Devices.Disks, kubevirtv1.Disk{Name: "data", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}})
 		vmi.Volumes = append(vmi.Volumes, kubevirtv1.Volume{Name: "data", VolumeSource: kubevirtv1.VolumeSource{
 			PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: diskName(spec.Name)}},
+		}})
+	}
+	if spec.UserData != "" {
+		// Inline: KubeVirt takes up to 2048 bytes so (governance's limit on spec.cloudInit), and
+		// inline needs no Secret on the target cluster.
+		vmi.Domain.Devices.Disks = append(vmi.Domain.Devices.Disks, kubevirtv1.Disk{Name: userDataVolume, DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}})
+		vmi.Volumes = append(vmi.Volumes, kubevirtv1.Volume{Name: userDataVolume, VolumeSource: kubevirtv1.VolumeSource{
+			CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserData: spec.UserData},
 		}})
 	}
 	vm := &kubevirtv1.VirtualMachine{

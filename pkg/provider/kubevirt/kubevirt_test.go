@@ -3,6 +3,7 @@ package kubevirt
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -159,5 +160,90 @@ func TestEnsureVMKeepsWhatThePlatformDoesNotOwn(t *testing.T) {
 		if v.Name == "root" && v.ContainerDisk.Image != "quay.io/containerdisks/fedora:41" {
 			t.Errorf("root image %s", v.ContainerDisk.Image)
 		}
+	}
+}
+
+// cloudInits lists a VM's cloud-init volumes as name=userData, and checks that each has its disk.
+func cloudInits(t *testing.T, vm *kubevirtv1.VirtualMachine) []string {
+	t.Helper()
+	var out []string
+	tpl := vm.Spec.Template.Spec
+	for _, v := range tpl.Volumes {
+		if v.CloudInitNoCloud == nil {
+			continue
+		}
+		out = append(out, v.Name+"="+v.CloudInitNoCloud.UserData)
+		if !slices.ContainsFunc(tpl.Domain.Devices.Disks, func(d kubevirtv1.Disk) bool { return d.Name == v.Name }) {
+			t.Errorf("volume %s has no disk", v.Name)
+		}
+	}
+	return out
+}
+
+func TestEnsureVMCarriesUserData(t *testing.T) {
+	ctx := context.Background()
+	p, kv, _ := fakeProvider()
+	s := spec()
+	s.DiskSize = nil
+	s.UserData = "#cloud-config\npackages: [podman]\n"
+	if _, err := p.EnsureVM(ctx, "local", s); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := kv.KubevirtV1().VirtualMachines("team-a").Get(ctx, s.Name, metav1.GetOptions{})
+	if ci := cloudInits(t, got); !slices.Equal(ci, []string{"userdata=#cloud-config\npackages: [podman]\n"}) {
+		t.Errorf("cloud-init volumes %q", ci)
+	}
+
+	// A changed user data replaces the old one.
+	s.UserData = "#cloud-config\npackages: [podman, curl]\n"
+	if _, err := p.EnsureVM(ctx, "local", s); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = kv.KubevirtV1().VirtualMachines("team-a").Get(ctx, s.Name, metav1.GetOptions{})
+	if ci := cloudInits(t, got); !slices.Equal(ci, []string{"userdata=#cloud-config\npackages: [podman, curl]\n"}) {
+		t.Errorf("cloud-init volumes after a change %q", ci)
+	}
+
+	// Without user data, the platform's goes; the disks and volumes left are the root's.
+	s.UserData = ""
+	if _, err := p.EnsureVM(ctx, "local", s); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = kv.KubevirtV1().VirtualMachines("team-a").Get(ctx, s.Name, metav1.GetOptions{})
+	if ci := cloudInits(t, got); len(ci) != 0 || len(got.Spec.Template.Spec.Domain.Devices.Disks) != 1 || len(got.Spec.Template.Spec.Volumes) != 1 {
+		t.Errorf("after removing the user data: cloud-init %q, spec %+v", ci, got.Spec.Template.Spec)
+	}
+}
+
+// The platform's user data replaces a VM's own cloud-init (a guest reads one data source), and
+// leaves every other volume alone.
+func TestEnsureVMUserDataReplacesTheVMsCloudInit(t *testing.T) {
+	ctx := context.Background()
+	p, kv, _ := fakeProvider()
+	s := spec()
+	s.DiskSize = nil
+	existing := virtualMachine(s)
+	existing.Spec.Template.Spec.Domain.Devices.Disks = append(existing.Spec.Template.Spec.Domain.Devices.Disks,
+		kubevirtv1.Disk{Name: "cloudinitdisk"}, kubevirtv1.Disk{Name: "scratch"})
+	existing.Spec.Template.Spec.Volumes = append(existing.Spec.Template.Spec.Volumes,
+		kubevirtv1.Volume{Name: "cloudinitdisk", VolumeSource: kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserData: "#cloud-config\n"}}},
+		kubevirtv1.Volume{Name: "scratch", VolumeSource: kubevirtv1.VolumeSource{EmptyDisk: &kubevirtv1.EmptyDiskSource{Capacity: resource.MustParse("1Gi")}}})
+	if _, err := kv.KubevirtV1().VirtualMachines("team-a").Create(ctx, existing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.UserData = "#cloud-config\npackages: [podman]\n"
+	if _, err := p.EnsureVM(ctx, "local", s); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := kv.KubevirtV1().VirtualMachines("team-a").Get(ctx, s.Name, metav1.GetOptions{})
+	if ci := cloudInits(t, got); !slices.Equal(ci, []string{"userdata=#cloud-config\npackages: [podman]\n"}) {
+		t.Errorf("cloud-init volumes %q", ci)
+	}
+	var names []string
+	for _, d := range got.Spec.Template.Spec.Domain.Devices.Disks {
+		names = append(names, d.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"root", "scratch", "userdata"}) {
+		t.Errorf("disks %v", names)
 	}
 }

@@ -53,3 +53,8 @@ func InstanceName(namespace, system, service string, instance int32) string {
 // RevisionName is the name of the VMRevision that records revision n of a ManagedVM's
 // approved spec: {vm}-r{n}.
 func RevisionName(vm string, revision int64) string { return fmt.Sprintf("%s-r%d", vm, revision) }
+
+// MaxCloudInit is the longest ManagedVM spec.cloudInit, in bytes: KubeVirt refuses inline
+// cloud-init user data above 2048 bytes, so the API refuses it before anyone approves a VM that
+// no cluster would accept.
+const MaxCloudInit = 2048

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 )
 
 // MaxNamePart is the longest namespace, system or service name: each is one part of a VM's
@@ -179,7 +181,17 @@ func ValidateManagedVMSpec(spec *governance.ManagedVMSpec, path *field.Path) fie
 		}
 	}
 	errs = append(errs, validateLength(spec.Reason, maxReason, path.Child("reason"))...)
+	errs = append(errs, validateCloudInit(spec.CloudInit, path.Child("cloudInit"))...)
 	return append(errs, validateFeatures(spec.RequiredFeatures, path.Child("requiredFeatures"))...)
+}
+
+// validateCloudInit checks a VM's user data: text, within what a cluster accepts inline.
+func validateCloudInit(userData string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !utf8.ValidString(userData) {
+		errs = append(errs, field.Invalid(path, "", "must be UTF-8 text"))
+	}
+	return append(errs, validateLength(userData, v1alpha1.MaxCloudInit, path)...)
 }
 
 // featureGate is the shape of a KubeVirt feature gate name, for example LiveMigration.

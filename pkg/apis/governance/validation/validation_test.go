@@ -63,6 +63,13 @@ func TestValidateManagedVM(t *testing.T) {
 		{"valid required features", func(vm *governance.ManagedVM) { vm.Spec.RequiredFeatures = []string{"LiveMigration", "Snapshot"} }, ""},
 		{"feature with a space", func(vm *governance.ManagedVM) { vm.Spec.RequiredFeatures = []string{"Live Migration"} }, "spec.requiredFeatures[0]"},
 		{"duplicate feature", func(vm *governance.ManagedVM) { vm.Spec.RequiredFeatures = []string{"Snapshot", "Snapshot"} }, "spec.requiredFeatures[1]"},
+		{"cloud-init at the limit", func(vm *governance.ManagedVM) {
+			vm.Spec.CloudInit = "#cloud-config\n" + strings.Repeat("#", 2048-len("#cloud-config\n"))
+		}, ""},
+		{"cloud-init too long", func(vm *governance.ManagedVM) {
+			vm.Spec.CloudInit = "#cloud-config\n" + strings.Repeat("#", 2048)
+		}, "spec.cloudInit"},
+		{"cloud-init not text", func(vm *governance.ManagedVM) { vm.Spec.CloudInit = "#cloud-config\n\xff\xfe" }, "spec.cloudInit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,6 +32,11 @@ func TestClassify(t *testing.T) {
 		{"manual is a start", with(func(s *governance.ManagedVMSpec) { s.RunStrategy = governance.RunStrategyManual }), governance.OperationStart},
 		{"restart", with(func(s *governance.ManagedVMSpec) { s.RestartedAt = "2026-11-23T10:00:00Z" }), governance.OperationRestart},
 		{"disk", with(func(s *governance.ManagedVMSpec) { s.DiskSize = &bigger }), governance.OperationModify},
+		{"cloud-init", with(func(s *governance.ManagedVMSpec) { s.CloudInit = "#cloud-config\npackages: [podman]\n" }), governance.OperationModify},
+		{"cloud-init and restart together", with(func(s *governance.ManagedVMSpec) {
+			s.CloudInit = "#cloud-config\n"
+			s.RestartedAt = "2026-11-23T10:00:00Z"
+		}), governance.OperationModify},
 		{"stop and resize together", with(func(s *governance.ManagedVMSpec) {
 			s.RunStrategy = governance.RunStrategyHalted
 			s.InstanceType = "u1.large"

@@ -46,6 +46,13 @@ type ManagedVMSpecApplyConfiguration struct {
 	// Snapshot. An approver may only place the VM on a cluster whose probes report all of them
 	// enabled (status.enabledFeatures of the Cluster).
 	RequiredFeatures []string `json:"requiredFeatures,omitempty"`
+	// CloudInit is cloud-init user data the VM boots with (NoCloud), for example a
+	// "#cloud-config" document: at most 2048 bytes, KubeVirt's limit for inline user data. It
+	// is part of the approved spec, so changing it is a modify and waits for approval like any
+	// other change. The guest applies it when it first boots; a container-disk VM starts from a
+	// fresh disk, so there a restart applies a changed value. Approvers, and everyone who may
+	// read the VM, its tickets and revisions, read it: it must hold no secret.
+	CloudInit *string `json:"cloudInit,omitempty"`
 	// RunStrategy is Always (the default), Halted, Manual, RerunOnFailure or Once. Changing
 	// only the run strategy is a start (to anything but Halted) or a stop (to Halted).
 	RunStrategy *governancev1alpha1.RunStrategy `json:"runStrategy,omitempty"`
@@ -117,6 +124,14 @@ func (b *ManagedVMSpecApplyConfiguration) WithRequiredFeatures(values ...string)
 	for i := range values {
 		b.RequiredFeatures = append(b.RequiredFeatures, values[i])
 	}
+	return b
+}
+
+// WithCloudInit sets the CloudInit field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CloudInit field is set to the value of the last call.
+func (b *ManagedVMSpecApplyConfiguration) WithCloudInit(value string) *ManagedVMSpecApplyConfiguration {
+	b.CloudInit = &value
 	return b
 }
 
