@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -31,6 +32,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	plinthinitializer "github.com/plinth-dev/plinth/pkg/admission/initializer"
+	"github.com/plinth-dev/plinth/pkg/admission/plugin/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
@@ -38,6 +40,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apiserver"
 	"github.com/plinth-dev/plinth/pkg/authentication/frontproxy"
 	"github.com/plinth-dev/plinth/pkg/authorization"
+	computequota "github.com/plinth-dev/plinth/pkg/compute/quota"
 	"github.com/plinth-dev/plinth/pkg/embeddedetcd"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
@@ -101,16 +104,25 @@ func NewOptions(out io.Writer) *Options {
 	// Without a secure port flag the server listens on 8443 like sample-apiserver.
 	o.Recommended.SecureServing.BindPort = 8443
 	// PlatformPolicy runs after namespace lifecycle and before webhooks and admission
-	// policies, so they see the defaulted workload.
-	platformpolicy.Register(o.Recommended.Admission.Plugins)
+	// policies, so they see the defaulted workload; ComputeProvider beside it. ResourceQuota
+	// runs last, as in kube-apiserver, so that a request another plugin refuses is never
+	// charged to a quota.
+	plugins := o.Recommended.Admission.Plugins
+	platformpolicy.Register(plugins)
+	computeprovider.Register(plugins)
+	resourcequota.Register(plugins)
 	order := o.Recommended.Admission.RecommendedPluginOrder
-	o.Recommended.Admission.RecommendedPluginOrder = append([]string{order[0], platformpolicy.PluginName}, order[1:]...)
+	order = append([]string{order[0], platformpolicy.PluginName, computeprovider.PluginName}, order[1:]...)
+	o.Recommended.Admission.RecommendedPluginOrder = append(order, resourcequota.PluginName)
 	o.Recommended.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
 		f, err := o.plinthInformers(c.LoopbackClientConfig)
 		if err != nil {
 			return nil, err
 		}
-		return []admission.PluginInitializer{plinthinitializer.New(f)}, nil
+		// The generic initializer, which runs before these, gives ResourceQuota the kube
+		// client and the ResourceQuota informer (from --kubeconfig); the quota configuration
+		// adds the TenantCompute evaluator.
+		return []admission.PluginInitializer{plinthinitializer.New(f), plinthinitializer.NewQuota(computequota.NewConfiguration())}, nil
 	}
 	return o
 }
@@ -374,10 +386,15 @@ func (o *Options) standaloneAdmission(cfg *genericapiserver.RecommendedConfig) (
 	if err != nil {
 		return nil, err
 	}
-	plugin := platformpolicy.New()
-	plinthinitializer.New(f).Initialize(plugin)
-	if err := plugin.ValidateInitialization(); err != nil {
-		return nil, err
+	// Without a kube-apiserver there are no ResourceQuota objects to enforce, so the
+	// ResourceQuota plugin (and its kube client and informer) is left out.
+	plugins := []admission.Interface{platformpolicy.New(), computeprovider.New()}
+	initializer := plinthinitializer.New(f)
+	for _, plugin := range plugins {
+		initializer.Initialize(plugin)
+		if err := admission.ValidateInitialization(plugin); err != nil {
+			return nil, err
+		}
 	}
-	return admission.NewChainHandler(plugin), nil
+	return admission.NewChainHandler(plugins...), nil
 }

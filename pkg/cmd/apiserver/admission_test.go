@@ -1,0 +1,65 @@
+package apiserver
+
+import (
+	"context"
+	"io"
+	"slices"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/rest"
+
+	"github.com/plinth-dev/plinth/pkg/apis/compute"
+	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
+	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+)
+
+// Plinth's plugins come right after namespace lifecycle and ResourceQuota last, as in
+// kube-apiserver: nothing another plugin refuses is charged to a quota.
+func TestAdmissionPluginOrder(t *testing.T) {
+	a := NewOptions(io.Discard).Recommended.Admission
+	want := []string{"NamespaceLifecycle", "PlatformPolicy", "ComputeProvider", "MutatingAdmissionPolicy",
+		"MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
+	if !slices.Equal(a.RecommendedPluginOrder, want) {
+		t.Errorf("plugin order %v, want %v", a.RecommendedPluginOrder, want)
+	}
+	for _, name := range want {
+		if !slices.Contains(a.Plugins.Registered(), name) {
+			t.Errorf("%s is not registered", name)
+		}
+		if a.DefaultOffPlugins.Has(name) {
+			t.Errorf("%s is off by default", name)
+		}
+	}
+}
+
+// The standalone server has no Kubernetes admission chain and no ResourceQuotas, but still
+// refuses a TenantCompute whose provider does not exist.
+func TestStandaloneAdmissionChecksProviders(t *testing.T) {
+	o := NewOptions(io.Discard)
+	o.informers = informers.NewSharedInformerFactory(fake.NewSimpleClientset(), 0)
+	cfg := &genericapiserver.RecommendedConfig{Config: genericapiserver.Config{LoopbackClientConfig: &rest.Config{Host: "https://127.0.0.1:1"}}}
+	chain, err := o.standaloneAdmission(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	o.informers.Start(stop)
+	o.informers.WaitForCacheSync(stop)
+
+	tc := &compute.TenantCompute{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a"},
+		Spec:       compute.TenantComputeSpec{TenantID: "shop", ProviderType: "docker"},
+	}
+	a := admission.NewAttributesRecord(tc, nil, compute.Kind("TenantCompute").WithVersion(""), tc.Namespace, tc.Name,
+		compute.Resource("tenantcomputes").WithVersion(""), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
+	err = chain.(admission.ValidationInterface).Validate(context.Background(), a, nil)
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("TenantCompute with an unknown provider: %v, want 422", err)
+	}
+}
