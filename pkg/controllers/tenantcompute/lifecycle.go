@@ -1,0 +1,396 @@
+package tenantcompute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/compute"
+)
+
+// MaxAttempts is how many times in a row a provider may fail before the phase becomes Failed.
+const MaxAttempts = 5
+
+// The backoff between attempts starts at firstRetry and doubles up to maxRetry.
+const (
+	firstRetry = time.Second
+	maxRetry   = 5 * time.Minute
+)
+
+// Reasons of the conditions, and of the events that report the Ready condition's transitions.
+const (
+	reasonProvisioning    = "Provisioning"
+	reasonProvisioned     = "Provisioned"
+	reasonUpdating        = "Updating"
+	reasonReady           = "Ready"
+	reasonNotRunning      = "NotRunning"
+	reasonUnhealthy       = "Unhealthy"
+	reasonHealthy         = "Healthy"
+	reasonHealthUnknown   = "HealthUnknown"
+	reasonStopped         = "Stopped"
+	reasonArchived        = "Archived"
+	reasonDeleting        = "Deleting"
+	reasonSpecInvalid     = "SpecInvalid"
+	reasonProvisionFailed = "ProvisionFailed"
+	reasonUpdateFailed    = "UpdateFailed"
+	reasonArchiveFailed   = "ArchiveFailed"
+	reasonDestroyFailed   = "DestroyFailed"
+)
+
+// verbs say what failed, by failure reason, in messages.
+var verbs = map[string]string{
+	reasonProvisionFailed: "provision", reasonUpdateFailed: "update", reasonArchiveFailed: "destroy",
+}
+
+// pass is one reconcile of a tenant: the status it will write, built step by step.
+type pass struct {
+	c      *Controller
+	key    cache.ObjectName
+	tc     *v1alpha1.TenantCompute
+	p      compute.Provider
+	status *v1alpha1.TenantComputeStatus
+	now    time.Time
+	// specChanged says the generation moved since the status was written; requested, that
+	// the reconcile-requested annotation carries a value not yet handled.
+	specChanged, requested bool
+	// checked says the provider's Update ran, or the tenant came to rest: the resync period
+	// starts again.
+	checked bool
+	// fault is why this pass failed, for the Ready condition; nil when it did not.
+	fault *fault
+	// message is the provider's explanation of a state other than running.
+	message string
+}
+
+type fault struct{ reason, message string }
+
+func (c *Controller) newPass(key cache.ObjectName, tc *v1alpha1.TenantCompute, p compute.Provider) *pass {
+	return &pass{c: c, key: key, tc: tc, p: p, status: tc.Status.DeepCopy(), now: c.clock.Now()}
+}
+
+// run decides what the provider is asked to do and what the status says afterwards.
+func (ps *pass) run(ctx context.Context) {
+	st, tc := ps.status, ps.tc
+	request := tc.Annotations[v1alpha1.ReconcileRequestedAnnotation]
+	ps.requested = request != "" && request != st.LastHandledReconcileAt
+	ps.specChanged = tc.Generation != st.ObservedGeneration
+	switch {
+	case ps.specChanged || ps.requested:
+		// A new spec, or an explicit request, starts a fresh series of attempts.
+		st.Retries = 0
+	case st.Phase == v1alpha1.PhaseFailed, st.Phase == v1alpha1.PhaseArchived && tc.Spec.Archived:
+		return // nothing to do until the spec changes or a reconcile is requested
+	case st.NextRetryTime != nil && ps.now.Before(st.NextRetryTime.Time):
+		return // waiting out the backoff
+	}
+	st.NextRetryTime = nil
+	st.ObservedGeneration = tc.Generation
+	if ps.requested {
+		st.LastHandledReconcileAt = request
+	}
+	switch {
+	case tc.Spec.Archived:
+		ps.archive(ctx)
+	case !provisioned(st):
+		ps.provision(ctx)
+	default:
+		ps.update(ctx)
+	}
+	ps.conclude()
+}
+
+// provision validates the spec with the provider and has it create the compute.
+func (ps *pass) provision(ctx context.Context) {
+	st := ps.status
+	if err := ps.p.Validate(ctx, ps.tc); err != nil {
+		ps.refuse("provision", err)
+		return
+	}
+	res, err := ps.p.Provision(ctx, ps.tc)
+	if err == nil && res == nil {
+		err = errors.New("the provider returned no provision result")
+	}
+	if err != nil {
+		st.ProvisionResult = &v1alpha1.ProvisionResult{Status: v1alpha1.ProvisionStatusFailed, Message: sentence(err)}
+		ps.failure(reasonProvisionFailed, v1alpha1.PhaseProvisioning, err)
+		return
+	}
+	ps.recordProvision(res)
+	switch res.Status {
+	case v1alpha1.ProvisionStatusSuccess:
+		ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionTrue, reasonProvisioned, fmt.Sprintf("Provider %s created the compute.", ps.p.Name()))
+	case v1alpha1.ProvisionStatusInProgress:
+		ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reasonProvisioning,
+			or(res.Message, fmt.Sprintf("Provider %s is creating the compute.", ps.p.Name())))
+	default:
+		ps.failure(reasonProvisionFailed, v1alpha1.PhaseProvisioning,
+			errors.New(or(res.Message, fmt.Sprintf("the provider reported the provision as %q", res.Status))))
+		return
+	}
+	ps.observe(ctx, v1alpha1.PhaseProvisioning, reasonProvisionFailed, v1alpha1.PhaseProvisioning)
+}
+
+// update brings provisioned compute to the spec when the spec changed, an update is under way,
+// a reconcile was requested or the resync period is up; otherwise it only observes.
+func (ps *pass) update(ctx context.Context) {
+	st := ps.status
+	// The compute the provider created is still there for this generation.
+	prov := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProvisioned)
+	ps.set(prov.Type, prov.Status, prov.Reason, prov.Message)
+	atRest := st.Phase == v1alpha1.PhaseReady || st.Phase == v1alpha1.PhaseStopped
+	repeat := st.Phase == v1alpha1.PhaseUpdating && !ps.specChanged && !ps.requested
+	if !ps.specChanged && !ps.requested && st.Phase != v1alpha1.PhaseUpdating && !(atRest && ps.c.due(ps.key, ps.now)) {
+		// Between checks: a tenant still coming up after its provision, or one at rest.
+		if st.Phase == v1alpha1.PhaseProvisioning {
+			ps.observe(ctx, st.Phase, reasonProvisionFailed, v1alpha1.PhaseProvisioning)
+		} else {
+			ps.observe(ctx, st.Phase, reasonUpdateFailed, v1alpha1.PhaseUpdating)
+		}
+		return
+	}
+	if ps.specChanged {
+		if err := ps.p.Validate(ctx, ps.tc); err != nil {
+			ps.refuse("apply", err)
+			return
+		}
+	}
+	res, err := ps.p.Update(ctx, ps.tc)
+	if err == nil && res == nil {
+		err = errors.New("the provider returned no update result")
+	}
+	if err != nil {
+		at := metav1.NewTime(ps.now)
+		st.UpdateResult = &v1alpha1.UpdateResult{Status: v1alpha1.UpdateStatusFailed, Message: sentence(err), UpdatedAt: &at}
+		ps.failure(reasonUpdateFailed, v1alpha1.PhaseUpdating, err)
+		return
+	}
+	ps.checked = true
+	ps.recordUpdate(res, repeat)
+	switch res.Status {
+	case v1alpha1.UpdateStatusSuccess, v1alpha1.UpdateStatusNoChanges, v1alpha1.UpdateStatusInProgress:
+	default:
+		ps.failure(reasonUpdateFailed, v1alpha1.PhaseUpdating,
+			errors.New(or(res.Message, fmt.Sprintf("the provider reported the update as %q", res.Status))))
+		return
+	}
+	// A check that found nothing to change leaves a tenant at rest where it is; anything else
+	// is a rollout until the compute is back at rest.
+	onTheWay := v1alpha1.PhaseUpdating
+	if atRest && !ps.specChanged && res.Status == v1alpha1.UpdateStatusNoChanges {
+		onTheWay = st.Phase
+	}
+	ps.observe(ctx, onTheWay, reasonUpdateFailed, v1alpha1.PhaseUpdating)
+}
+
+// archive has the provider destroy the compute and keeps the object with its history.
+func (ps *pass) archive(ctx context.Context) {
+	st := ps.status
+	if st.Phase == v1alpha1.PhaseArchived {
+		return
+	}
+	if err := ps.p.Destroy(ctx, ps.tc); err != nil {
+		ps.failure(reasonArchiveFailed, v1alpha1.PhaseUpdating, err)
+		return
+	}
+	at := metav1.NewTime(ps.now)
+	st.Phase, st.State, st.Health, st.Retries = v1alpha1.PhaseArchived, v1alpha1.ComputeStateStopped, v1alpha1.HealthStatusUnknown, 0
+	st.Containers, st.Metadata, st.LastUpdated = nil, nil, &at
+	ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reasonArchived, "The compute was destroyed because spec.archived is set.")
+	ps.set(v1alpha1.ConditionHealthy, metav1.ConditionUnknown, reasonArchived, "Nothing runs while the tenant is archived.")
+}
+
+// observe copies the provider's report into the status and settles the phase: Ready or
+// Stopped once the compute is as the spec asks, onTheWay until then. A report of failed
+// compute, or no report, is a failure with failReason, retried in phase failPhase.
+func (ps *pass) observe(ctx context.Context, onTheWay v1alpha1.TenantComputePhase, failReason string, failPhase v1alpha1.TenantComputePhase) {
+	st := ps.status
+	cs, err := ps.p.GetStatus(ctx, ps.tc)
+	if err == nil && cs == nil {
+		err = errors.New("the provider returned no status")
+	}
+	if err != nil {
+		ps.failure(failReason, failPhase, err)
+		return
+	}
+	at := metav1.NewTime(ps.now)
+	st.State, st.Health, st.LastUpdated = cs.State, cs.Health, &at
+	st.Containers, st.Metadata = slices.Clone(cs.Containers), maps.Clone(cs.Metadata)
+	if len(cs.Endpoints) > 0 && st.ProvisionResult != nil {
+		st.ProvisionResult.Endpoints = slices.Clone(cs.Endpoints)
+	}
+	ps.message = cs.Message
+	switch cs.Health {
+	case v1alpha1.HealthStatusHealthy:
+		ps.set(v1alpha1.ConditionHealthy, metav1.ConditionTrue, reasonHealthy, fmt.Sprintf("Provider %s reports the compute healthy.", ps.p.Name()))
+	case v1alpha1.HealthStatusUnhealthy:
+		ps.set(v1alpha1.ConditionHealthy, metav1.ConditionFalse, reasonUnhealthy,
+			or(cs.Message, fmt.Sprintf("Provider %s reports the compute unhealthy.", ps.p.Name())))
+	default:
+		ps.set(v1alpha1.ConditionHealthy, metav1.ConditionUnknown, reasonHealthUnknown, fmt.Sprintf("Provider %s does not know the compute's health.", ps.p.Name()))
+	}
+	if cs.State == v1alpha1.ComputeStateFailed {
+		ps.failure(failReason, failPhase, errors.New(or(cs.Message, "the compute failed")))
+		return
+	}
+	rest := v1alpha1.PhaseReady
+	atRest := cs.State == v1alpha1.ComputeStateRunning && cs.Health != v1alpha1.HealthStatusUnhealthy
+	if ps.tc.Spec.Suspended {
+		rest, atRest = v1alpha1.PhaseStopped, cs.State == v1alpha1.ComputeStateStopped
+	}
+	if !atRest || !provisioned(st) {
+		st.Phase = onTheWay
+		return
+	}
+	if st.Phase != rest {
+		ps.checked = true // just checked on the way here
+	}
+	st.Phase, st.Retries = rest, 0
+}
+
+// failure counts a failed attempt: the phase becomes failPhase with the next attempt after the
+// backoff, or Failed after MaxAttempts attempts or an error the provider marks permanent.
+func (ps *pass) failure(reason string, failPhase v1alpha1.TenantComputePhase, err error) {
+	st := ps.status
+	st.Retries++
+	verb := verbs[reason]
+	switch {
+	case errors.Is(err, compute.ErrPermanent):
+		st.Phase = v1alpha1.PhaseFailed
+		ps.fault = &fault{reason, fmt.Sprintf("Provider %s cannot %s the compute: %s", ps.p.Name(), verb, sentence(err))}
+	case st.Retries >= MaxAttempts:
+		st.Phase = v1alpha1.PhaseFailed
+		ps.fault = &fault{reason, fmt.Sprintf("Provider %s failed to %s the compute %d times in a row: %s", ps.p.Name(), verb, st.Retries, sentence(err))}
+	default:
+		next := metav1.NewTime(ps.now.Add(backoff(st.Retries)))
+		st.Phase, st.NextRetryTime = failPhase, &next
+		ps.fault = &fault{reason, fmt.Sprintf("Provider %s failed to %s the compute (attempt %d of %d, next at %s): %s",
+			ps.p.Name(), verb, st.Retries, MaxAttempts, next.UTC().Format(time.RFC3339), sentence(err))}
+	}
+	if !provisioned(st) {
+		ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reason, ps.fault.message)
+	}
+}
+
+// refuse ends the tenant in Failed at once: the provider cannot honour the spec, and trying
+// again without a change would fail the same way.
+func (ps *pass) refuse(verb string, err error) {
+	st := ps.status
+	st.Phase, st.Retries = v1alpha1.PhaseFailed, 0
+	ps.fault = &fault{reasonSpecInvalid, fmt.Sprintf("Provider %s cannot %s this spec: %s", ps.p.Name(), verb, sentence(err))}
+	if !provisioned(st) {
+		ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reasonSpecInvalid, ps.fault.message)
+	}
+}
+
+// conclude sets the Ready condition from the phase the pass ended in.
+func (ps *pass) conclude() {
+	st, name := ps.status, ps.p.Name()
+	status, reason, message := metav1.ConditionFalse, "", ""
+	switch {
+	case ps.fault != nil:
+		reason, message = ps.fault.reason, ps.fault.message
+	case st.Phase == v1alpha1.PhaseReady && st.State == v1alpha1.ComputeStateRunning && st.Health != v1alpha1.HealthStatusUnhealthy:
+		status, reason, message = metav1.ConditionTrue, reasonReady, "The compute runs as the spec asks."
+	case st.Phase == v1alpha1.PhaseReady && st.Health == v1alpha1.HealthStatusUnhealthy:
+		reason, message = reasonUnhealthy, or(ps.message, fmt.Sprintf("Provider %s reports the compute unhealthy.", name))
+	case st.Phase == v1alpha1.PhaseReady:
+		reason, message = reasonNotRunning, or(ps.message, fmt.Sprintf("The compute is %s.", or(string(st.State), string(v1alpha1.ComputeStateUnknown))))
+	case st.Phase == v1alpha1.PhaseStopped:
+		reason, message = reasonStopped, "The compute is stopped because spec.suspended is set."
+	case st.Phase == v1alpha1.PhaseArchived:
+		reason, message = reasonArchived, "The compute was destroyed because spec.archived is set; the object keeps its history."
+	case st.Phase == v1alpha1.PhaseProvisioning:
+		reason, message = reasonProvisioning, or(ps.message, fmt.Sprintf("Provider %s is creating the compute.", name))
+	default:
+		reason, message = reasonUpdating, or(ps.message, fmt.Sprintf("Provider %s is bringing the compute to the spec.", name))
+	}
+	ps.set(v1alpha1.ConditionReady, status, reason, message)
+}
+
+// recordProvision keeps a provision result; a repeat that differs only in its time keeps the
+// stored one, so an idempotent Provision writes nothing.
+func (ps *pass) recordProvision(res *v1alpha1.ProvisionResult) {
+	got := res.DeepCopy()
+	if got.Status == v1alpha1.ProvisionStatusSuccess && got.ProvisionedAt == nil {
+		at := metav1.NewTime(ps.now)
+		got.ProvisionedAt = &at
+	}
+	if stored := ps.status.ProvisionResult; stored != nil {
+		a, b := stored.DeepCopy(), got.DeepCopy()
+		a.ProvisionedAt, b.ProvisionedAt = nil, nil
+		if apiequality.Semantic.DeepEqual(a, b) {
+			return
+		}
+	}
+	ps.status.ProvisionResult = got
+}
+
+// recordUpdate keeps an update result. A result that differs from the stored one only in its
+// time keeps the stored one (an idle check writes nothing), and so does a no_changes from a
+// repeated Update while a rollout completes: the rollout's changes stay visible.
+func (ps *pass) recordUpdate(res *v1alpha1.UpdateResult, repeat bool) {
+	got := res.DeepCopy()
+	if got.UpdatedAt == nil {
+		at := metav1.NewTime(ps.now)
+		got.UpdatedAt = &at
+	}
+	if stored := ps.status.UpdateResult; stored != nil {
+		a, b := stored.DeepCopy(), got.DeepCopy()
+		a.UpdatedAt, b.UpdatedAt = nil, nil
+		if apiequality.Semantic.DeepEqual(a, b) ||
+			(repeat && got.Status == v1alpha1.UpdateStatusNoChanges && stored.Status == v1alpha1.UpdateStatusSuccess) {
+			return
+		}
+	}
+	ps.status.UpdateResult = got
+}
+
+func (ps *pass) set(condType string, status metav1.ConditionStatus, reason, message string) {
+	setCondition(ps.status, ps.tc.Generation, metav1.NewTime(ps.now), condType, status, reason, message)
+}
+
+// setCondition sets a condition; its transition time moves only when its status does, so an
+// unchanged condition compares equal and nothing is written.
+func setCondition(st *v1alpha1.TenantComputeStatus, generation int64, now metav1.Time, condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now,
+	})
+}
+
+// provisioned says whether the provider has created the compute (and it has not been archived
+// since).
+func provisioned(st *v1alpha1.TenantComputeStatus) bool {
+	return meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionProvisioned)
+}
+
+// backoff is the wait after the given number of consecutive failures: 1 s, doubling, at most
+// 5 min.
+func backoff(failures int32) time.Duration {
+	d := firstRetry
+	for i := int32(1); i < failures && d < maxRetry; i++ {
+		d *= 2
+	}
+	return min(d, maxRetry)
+}
+
+// sentence ends an error's text with one full stop.
+func sentence(err error) string {
+	return strings.TrimRight(err.Error(), ". ") + "."
+}
+
+func or(s, fallback string) string {
+	if s != "" {
+		return s
+	}
+	return fallback
+}
