@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -25,10 +26,15 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/compute"
+	kubernetescompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
 	"github.com/plinth-dev/plinth/pkg/controllers/adoption"
 	"github.com/plinth-dev/plinth/pkg/controllers/cluster"
+	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/controllers/managedvm"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
+	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
 	"github.com/plinth-dev/plinth/pkg/controllers/workload"
 	"github.com/plinth-dev/plinth/pkg/controllers/workloadplan"
 	"github.com/plinth-dev/plinth/pkg/credentials"
@@ -56,6 +62,10 @@ type Config struct {
 	// once, however many controllers read it.
 	KubeInformers   kubeinformers.SharedInformerFactory
 	PlinthInformers informers.SharedInformerFactory
+	// TenantInformers watch only what compute providers made for TenantComputes (objects
+	// labelled compute.plinth.dev/tenant-id) in the cluster Plinth is aggregated into, so the
+	// providers' caches hold their tenants' objects rather than every object of the cluster.
+	TenantInformers kubeinformers.SharedInformerFactory
 	// Events records events.k8s.io/v1 Events for every controller.
 	Events events.EventBroadcaster
 	// Keys opens target clusters' sealed kubeconfigs; nil without --encryption-key-file.
@@ -90,6 +100,8 @@ func (o *Options) Config() (*Config, error) {
 		PlinthInformers: informers.NewSharedInformerFactory(plinth, resync),
 		Events:          events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
 	}
+	c.TenantInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = computev1alpha1.LabelTenantID }))
 	if o.EncryptionKeyFile != "" {
 		// Followed, like plinth-apiserver's: a key added by a rotation is used without a restart.
 		if c.Keys, err = keyring.NewReloading(o.EncryptionKeyFile, keyring.ReloadInterval); err != nil {
@@ -132,12 +144,31 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	plans, err := workloadplan.NewController(c.Plinth, c.Kube, recorder, score.WorkloadPlans(), score.ResourceBindings(),
+	creds := credentials.NewClusterProvider(c.Plinth.PlatformV1alpha1(), platform.Clusters().Lister(), c.Keys)
+	// One registry of compute providers by name: the Score runtimes WorkloadPlans run on and
+	// the tenant-compute providers TenantComputes name. Everything is registered before the
+	// controllers that read it are built.
+	providers := compute.NewRegistry()
+	kubernetesRuntime := kubernetescompute.New(c.Kube, apps.Deployments().Lister(), core.Services().Lister(), core.Secrets().Lister())
+	if err := providers.Register(compute.Entry{Name: kubernetesRuntime.Name(), Runtime: kubernetesRuntime}); err != nil {
+		return nil, err
+	}
+	plans, err := workloadplan.New(c.Plinth, recorder, providers, score.WorkloadPlans(), score.ResourceBindings(),
 		apps.Deployments(), core.Services(), core.Secrets())
 	if err != nil {
 		return nil, err
 	}
-	creds := credentials.NewClusterProvider(c.Plinth.PlatformV1alpha1(), platform.Clusters().Lister(), c.Keys)
+	computeInformers := c.PlinthInformers.Compute().V1alpha1()
+	tenants, err := tenantcompute.NewController(c.Plinth.ComputeV1alpha1(), recorder, computeInformers.TenantComputes(), providers,
+		tenantcompute.Options{ResyncPeriod: o.ComputeResyncPeriod})
+	if err != nil {
+		return nil, err
+	}
+	published, err := computeprovider.NewController(c.Plinth.ComputeV1alpha1(), recorder, computeInformers.ComputeProviders(), providers,
+		computeprovider.PlinthController)
+	if err != nil {
+		return nil, err
+	}
 	clusters, err := cluster.NewController(c.Plinth.PlatformV1alpha1(), recorder, platform.Clusters(), creds,
 		cluster.Probe(o.ClusterProbeTimeout, kubevirtprovider.DetectFromConfig), o.ClusterProbeInterval)
 	if err != nil {
@@ -154,7 +185,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Runnable{workloads, bindings, plans, clusters, vms, adopter}, nil
+	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, tenants, published}, nil
 }
 
 // Run builds the controllers, starts the caches, the event sink and the health server, and
@@ -167,8 +198,10 @@ func (c CompletedConfig) Run(ctx context.Context) error {
 	}
 	c.PlinthInformers.Start(ctx.Done())
 	c.KubeInformers.Start(ctx.Done())
+	c.TenantInformers.Start(ctx.Done())
 	defer c.PlinthInformers.Shutdown()
 	defer c.KubeInformers.Shutdown()
+	defer c.TenantInformers.Shutdown()
 	if err := c.Events.StartRecordingToSinkWithContext(ctx); err != nil {
 		return err
 	}
@@ -274,12 +307,15 @@ func (c CompletedConfig) healthServer(watchdog *leaderelection.HealthzAdaptor) *
 		checks = append(checks, watchdog)
 	}
 	healthz.InstallHandler(mux, checks...)
-	kubeSynced, plinthSynced := healthz.NewInformerSyncHealthz(c.KubeInformers), healthz.NewInformerSyncHealthz(c.PlinthInformers)
+	synced := []healthz.HealthChecker{healthz.NewInformerSyncHealthz(c.KubeInformers), healthz.NewInformerSyncHealthz(c.PlinthInformers),
+		healthz.NewInformerSyncHealthz(c.TenantInformers)}
 	healthz.InstallReadyzHandler(mux, healthz.PingHealthz, healthz.NamedCheck("informer-sync", func(r *http.Request) error {
-		if err := kubeSynced.Check(r); err != nil {
-			return err
+		for _, s := range synced {
+			if err := s.Check(r); err != nil {
+				return err
+			}
 		}
-		return plinthSynced.Check(r)
+		return nil
 	}))
 	mux.Handle("/metrics", legacyregistry.Handler())
 	return &http.Server{Addr: c.Options.BindAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second}

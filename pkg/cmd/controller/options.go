@@ -51,6 +51,9 @@ type Options struct {
 	VMPollInterval       time.Duration
 	VMResyncInterval     time.Duration
 	AdoptionScanInterval time.Duration
+	// ComputeResyncPeriod is how often a Ready or Stopped TenantCompute is checked against its
+	// spec with its provider's Update.
+	ComputeResyncPeriod time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -66,6 +69,7 @@ func NewOptions() *Options {
 		QPS: 200, Burst: 400,
 		ClusterProbeInterval: 30 * time.Second, ClusterProbeTimeout: 10 * time.Second,
 		VMPollInterval: time.Second, VMResyncInterval: 30 * time.Second, AdoptionScanInterval: 30 * time.Second,
+		ComputeResyncPeriod: 5 * time.Minute,
 	}
 }
 
@@ -86,6 +90,7 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.VMPollInterval, "vm-poll-interval", o.VMPollInterval, "How soon a governed VM in transition (creating, stopping, a ticket executing) is looked at again.")
 	f.DurationVar(&o.VMResyncInterval, "vm-resync-interval", o.VMResyncInterval, "How often a governed VM at rest is compared with its cluster.")
 	f.DurationVar(&o.AdoptionScanInterval, "adoption-scan-interval", o.AdoptionScanInterval, "How often each HEALTHY cluster is scanned for labelled VMs without a ManagedVM.")
+	f.DurationVar(&o.ComputeResyncPeriod, "compute-resync-period", o.ComputeResyncPeriod, "How often a Ready or Stopped TenantCompute is checked against its spec by its provider (annotate it with compute.plinth.dev/reconcile-requested-at to check it now).")
 	f.StringVar(&o.ProvisionersConfig, "provisioners-config", o.ProvisionersConfig, "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
 }
 
@@ -113,6 +118,7 @@ func (o *Options) Validate() error {
 	for flag, d := range map[string]time.Duration{
 		"--cluster-probe-interval": o.ClusterProbeInterval, "--cluster-probe-timeout": o.ClusterProbeTimeout,
 		"--vm-poll-interval": o.VMPollInterval, "--vm-resync-interval": o.VMResyncInterval, "--adoption-scan-interval": o.AdoptionScanInterval,
+		"--compute-resync-period": o.ComputeResyncPeriod,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %s", flag, d))

@@ -1,0 +1,45 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
+	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
+	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
+	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+)
+
+// New builds every controller plinth-controller runs, tenant compute and the publication of
+// its compute providers included, without contacting anything.
+func TestNewBuildsEveryController(t *testing.T) {
+	kube, plinth := kubefake.NewSimpleClientset(), fake.NewSimpleClientset()
+	cfg := &Config{
+		Options: NewOptions(), Kube: kube, Plinth: plinth,
+		KubeInformers:   kubeinformers.NewSharedInformerFactory(kube, 0),
+		PlinthInformers: informers.NewSharedInformerFactory(plinth, 0),
+		TenantInformers: kubeinformers.NewSharedInformerFactory(kube, 0),
+		Events:          events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
+	}
+	controllers, err := cfg.Complete().New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range controllers {
+		names = append(names, c.Name())
+	}
+	for _, want := range []string{tenantcompute.Name, computeprovider.Name} {
+		if !slices.Contains(names, want) {
+			t.Errorf("controllers %v lack %s", names, want)
+		}
+	}
+	if len(kube.Actions())+len(plinth.Actions()) != 0 {
+		t.Errorf("building the controllers contacted the API: %v %v", kube.Actions(), plinth.Actions())
+	}
+}
