@@ -558,16 +558,22 @@ func TestFailedComputeCountsAsAFailure(t *testing.T) {
 	}
 }
 
+// permanentError is how providers mark an error retrying cannot fix.
+type permanentError string
+
+func (e permanentError) Error() string { return string(e) }
+func (e permanentError) Unwrap() error { return compute.ErrPermanent }
+
 func TestPermanentErrorFailsAtOnce(t *testing.T) {
 	h := newHarness(t, tenant())
-	h.p.provisionErr = fmt.Errorf("cluster west is not registered: %w", compute.ErrPermanent)
+	h.p.provisionErr = fmt.Errorf("provisioning: %w", permanentError("cluster west is not registered"))
 	h.step()
 	tc := h.expectPhase(v1alpha1.PhaseFailed)
 	if tc.Status.Retries != 1 || tc.Status.NextRetryTime != nil {
 		t.Errorf("retries %d, next %v", tc.Status.Retries, tc.Status.NextRetryTime)
 	}
 	expectCondition(t, tc, v1alpha1.ConditionReady, metav1.ConditionFalse, "ProvisionFailed")
-	h.expectEvents("Warning ProvisionFailed Provider fake cannot provision the compute: cluster west is not registered: permanent.")
+	h.expectEvents("Warning ProvisionFailed Provider fake cannot provision the compute: provisioning: cluster west is not registered.")
 }
 
 func TestValidateErrorFailsAtOnceAsSpecInvalid(t *testing.T) {
@@ -609,7 +615,7 @@ func TestSpecChangeWhileFailedStartsAgain(t *testing.T) {
 
 func TestReconcileRequestWhileFailedStartsAgain(t *testing.T) {
 	h := newHarness(t, tenant())
-	h.p.provisionErr = fmt.Errorf("cluster west is not registered: %w", compute.ErrPermanent)
+	h.p.provisionErr = permanentError("cluster west is not registered")
 	h.step()
 	h.expectPhase(v1alpha1.PhaseFailed)
 	h.p.provisionErr = nil
@@ -637,13 +643,40 @@ func TestTenantOfAnotherControllerIsLeftAlone(t *testing.T) {
 	}
 }
 
-func TestIdleFailedOrArchivedTenantIsNotRequeued(t *testing.T) {
+// Without events, a tenant is looked at again at its retry time, after the poll interval on
+// its way, at the next resync at rest, and never when Failed or Archived.
+func TestNextLook(t *testing.T) {
 	h := newHarness(t, tenant())
-	h.p.validateErr = errors.New("no")
+	h.p.status = starting
 	h.step()
-	ps := &pass{status: &h.get().Status, now: h.clock.Now()}
-	if after := h.c.nextLook(shop, ps); after != 0 {
-		t.Errorf("a Failed tenant is looked at again in %s", after)
+	look := func() time.Duration {
+		return h.c.nextLook(shop, &pass{status: &h.get().Status, now: h.clock.Now()})
+	}
+	if after := look(); after != DefaultPollInterval {
+		t.Errorf("provisioning: looked at again in %s", after)
+	}
+	h.p.status = running
+	h.step()
+	h.clock.Step(time.Minute)
+	if after := look(); after != 4*time.Minute {
+		t.Errorf("ready a minute ago: looked at again in %s, want at the resync", after)
+	}
+	h.edit(true, func(tc *v1alpha1.TenantCompute) { tc.Spec.Archived = true })
+	h.step()
+	if after := look(); after != 0 {
+		t.Errorf("archived: looked at again in %s", after)
+	}
+	h.edit(true, func(tc *v1alpha1.TenantCompute) { tc.Spec.Archived = false })
+	h.p.provisionErr = errors.New("quota")
+	h.step()
+	if after := look(); after != time.Second {
+		t.Errorf("after a failure: looked at again in %s", after)
+	}
+	h.p.validateErr = errors.New("no")
+	h.edit(true, func(tc *v1alpha1.TenantCompute) { tc.Spec.Containers[0].Image = "nginx:1.28" })
+	h.step()
+	if after := look(); after != 0 {
+		t.Errorf("failed: looked at again in %s", after)
 	}
 }
 
