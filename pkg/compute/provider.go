@@ -73,3 +73,8 @@ type Notifier interface {
 // ErrPermanent marks a provider error that retrying cannot fix (a config the provider cannot
 // honour): the controller moves the TenantCompute to Failed at once instead of backing off.
 var ErrPermanent = errors.New("permanent")
+
+// ErrInProgress marks a Destroy that has begun but waits on something outside the provider (a
+// governed VM's delete waits for its approval): nothing failed, so the controller keeps the
+// tenant where it is and looks again after its poll interval instead of counting an attempt.
+var ErrInProgress = errors.New("in progress")

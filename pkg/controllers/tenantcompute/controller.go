@@ -16,6 +16,7 @@ package tenantcompute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -230,7 +231,17 @@ func (c *Controller) finalize(ctx context.Context, key cache.ObjectName, tc *v1a
 			return err
 		}
 	}
-	if err := p.Destroy(ctx, tc); err != nil {
+	if err := p.Destroy(ctx, tc); errors.Is(err, compute.ErrInProgress) {
+		// Begun and waiting on something outside the provider (an approval): not a failure.
+		st := tc.Status.DeepCopy()
+		setCondition(st, tc.Generation, now, v1alpha1.ConditionReady, metav1.ConditionFalse, reasonDeleting,
+			fmt.Sprintf("Provider %s is destroying the compute: %s", p.Name(), sentence(err)))
+		if _, werr := c.writeStatus(ctx, tc, st); werr != nil {
+			return werr
+		}
+		c.EnqueueAfter(key, c.poll)
+		return nil
+	} else if err != nil {
 		// Retried by the loop's backoff: a tenant being deleted has no Failed phase to end in,
 		// its finalizer holds until the provider has destroyed the compute.
 		st := tc.Status.DeepCopy()

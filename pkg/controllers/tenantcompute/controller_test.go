@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -736,4 +737,49 @@ func TestFailedStatusWriteIsRetried(t *testing.T) {
 		t.Error("a failed status write was not returned")
 	}
 	h.expectEvents()
+}
+
+// A Destroy the provider reports in progress (a governed VM's delete waiting for approval) is
+// no failure: an archive stays on its way with no attempt counted, a delete keeps the finalizer
+// without a DestroyFailed warning, and both finish once Destroy succeeds.
+func TestDestroyInProgressIsNotAFailure(t *testing.T) {
+	h := newHarness(t, tenant())
+	h.ready()
+	h.p.destroyErr = fmt.Errorf("the delete of ManagedVM shop waits for approval of ticket tkt-1: %w", compute.ErrInProgress)
+	h.edit(true, func(tc *v1alpha1.TenantCompute) { tc.Spec.Archived = true })
+	for range MaxAttempts + 1 {
+		h.step()
+		h.expectCalls("Destroy")
+		tc := h.expectPhase(v1alpha1.PhaseUpdating)
+		if tc.Status.Retries != 0 || tc.Status.NextRetryTime != nil {
+			t.Fatalf("an archive in progress counted as a failure: retries %d", tc.Status.Retries)
+		}
+		if c := meta.FindStatusCondition(tc.Status.Conditions, v1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "tkt-1") {
+			t.Fatalf("Ready condition does not say what the archive waits for: %+v", c)
+		}
+	}
+	h.p.destroyErr = nil
+	h.step()
+	h.expectCalls("Destroy")
+	h.expectPhase(v1alpha1.PhaseArchived)
+
+	h2 := newHarness(t, tenant())
+	h2.ready()
+	h2.p.destroyErr = fmt.Errorf("waits for approval of ticket tkt-2: %w", compute.ErrInProgress)
+	h2.edit(false, func(tc *v1alpha1.TenantCompute) { tc.DeletionTimestamp = &metav1.Time{Time: start} })
+	if err := h2.c.reconcile(context.Background(), shop); err != nil {
+		t.Fatalf("a delete in progress returned an error (the loop would count a failure): %v", err)
+	}
+	h2.refresh()
+	tc := h2.get()
+	expectCondition(t, tc, v1alpha1.ConditionReady, metav1.ConditionFalse, "Deleting")
+	if !slices.Contains(tc.Finalizers, v1alpha1.Finalizer) {
+		t.Error("the finalizer was removed while Destroy is in progress")
+	}
+	h2.p.destroyErr = nil
+	h2.p.took()
+	h2.step()
+	if tc := h2.get(); slices.Contains(tc.Finalizers, v1alpha1.Finalizer) {
+		t.Errorf("finalizer kept after Destroy: %v", tc.Finalizers)
+	}
 }

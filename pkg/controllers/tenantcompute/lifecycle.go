@@ -198,7 +198,11 @@ func (ps *pass) archive(ctx context.Context) {
 	if st.Phase == v1alpha1.PhaseArchived {
 		return
 	}
-	if err := ps.p.Destroy(ctx, ps.tc); err != nil {
+	if err := ps.p.Destroy(ctx, ps.tc); errors.Is(err, compute.ErrInProgress) {
+		// Begun and waiting on something outside the provider: no attempt is counted.
+		st.Phase, ps.message = v1alpha1.PhaseUpdating, fmt.Sprintf("Provider %s is destroying the compute: %s", ps.p.Name(), sentence(err))
+		return
+	} else if err != nil {
 		ps.failure(reasonArchiveFailed, v1alpha1.PhaseUpdating, err)
 		return
 	}
