@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	computeinstall "github.com/plinth-dev/plinth/pkg/apis/compute/install"
 	governanceinstall "github.com/plinth-dev/plinth/pkg/apis/governance/install"
 	platforminstall "github.com/plinth-dev/plinth/pkg/apis/platform/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
@@ -39,6 +40,7 @@ func init() {
 	scoreinstall.Install(Scheme)
 	governanceinstall.Install(Scheme)
 	platforminstall.Install(Scheme)
+	computeinstall.Install(Scheme)
 
 	// The generic server needs the meta/v1 option types registered in the empty group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
@@ -130,6 +132,9 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	if err := c.installGovernance(genericServer, clusters); err != nil {
+		return nil, err
+	}
+	if err := c.installCompute(genericServer); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -34,6 +34,7 @@ import (
 	plinthinitializer "github.com/plinth-dev/plinth/pkg/admission/initializer"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
+	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -86,7 +87,8 @@ type Options struct {
 }
 
 // storageVersions is the version each group's objects are stored in: the one it serves.
-var storageVersions = schema.GroupVersions{v1b1.SchemeGroupVersion, governancev1alpha1.SchemeGroupVersion, platformv1alpha1.SchemeGroupVersion}
+var storageVersions = schema.GroupVersions{v1b1.SchemeGroupVersion, governancev1alpha1.SchemeGroupVersion, platformv1alpha1.SchemeGroupVersion,
+	computev1alpha1.SchemeGroupVersion}
 
 // NewOptions returns the defaults.
 func NewOptions(out io.Writer) *Options {
