@@ -91,12 +91,12 @@ func (e *env) delete(ns, name string, opts *metav1.DeleteOptions) {
 	}
 }
 
-// expectTenantIDConflict checks a 409 Conflict naming spec.tenantID.
-func expectTenantIDConflict(t *testing.T, err error) *metav1.Status {
+// expectTenantIDTaken checks a 409 AlreadyExists naming spec.tenantID.
+func expectTenantIDTaken(t *testing.T, err error) *metav1.Status {
 	t.Helper()
 	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Code != http.StatusConflict || status.Status().Reason != metav1.StatusReasonConflict {
-		t.Fatalf("got %v, want 409 Conflict", err)
+	if !errors.As(err, &status) || status.Status().Code != http.StatusConflict || status.Status().Reason != metav1.StatusReasonAlreadyExists {
+		t.Fatalf("got %v, want 409 AlreadyExists", err)
 	}
 	s := status.Status()
 	if s.Details == nil || len(s.Details.Causes) != 1 || s.Details.Causes[0].Field != "spec.tenantID" ||
@@ -122,19 +122,20 @@ func TestTenantIDIsUniqueAcrossNamespaces(t *testing.T) {
 	first := e.mustCreate("team-a", tenant("shop", "acme"))
 
 	_, err := e.create("team-b", tenant("store", "acme"), nil)
-	s := expectTenantIDConflict(t, err)
+	s := expectTenantIDTaken(t, err)
 	// Another namespace's tenant learns the ID is taken, not by whom.
 	if strings.Contains(s.Message, "team-a") || strings.Contains(s.Message, "shop") || !strings.Contains(s.Message, "another namespace") {
 		t.Errorf("message %q names the holder across namespaces", s.Message)
 	}
 	// In the holder's own namespace, the holder is named.
 	_, err = e.create("team-a", tenant("shop-2", "acme"), nil)
-	if s := expectTenantIDConflict(t, err); !strings.Contains(s.Message, "TenantCompute shop in this namespace") {
+	if s := expectTenantIDTaken(t, err); !strings.Contains(s.Message, "TenantCompute shop in this namespace") {
 		t.Errorf("message %q does not name the holder in its namespace", s.Message)
 	}
 	// Creating the same object again is the usual AlreadyExists.
-	if _, err := e.create("team-a", tenant("shop", "acme"), nil); !apierrors.IsAlreadyExists(err) {
-		t.Errorf("creating team-a/shop again: %v, want AlreadyExists", err)
+	var again apierrors.APIStatus
+	if _, err := e.create("team-a", tenant("shop", "acme"), nil); !apierrors.IsAlreadyExists(err) || !errors.As(err, &again) || len(again.Status().Details.Causes) > 0 {
+		t.Errorf("creating team-a/shop again: %v, want the plain AlreadyExists", err)
 	}
 	if got, want := e.holder("acme"), "team-a/shop/"+string(first.UID); got != want {
 		t.Errorf("after refused creates the claim is %q, want %q", got, want)
@@ -184,7 +185,7 @@ func TestDryRunChecksButNeverClaims(t *testing.T) {
 	}
 	e.mustCreate("team-a", tenant("shop", "acme"))
 	_, err := e.create("team-b", tenant("store", "acme"), dryRun)
-	expectTenantIDConflict(t, err)
+	expectTenantIDTaken(t, err)
 	// A dry-run delete keeps the claim.
 	e.delete("team-a", "shop", &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	if e.holder("acme") == "" {
@@ -255,7 +256,7 @@ func TestConcurrentCreatesOfOneTenantID(t *testing.T) {
 			winner = created[i]
 			continue
 		}
-		expectTenantIDConflict(t, err)
+		expectTenantIDTaken(t, err)
 	}
 	if winners != 1 {
 		t.Fatalf("%d creates succeeded, want exactly 1", winners)
@@ -297,7 +298,7 @@ func TestServerSideApplyCreateClaims(t *testing.T) {
 		t.Fatalf("claim %q, want %q", got, want)
 	}
 	_, err = apply("team-b", tenant("store", "acme"))
-	expectTenantIDConflict(t, err)
+	expectTenantIDTaken(t, err)
 
 	changed := tenant("shop", "acme")
 	changed.Spec.Containers[0].Image = "nginx:1.28"

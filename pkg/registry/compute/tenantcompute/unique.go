@@ -148,9 +148,11 @@ func (c *claimer) release(ctx context.Context) {
 	c.claim = nil
 }
 
-// heldError is the 409 a create gets when another TenantCompute holds its tenant ID. It names
-// the holder only within the requester's namespace: tenants of other namespaces learn that the
-// ID is taken, not who took it.
+// heldError is the 409 a create gets when another TenantCompute holds its tenant ID: reason
+// AlreadyExists (the ID exists), with the cause on spec.tenantID. Not reason Conflict: kubectl
+// apply --server-side reads a Conflict as a field-manager conflict and advises
+// --force-conflicts, which cannot help. It names the holder only within the requester's
+// namespace: tenants of other namespaces learn that the ID is taken, not who took it.
 func heldError(tc *compute.TenantCompute, held *tenantidclaim.HeldError) error {
 	if !held.InFlight && held.Holder.Namespace == tc.Namespace && held.Holder.Name == tc.Name {
 		// The object itself exists: the usual answer to creating it twice.
@@ -170,7 +172,7 @@ func heldError(tc *compute.TenantCompute, held *tenantidclaim.HeldError) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusConflict,
-		Reason:  metav1.StatusReasonConflict,
+		Reason:  metav1.StatusReasonAlreadyExists,
 		Message: fmt.Sprintf("TenantCompute %q cannot be created: %s", tc.Name, fe.Error()),
 		Details: &metav1.StatusDetails{
 			Group: compute.GroupName, Kind: "tenantcomputes", Name: tc.Name,
