@@ -99,3 +99,24 @@ func TestRuntimeManifests(t *testing.T) {
 		}
 	}
 }
+
+// A resource amount that is not a quantity is the workload's error, not a crash.
+func TestRuntimeRefusesAmountsThatAreNotQuantities(t *testing.T) {
+	kube := kubefake.NewClientset()
+	factory := kubeinformers.NewSharedInformerFactory(kube, 0)
+	apps, core := factory.Apps().V1(), factory.Core().V1()
+	rt := New(kube, apps.Deployments().Lister(), core.Services().Lister(), core.Secrets().Lister())
+	plan, bindings := runtimePlan()
+	web := plan.Spec.Projection.Containers["web"]
+	web.Resources.Limits.Memory = "lots"
+	plan.Spec.Projection.Containers["web"] = web
+	status, err := rt.Apply(context.Background(), plan, bindings)
+	if err == nil || status.Reason != v1b1.ReasonProjectionError {
+		t.Fatalf("Apply = %+v, %v; want a ProjectionError", status, err)
+	}
+	for _, a := range kube.Actions() {
+		if a.GetResource().Resource == "deployments" {
+			t.Errorf("applied a Deployment: %v", a)
+		}
+	}
+}

@@ -1,22 +1,14 @@
-// Package kubernetes is the `kubernetes` runtime: a WorkloadPlan becomes a Deployment, a
-// Service when ports are declared, and a Secret for files, in the workload's namespace, all
-// owned by the plan (which the Workload owns), applied with server-side apply.
 package kubernetes
 
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -29,6 +21,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/compute"
 )
 
+// fieldManager applies the runtime's objects.
 const fieldManager = "plinth-runtime-kubernetes"
 
 // Runtime is the kubernetes runtime. Create it with New.
@@ -37,7 +30,7 @@ type Runtime struct {
 	Deployments appslisters.DeploymentLister
 	Services    corelisters.ServiceLister
 	Secrets     corelisters.SecretLister
-	applied     *appliedCache
+	applier     *applier
 }
 
 var (
@@ -47,7 +40,7 @@ var (
 
 // New returns the kubernetes runtime reading live objects from the given listers.
 func New(client kubernetes.Interface, deployments appslisters.DeploymentLister, services corelisters.ServiceLister, secrets corelisters.SecretLister) *Runtime {
-	return &Runtime{Client: client, Deployments: deployments, Services: services, Secrets: secrets, applied: newAppliedCache()}
+	return &Runtime{Client: client, Deployments: deployments, Services: services, Secrets: secrets, applier: newApplier(fieldManager)}
 }
 
 // Name is the runtime class.
@@ -76,13 +69,14 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 	names := sets.List(sets.KeySet(plan.Spec.Projection.Containers))
 	for _, name := range names {
 		c := plan.Spec.Projection.Containers[name]
-		container := corev1.Container{Name: name, Image: c.Image, Command: c.Command, Args: c.Args}
+		spec := containerSpec{name: name, image: c.Image, command: c.Command, args: c.Args,
+			liveness: probe(c.LivenessProbe), readiness: probe(c.ReadinessProbe)}
 		for _, e := range c.Env {
 			env, err := envVar(e, bindings)
 			if err != nil {
 				return compute.Status{Reason: v1b1.ReasonProjectionError, Message: "A resource output the workload uses is missing."}, err
 			}
-			container.Env = append(container.Env, env)
+			spec.env = append(spec.env, env)
 		}
 		for i, f := range c.Files {
 			key := fmt.Sprintf("%s-%d", name, i)
@@ -91,55 +85,51 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 				return compute.Status{Reason: v1b1.ReasonProjectionError, Message: "A resource output the workload uses is missing."}, err
 			}
 			files[key] = content
-			container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "files", MountPath: f.Target, SubPath: key, ReadOnly: true})
+			spec.mounts = append(spec.mounts, corev1.VolumeMount{Name: "files", MountPath: f.Target, SubPath: key, ReadOnly: true})
 		}
 		for _, v := range c.Volumes {
 			volName := "vol-" + strings.ToLower(strings.ReplaceAll(v.Source, ".", "-"))
 			if !hasVolume(pod.Volumes, volName) {
 				pod.Volumes = append(pod.Volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 			}
-			container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: volName, MountPath: v.Target, SubPath: v.Path, ReadOnly: v.ReadOnly})
+			spec.mounts = append(spec.mounts, corev1.VolumeMount{Name: volName, MountPath: v.Target, SubPath: v.Path, ReadOnly: v.ReadOnly})
 		}
-		container.Resources = resources(c.Resources)
-		container.LivenessProbe, container.ReadinessProbe = probe(c.LivenessProbe), probe(c.ReadinessProbe)
+		if res := c.Resources; res != nil {
+			spec.requests, spec.limits = scoreAmounts(res.Requests), scoreAmounts(res.Limits)
+		}
 		if svc := plan.Spec.Projection.Service; svc != nil && len(names) > 0 && name == names[0] {
 			for _, portName := range sets.List(sets.KeySet(svc.Ports)) {
 				p := svc.Ports[portName]
-				container.Ports = append(container.Ports, corev1.ContainerPort{Name: truncate(portName, 15), ContainerPort: targetPort(p), Protocol: corev1.Protocol(p.Protocol)})
+				spec.ports = append(spec.ports, containerPort(truncate(portName, 15), targetPort(p), p.Protocol))
 			}
 		}
-		pod.Containers = append(pod.Containers, container)
+		built, err := container(spec)
+		if err != nil {
+			return compute.Status{Reason: v1b1.ReasonProjectionError, Message: "A resource amount of the workload is not a quantity."}, err
+		}
+		pod.Containers = append(pod.Containers, built)
 	}
 	if len(files) > 0 {
 		secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(plan.Name + "-files"), Data: files}
-		if err := r.apply(ctx, plan.Namespace, "secrets", plan.Name+"-files", secret); err != nil {
+		if err := r.apply(ctx, secret); err != nil {
 			return compute.Status{}, err
 		}
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: plan.Name + "-files"}}})
 	}
 
-	deployment := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta(plan.Name),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": plan.Name}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
-		},
-	}
-	if err := r.apply(ctx, plan.Namespace, "deployments", plan.Name, deployment); err != nil {
+	selector := map[string]string{"app.kubernetes.io/name": plan.Name}
+	if err := r.apply(ctx, deployment(meta(plan.Name), selector, labels, 1, pod)); err != nil {
 		return compute.Status{}, err
 	}
 	if svc := plan.Spec.Projection.Service; svc != nil && len(svc.Ports) > 0 {
-		service := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta(plan.Name),
-			Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/name": plan.Name}}}
-		service.Annotations = svc.Annotations
+		var ports []corev1.ServicePort
 		for _, portName := range sets.List(sets.KeySet(svc.Ports)) {
 			p := svc.Ports[portName]
-			service.Spec.Ports = append(service.Spec.Ports, corev1.ServicePort{Name: portName, Port: p.Port,
-				TargetPort: intstr.FromInt32(targetPort(p)), Protocol: corev1.Protocol(p.Protocol)})
+			ports = append(ports, servicePort(portName, p.Port, targetPort(p), p.Protocol))
 		}
-		if err := r.apply(ctx, plan.Namespace, "services", plan.Name, service); err != nil {
+		m := meta(plan.Name)
+		m.Annotations = svc.Annotations
+		if err := r.apply(ctx, service(m, selector, "", ports)); err != nil {
 			return compute.Status{}, err
 		}
 	}
@@ -148,36 +138,17 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 
 // apply server-side applies a typed object, unless it is unchanged since this process last
 // applied it (appliedCache).
-func (r *Runtime) apply(ctx context.Context, namespace, resource, name string, obj interface{}) error {
-	data, err := json.Marshal(obj)
+func (r *Runtime) apply(ctx context.Context, obj metav1.Object) error {
+	resource, err := resourceOf(obj)
 	if err != nil {
 		return err
 	}
-	key := resource + "/" + namespace + "/" + name
-	live, err := r.live(namespace, resource, name)
+	live, err := r.live(obj.GetNamespace(), resource, obj.GetName())
 	if err != nil {
 		return err
 	}
-	if r.applied.upToDate(key, data, live) {
-		return nil
-	}
-	opts := metav1.PatchOptions{FieldManager: fieldManager, Force: ptr.To(true)}
-	var applied metav1.Object
-	switch resource {
-	case "deployments":
-		applied, err = r.Client.AppsV1().Deployments(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
-	case "services":
-		applied, err = r.Client.CoreV1().Services(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
-	case "secrets":
-		applied, err = r.Client.CoreV1().Secrets(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
-	default:
-		return fmt.Errorf("unknown resource %q", resource)
-	}
-	if err != nil {
-		return err
-	}
-	r.applied.record(key, data, applied)
-	return nil
+	_, err = r.applier.apply(ctx, r.Client, "", obj, live)
+	return err
 }
 
 // live is the object as the cache has it, or nil when the cache has none (it is applied then).
@@ -207,9 +178,9 @@ func (r *Runtime) live(namespace, resource, name string) (metav1.Object, error) 
 // Release forgets what was applied for a plan that is gone; garbage collection removes the
 // objects themselves.
 func (r *Runtime) Release(namespace, name string) {
-	for _, key := range []string{"deployments/" + namespace + "/" + name, "services/" + namespace + "/" + name, "secrets/" + namespace + "/" + name + "-files"} {
-		r.applied.forget(key)
-	}
+	r.applier.forget("", "deployments", namespace, name)
+	r.applier.forget("", "services", namespace, name)
+	r.applier.forget("", "secrets", namespace, name+"-files")
 }
 
 func (r *Runtime) status(plan *v1b1.WorkloadPlan) (compute.Status, error) {
@@ -290,41 +261,28 @@ func (r *Runtime) fileContent(namespace string, f v1b1.ContainerFile, bindings m
 	return []byte(out), err
 }
 
-func resources(r *v1b1.ContainerResources) corev1.ResourceRequirements {
-	var out corev1.ResourceRequirements
-	if r == nil {
-		return out
+// scoreAmounts are a Score container's requests or limits.
+func scoreAmounts(a *v1b1.ResourceAmounts) amounts {
+	if a == nil {
+		return amounts{}
 	}
-	convert := func(a *v1b1.ResourceAmounts) corev1.ResourceList {
-		if a == nil {
-			return nil
-		}
-		list := corev1.ResourceList{}
-		if a.CPU != "" {
-			list[corev1.ResourceCPU] = resource.MustParse(a.CPU)
-		}
-		if a.Memory != "" {
-			list[corev1.ResourceMemory] = resource.MustParse(a.Memory)
-		}
-		return list
-	}
-	out.Requests, out.Limits = convert(r.Requests), convert(r.Limits)
-	return out
+	return amounts{cpu: a.CPU, memory: a.Memory}
 }
 
-func probe(p *v1b1.ContainerProbe) *corev1.Probe {
+// probe maps a Score probe; Score sets no timing, so Kubernetes' defaults apply.
+func probe(p *v1b1.ContainerProbe) *probeSpec {
 	switch {
 	case p == nil:
 		return nil
 	case p.HTTPGet != nil:
 		h := p.HTTPGet
-		action := &corev1.HTTPGetAction{Path: h.Path, Port: intstr.FromInt32(h.Port), Host: h.Host, Scheme: corev1.URIScheme(h.Scheme)}
+		spec := &probeSpec{kind: probeHTTP, httpPath: h.Path, port: h.Port, httpHost: h.Host, httpScheme: h.Scheme}
 		for _, hh := range h.HTTPHeaders {
-			action.HTTPHeaders = append(action.HTTPHeaders, corev1.HTTPHeader{Name: hh.Name, Value: hh.Value})
+			spec.httpHeaders = append(spec.httpHeaders, corev1.HTTPHeader{Name: hh.Name, Value: hh.Value})
 		}
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: action}}
+		return spec
 	case p.Exec != nil:
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: p.Exec.Command}}}
+		return &probeSpec{kind: probeExec, command: p.Exec.Command}
 	}
 	return nil
 }

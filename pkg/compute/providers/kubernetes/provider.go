@@ -1,0 +1,392 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/credentials"
+)
+
+// ProviderName is the kubernetes provider's name: the runtime class of the Score runtime and
+// the providerType of the tenant-compute provider.
+const ProviderName = "kubernetes"
+
+// providerFieldManager applies the tenant-compute provider's objects.
+const providerFieldManager = "plinth-provider-kubernetes"
+
+// Provider is the kubernetes tenant-compute provider. A TenantCompute becomes, in namespace
+// tenant-<tenantID> on the target cluster (providerConfig.cluster, by default the cluster
+// Plinth serves):
+//   - the namespace, created by the provider and deleted by Destroy;
+//   - a Deployment of the tenant's containers, providerConfig.replicas copies (none while
+//     suspended), with probes from each healthCheck, requests and limits from resources and
+//     variables from env and secrets;
+//   - a Service for the containers' ports, of type LoadBalancer when networking.publicIP;
+//   - an Ingress for networking.dns, routing hostname.domain to the Service's first TCP port.
+//
+// Everything carries the compute.plinth.dev labels of the tenant and its TenantCompute. Pods
+// cannot reference objects in another namespace or cluster, so nothing is owned by the
+// TenantCompute: plinth-controller's finalizer has Destroy remove the namespace instead.
+//
+// Secrets (source kubernetes-secret) are referenced where the pods run: a Secret of that name
+// in namespace tenant-<tenantID> on the target cluster. See tenantEnv.
+//
+// Create it with NewProvider.
+type Provider struct {
+	local     *target
+	clusters  credentials.Provider
+	newClient func(*rest.Config) (kubernetes.Interface, error)
+	applier   *applier
+	informers []cache.SharedIndexInformer
+}
+
+var (
+	_ compute.Provider = &Provider{}
+	_ compute.Notifier = &Provider{}
+)
+
+// NewProvider returns the kubernetes tenant-compute provider. local is the cluster Plinth
+// serves. localInformers is a shared informer factory on local filtered to objects with the
+// compute.plinth.dev/tenant-id label; the provider reads its Deployments, Services, Pods,
+// Ingresses and Namespaces from it (registering them, so call this before the factory starts)
+// and they are what Informers returns. When it is nil the provider reads local with direct
+// requests. clusters gives the REST configs of registered Clusters for providerConfig.cluster;
+// when it is nil only the local cluster is allowed.
+func NewProvider(local kubernetes.Interface, localInformers informers.SharedInformerFactory, clusters credentials.Provider) *Provider {
+	p := &Provider{clusters: clusters, newClient: newClientset, applier: newApplier(providerFieldManager)}
+	p.local = &target{client: local, read: clientReader{local}}
+	if localInformers != nil {
+		p.local.read = newListerReader(localInformers)
+		p.informers = []cache.SharedIndexInformer{
+			localInformers.Core().V1().Namespaces().Informer(),
+			localInformers.Apps().V1().Deployments().Informer(),
+			localInformers.Core().V1().Services().Informer(),
+			localInformers.Core().V1().Pods().Informer(),
+			localInformers.Networking().V1().Ingresses().Informer(),
+		}
+	}
+	return p
+}
+
+// TenantSelector is the label selector the informer factory given to NewProvider must filter
+// on: everything the provider makes carries the tenant-id label.
+const TenantSelector = v1alpha1.LabelTenantID
+
+// Name is "kubernetes".
+func (p *Provider) Name() string { return ProviderName }
+
+// Descriptor is what the kubernetes provider publishes in its ComputeProvider.
+func (p *Provider) Descriptor() compute.Descriptor {
+	return compute.Descriptor{
+		Description: "Runs the tenant's containers as a Deployment, with a Service for its ports and an Ingress for its DNS name, " +
+			"in namespace tenant-<tenantID> on the cluster Plinth serves or on the registered Cluster providerConfig.cluster names.",
+		ConfigSchema:   configSchema,
+		ConfigDefaults: configDefaults,
+		SecretSources:  []string{v1alpha1.SecretSourceKubernetes},
+		HealthChecks:   []string{v1alpha1.HealthCheckHTTP, v1alpha1.HealthCheckTCP, v1alpha1.HealthCheckExec},
+		PublicIP:       true,
+	}
+}
+
+// Validate checks what only this provider judges: the providerConfig (its cluster must be
+// registered), that the tenant ID, name and labels fit the names and labels it makes, and that
+// every health check and secret can be run and resolved. Every error it returns is permanent.
+func (p *Provider) Validate(ctx context.Context, tc *v1alpha1.TenantCompute) error {
+	cfg, err := parseConfig(tc)
+	if err != nil {
+		return err
+	}
+	if _, err := build(tc, cfg); err != nil {
+		return err
+	}
+	_, err = p.target(ctx, cfg.Cluster)
+	return err
+}
+
+// Provision creates the tenant's compute, or finds it created; see Provider. It reports
+// success once everything is applied (GetStatus follows the rollout), and in_progress while
+// the tenant's namespace from an earlier Destroy is still being deleted.
+func (p *Provider) Provision(ctx context.Context, tc *v1alpha1.TenantCompute) (*v1alpha1.ProvisionResult, error) {
+	out, err := p.converge(ctx, tc)
+	if err != nil {
+		return nil, err
+	}
+	if out.waiting != "" {
+		return &v1alpha1.ProvisionResult{Status: v1alpha1.ProvisionStatusInProgress, Message: out.waiting}, nil
+	}
+	return &v1alpha1.ProvisionResult{Status: v1alpha1.ProvisionStatusSuccess, ResourceIDs: out.resourceIDs(),
+		Endpoints: endpoints(out.want.service, out.want.ingress), Message: out.where()}, nil
+}
+
+// Update brings the compute to the spec and lists what it changed, in the tenant's terms
+// ("container web: image nginx:1.27 → nginx:1.28", "replicas 1 → 2", "service ports"); it
+// reports no_changes when the live objects already matched.
+func (p *Provider) Update(ctx context.Context, tc *v1alpha1.TenantCompute) (*v1alpha1.UpdateResult, error) {
+	out, err := p.converge(ctx, tc)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case out.waiting != "":
+		return &v1alpha1.UpdateResult{Status: v1alpha1.UpdateStatusInProgress, Changes: out.changes, Message: out.waiting}, nil
+	case len(out.changes) == 0:
+		return &v1alpha1.UpdateResult{Status: v1alpha1.UpdateStatusNoChanges, Message: "The compute already matches the spec."}, nil
+	}
+	return &v1alpha1.UpdateResult{Status: v1alpha1.UpdateStatusSuccess, Changes: out.changes, Message: out.where()}, nil
+}
+
+// outcome is what converge did.
+type outcome struct {
+	target  *target
+	want    *tenant
+	changes []string
+	// waiting says why nothing could be applied yet (the namespace is being deleted).
+	waiting string
+}
+
+// resourceIDs name what the tenant runs as, for ProvisionResult.resourceIDs.
+func (o *outcome) resourceIDs() map[string]string {
+	ids := map[string]string{"namespace": o.want.namespace.Name, "deployment": o.want.deployment.Namespace + "/" + o.want.deployment.Name}
+	if o.want.service != nil {
+		ids["service"] = o.want.service.Namespace + "/" + o.want.service.Name
+	}
+	if o.want.ingress != nil {
+		ids["ingress"] = o.want.ingress.Namespace + "/" + o.want.ingress.Name
+	}
+	if o.target.cluster != "" {
+		ids["cluster"] = o.target.cluster
+	}
+	return ids
+}
+
+// where is one sentence saying where the tenant runs.
+func (o *outcome) where() string {
+	if o.target.cluster == "" {
+		return fmt.Sprintf("The tenant runs in namespace %s on the cluster Plinth serves.", o.want.namespace.Name)
+	}
+	return fmt.Sprintf("The tenant runs in namespace %s on cluster %s.", o.want.namespace.Name, o.target.cluster)
+}
+
+// converge applies the tenant's objects on its target cluster, deletes the Service and Ingress
+// it no longer needs, and removes the tenant from the cluster it ran on before when
+// providerConfig.cluster changed. Objects unchanged since this process applied them are not
+// applied again.
+func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*outcome, error) {
+	cfg, err := parseConfig(tc)
+	if err != nil {
+		return nil, err
+	}
+	want, err := build(tc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.target(ctx, cfg.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := &outcome{target: t, want: want}
+	ns := want.namespace.Name
+
+	liveNS, err := t.read.namespace(ctx, ns)
+	if err == nil && liveNS == nil {
+		// The informers see only labelled namespaces: ask the cluster before creating one, so
+		// that a namespace someone else made is never taken over.
+		liveNS, err = found(t.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}))
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case liveNS == nil:
+		out.changes = append(out.changes, fmt.Sprintf("namespace %s created", ns))
+	case !ownedBy(liveNS, tc):
+		return nil, permanent("namespace %s already exists and was not made by the kubernetes provider for this TenantCompute", ns)
+	case liveNS.DeletionTimestamp != nil:
+		out.waiting = fmt.Sprintf("Waiting for namespace %s, which is being deleted, to be gone.", ns)
+		return out, nil
+	}
+	if err := p.apply(ctx, t, want.namespace, liveObject(liveNS)); err != nil {
+		return nil, err
+	}
+
+	liveD, err := t.read.deployment(ctx, ns, want.deployment.Name)
+	if err != nil {
+		return nil, err
+	}
+	out.changes = append(out.changes, deploymentChanges(liveD, want.deployment)...)
+	if err := p.apply(ctx, t, want.deployment, liveObject(liveD)); err != nil {
+		return nil, err
+	}
+
+	liveS, err := t.read.service(ctx, ns, want.deployment.Name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case want.service != nil:
+		out.changes = append(out.changes, serviceChanges(liveS, want.service)...)
+		err = p.apply(ctx, t, want.service, liveObject(liveS))
+	case liveS != nil:
+		out.changes = append(out.changes, fmt.Sprintf("service %s/%s removed", ns, liveS.Name))
+		err = p.remove(ctx, t, "services", liveS)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	liveI, err := t.read.ingress(ctx, ns, want.deployment.Name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case want.ingress != nil:
+		out.changes = append(out.changes, ingressChanges(liveI, want.ingress)...)
+		err = p.apply(ctx, t, want.ingress, liveObject(liveI))
+	case liveI != nil:
+		out.changes = append(out.changes, fmt.Sprintf("ingress %s/%s removed", ns, liveI.Name))
+		err = p.remove(ctx, t, "ingresses", liveI)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	if previous, known := previousCluster(tc); known && previous != t.cluster {
+		if err := p.destroyOn(ctx, previous, tc); err != nil {
+			return nil, err
+		}
+		out.changes = append(out.changes, fmt.Sprintf("cluster %s → %s", clusterName(previous), clusterName(t.cluster)))
+	}
+	return out, nil
+}
+
+// apply applies one object on t; live is the object as t's reader has it (see liveObject).
+func (p *Provider) apply(ctx context.Context, t *target, obj, live metav1.Object) error {
+	_, err := p.applier.apply(ctx, t.client, t.cluster, obj, live)
+	return err
+}
+
+// remove deletes an object the tenant no longer needs.
+func (p *Provider) remove(ctx context.Context, t *target, resource string, obj metav1.Object) error {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(obj.GetUID())}}
+	var err error
+	switch resource {
+	case "services":
+		err = t.client.CoreV1().Services(obj.GetNamespace()).Delete(ctx, obj.GetName(), opts)
+	case "ingresses":
+		err = t.client.NetworkingV1().Ingresses(obj.GetNamespace()).Delete(ctx, obj.GetName(), opts)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	p.applier.forget(t.cluster, resource, obj.GetNamespace(), obj.GetName())
+	return nil
+}
+
+// Destroy deletes the tenant's namespace, and with it everything in it, on its target cluster
+// (and on the cluster it ran on before, if providerConfig.cluster changed since). A namespace
+// that is gone, already being deleted, or not the provider's for this TenantCompute leaves
+// nothing to do; so does a Cluster that is no longer registered, which Plinth cannot reach.
+func (p *Provider) Destroy(ctx context.Context, tc *v1alpha1.TenantCompute) error {
+	clusters := map[string]bool{}
+	if cfg, err := parseConfig(tc); err == nil {
+		clusters[cfg.Cluster] = true
+	}
+	if previous, known := previousCluster(tc); known {
+		clusters[previous] = true
+	}
+	for cluster := range clusters {
+		if err := p.destroyOn(ctx, cluster, tc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Provider) destroyOn(ctx context.Context, cluster string, tc *v1alpha1.TenantCompute) error {
+	t, err := p.target(ctx, cluster)
+	if errors.Is(err, compute.ErrPermanent) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ns := v1alpha1.TenantNamespace(tc.Spec.TenantID)
+	live, err := t.read.namespace(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if live != nil && ownedBy(live, tc) && live.DeletionTimestamp == nil {
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(live.UID)}}
+		if err := t.client.CoreV1().Namespaces().Delete(ctx, ns, opts); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	name := objectName(tc.Spec.TenantID)
+	p.applier.forget(t.cluster, "namespaces", "", ns)
+	for _, resource := range []string{"deployments", "services", "ingresses"} {
+		p.applier.forget(t.cluster, resource, ns, name)
+	}
+	return nil
+}
+
+// previousCluster is the cluster the tenant ran on when its status was last reported: the
+// status metadata names the namespace, and the cluster unless it is the one Plinth serves.
+func previousCluster(tc *v1alpha1.TenantCompute) (string, bool) {
+	md := tc.Status.Metadata
+	if _, ok := md[metadataNamespace]; !ok {
+		return "", false
+	}
+	return md[metadataCluster], true
+}
+
+// clusterName names a cluster in a change.
+func clusterName(cluster string) string {
+	if cluster == "" {
+		return "(the cluster Plinth serves)"
+	}
+	return cluster
+}
+
+// Informers are the label-filtered informers the provider reads the cluster Plinth serves
+// from; nil when NewProvider got no factory.
+func (p *Provider) Informers() []cache.SharedIndexInformer { return p.informers }
+
+// TenantFor names the TenantCompute an object the provider made belongs to, from its
+// compute.plinth.dev labels.
+func (p *Provider) TenantFor(obj interface{}) (cache.ObjectName, bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return cache.ObjectName{}, false
+	}
+	namespace, name := m.GetLabels()[v1alpha1.LabelTenantComputeNamespace], m.GetLabels()[v1alpha1.LabelTenantComputeName]
+	if namespace == "" || name == "" {
+		return cache.ObjectName{}, false
+	}
+	return cache.NewObjectName(namespace, name), true
+}
+
+// liveObject is a reader's result as the applier takes it: a nil interface when the reader
+// has none (a nil *Deployment in a metav1.Object is not a nil interface).
+func liveObject[T any, PT interface {
+	*T
+	metav1.Object
+}](obj PT) metav1.Object {
+	if obj == nil {
+		return nil
+	}
+	return obj
+}

@@ -1,0 +1,148 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	"k8s.io/client-go/rest"
+)
+
+// target is a cluster the provider runs tenants on, and how it reads what is there.
+type target struct {
+	// cluster is the Cluster's name, "" for the cluster Plinth serves.
+	cluster string
+	client  kubernetes.Interface
+	read    reader
+}
+
+// reader reads the objects the provider makes on one cluster. An object that is not there is
+// nil with no error.
+type reader interface {
+	namespace(ctx context.Context, name string) (*corev1.Namespace, error)
+	deployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
+	service(ctx context.Context, namespace, name string) (*corev1.Service, error)
+	ingress(ctx context.Context, namespace, name string) (*networkingv1.Ingress, error)
+	pods(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error)
+}
+
+// found turns a NotFound into nothing.
+func found[T any](obj *T, err error) (*T, error) {
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// listerReader reads from the label-filtered informers of the cluster Plinth serves.
+type listerReader struct {
+	namespaces  corelisters.NamespaceLister
+	deployments appslisters.DeploymentLister
+	services    corelisters.ServiceLister
+	ingresses   networkinglisters.IngressLister
+	podLister   corelisters.PodLister
+}
+
+func newListerReader(f informers.SharedInformerFactory) *listerReader {
+	return &listerReader{
+		namespaces:  f.Core().V1().Namespaces().Lister(),
+		deployments: f.Apps().V1().Deployments().Lister(),
+		services:    f.Core().V1().Services().Lister(),
+		ingresses:   f.Networking().V1().Ingresses().Lister(),
+		podLister:   f.Core().V1().Pods().Lister(),
+	}
+}
+
+func (r *listerReader) namespace(_ context.Context, name string) (*corev1.Namespace, error) {
+	return found(r.namespaces.Get(name))
+}
+
+func (r *listerReader) deployment(_ context.Context, namespace, name string) (*appsv1.Deployment, error) {
+	return found(r.deployments.Deployments(namespace).Get(name))
+}
+
+func (r *listerReader) service(_ context.Context, namespace, name string) (*corev1.Service, error) {
+	return found(r.services.Services(namespace).Get(name))
+}
+
+func (r *listerReader) ingress(_ context.Context, namespace, name string) (*networkingv1.Ingress, error) {
+	return found(r.ingresses.Ingresses(namespace).Get(name))
+}
+
+func (r *listerReader) pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	return r.podLister.Pods(namespace).List(selector)
+}
+
+// clientReader reads with direct requests, for clusters the provider keeps no informers on.
+type clientReader struct{ client kubernetes.Interface }
+
+func (r clientReader) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return found(r.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}))
+}
+
+func (r clientReader) deployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
+	return found(r.client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+func (r clientReader) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	return found(r.client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+func (r clientReader) ingress(ctx context.Context, namespace, name string) (*networkingv1.Ingress, error) {
+	return found(r.client.NetworkingV1().Ingresses(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+func (r clientReader) pods(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	list, err := r.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// target returns the cluster a tenant runs on: the one Plinth serves, or a registered Cluster
+// reached with the credentials plinth-controller holds for it. A Cluster that does not exist
+// is a permanent error.
+func (p *Provider) target(ctx context.Context, cluster string) (*target, error) {
+	if cluster == "" {
+		return p.local, nil
+	}
+	if p.clusters == nil {
+		return nil, permanent("spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster %q", cluster)
+	}
+	cfg, err := p.clusters.GetRESTConfig(ctx, cluster)
+	if apierrors.IsNotFound(err) {
+		return nil, permanent("spec.providerConfig.cluster: cluster %q is not registered", cluster)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster, err)
+	}
+	client, err := p.newClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster, err)
+	}
+	return &target{cluster: cluster, client: client, read: clientReader{client}}, nil
+}
+
+// newClientset builds a client for a target cluster. client-go shares TLS transports between
+// identical configs, so building one per call costs no new connections.
+func newClientset(cfg *rest.Config) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(cfg)
+}
