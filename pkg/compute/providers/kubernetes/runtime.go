@@ -44,7 +44,7 @@ func New(client kubernetes.Interface, deployments appslisters.DeploymentLister, 
 }
 
 // Name is the runtime class.
-func (r *Runtime) Name() string { return "kubernetes" }
+func (r *Runtime) Name() string { return ProviderName }
 
 // Apply materializes the plan and reports the Deployment's availability.
 func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings map[string]*v1b1.ResourceBinding) (compute.Status, error) {
