@@ -29,9 +29,11 @@ import (
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	kubernetescompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
+	kubevirtcompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubevirt"
 	"github.com/plinth-dev/plinth/pkg/controllers/adoption"
 	"github.com/plinth-dev/plinth/pkg/controllers/cluster"
 	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
+	"github.com/plinth-dev/plinth/pkg/controllers/computequota"
 	"github.com/plinth-dev/plinth/pkg/controllers/managedvm"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
@@ -150,8 +152,13 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	// controllers that read it are built.
 	providers := compute.NewRegistry()
 	kubernetesRuntime := kubernetescompute.New(c.Kube, apps.Deployments().Lister(), core.Services().Lister(), core.Secrets().Lister())
-	if err := providers.Register(compute.Entry{Name: kubernetesRuntime.Name(), Runtime: kubernetesRuntime}); err != nil {
-		return nil, err
+	for _, entry := range []compute.Entry{
+		{Name: kubernetescompute.ProviderName, Runtime: kubernetesRuntime, Provider: kubernetescompute.NewProvider(c.Kube, c.TenantInformers, creds)},
+		{Name: kubevirtcompute.Name, Provider: kubevirtcompute.NewProvider(c.Plinth, gov.ManagedVMs())},
+	} {
+		if err := providers.Register(entry); err != nil {
+			return nil, err
+		}
 	}
 	plans, err := workloadplan.New(c.Plinth, recorder, providers, score.WorkloadPlans(), score.ResourceBindings(),
 		apps.Deployments(), core.Services(), core.Secrets())
@@ -166,6 +173,10 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	}
 	published, err := computeprovider.NewController(c.Plinth.ComputeV1alpha1(), recorder, computeInformers.ComputeProviders(), providers,
 		computeprovider.PlinthController)
+	if err != nil {
+		return nil, err
+	}
+	quotas, err := computequota.NewController(c.Kube, core.ResourceQuotas(), computeInformers.TenantComputes())
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +196,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, tenants, published}, nil
+	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, tenants, published, quotas}, nil
 }
 
 // Run builds the controllers, starts the caches, the event sink and the health server, and

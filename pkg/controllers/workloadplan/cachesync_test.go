@@ -7,6 +7,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/plinth-dev/plinth/pkg/compute"
+	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
@@ -19,7 +21,12 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewSimpleClientset()
 		pf, kf := informers.NewSharedInformerFactory(plinth, 0), kubeinformers.NewSharedInformerFactory(kube, 0)
 		score, core, apps := pf.Score().V1b1(), kf.Core().V1(), kf.Apps().V1()
-		c, err := NewController(plinth, kube, events.NewFakeRecorder(10), score.WorkloadPlans(), score.ResourceBindings(),
+		runtimes := compute.NewRegistry()
+		rt := kubernetesruntime.New(kube, apps.Deployments().Lister(), core.Services().Lister(), core.Secrets().Lister())
+		if err := runtimes.Register(compute.Entry{Name: rt.Name(), Runtime: rt}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(plinth, events.NewFakeRecorder(10), runtimes, score.WorkloadPlans(), score.ResourceBindings(),
 			apps.Deployments(), core.Services(), core.Secrets())
 		if err != nil {
 			t.Fatal(err)

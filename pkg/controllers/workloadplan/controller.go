@@ -16,13 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
-	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
@@ -62,19 +60,6 @@ func New(client clientset.Interface, recorder events.EventRecorder, runtimes *co
 		}
 	}
 	return c, nil
-}
-
-// NewController is New with a registry of its own that holds only the kubernetes runtime, for
-// a process that registers no other compute provider.
-func NewController(client clientset.Interface, kube kubernetes.Interface, recorder events.EventRecorder,
-	plans scoreinformers.WorkloadPlanInformer, bindings scoreinformers.ResourceBindingInformer,
-	deployments appsinformers.DeploymentInformer, services coreinformers.ServiceInformer, secrets coreinformers.SecretInformer) (*Controller, error) {
-	runtimes := compute.NewRegistry()
-	rt := kubernetesruntime.New(kube, deployments.Lister(), services.Lister(), secrets.Lister())
-	if err := runtimes.Register(compute.Entry{Name: rt.Name(), Runtime: rt}); err != nil {
-		return nil, err
-	}
-	return New(client, recorder, runtimes, plans, bindings, deployments, services, secrets)
 }
 
 // plansOfBinding maps a binding to the plans of the workloads that use it: a shared binding
