@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -30,7 +31,7 @@ import (
 var (
 	reconciles = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "plinth", Name: "reconcile_total",
-		Help: "Reconciles by controller and result (success, error).",
+		Help: "Reconciles by controller and result (success, error, conflict).",
 	}, []string{"controller", "result"})
 	reconcileDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace: "plinth", Name: "reconcile_duration_seconds",
@@ -221,6 +222,14 @@ func (l *Loop) next(ctx context.Context) bool {
 	start := time.Now()
 	err := l.reconcile(ctx, key)
 	reconcileDuration.WithLabelValues(l.name).Observe(time.Since(start).Seconds())
+	if apierrors.IsConflict(err) {
+		// A write based on a cache that had not caught up with the previous write: optimistic
+		// concurrency working as meant, not a failure to report. The retry reads the newer object.
+		reconciles.WithLabelValues(l.name, "conflict").Inc()
+		klog.FromContext(ctx).V(4).Info("Conflict with a newer version, requeuing", "err", err)
+		l.queue.AddRateLimited(key)
+		return true
+	}
 	if err != nil {
 		reconciles.WithLabelValues(l.name, "error").Inc()
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconcile failed, requeuing")
