@@ -783,3 +783,36 @@ func TestDestroyInProgressIsNotAFailure(t *testing.T) {
 		t.Errorf("finalizer kept after Destroy: %v", tc.Finalizers)
 	}
 }
+
+// A tenant at rest whose provider cannot be reached (an outage of its cluster) keeps its phase
+// however many checks fail, with Ready False and the next check backed off; it is Ready again
+// at the first check that works. Compute the provider reports failed still ends in Failed.
+func TestCheckFailuresOfATenantAtRestNeverFailIt(t *testing.T) {
+	h := newHarness(t, tenant())
+	h.ready()
+	h.p.statusErr = errors.New("cluster east is unreachable")
+	for attempt := 1; attempt <= 2*MaxAttempts; attempt++ {
+		h.clock.Step(10 * time.Minute) // past any backoff and the resync
+		h.step()
+		tc := h.expectPhase(v1alpha1.PhaseReady)
+		expectCondition(t, tc, v1alpha1.ConditionReady, metav1.ConditionFalse, "CheckFailed")
+		if tc.Status.Retries != int32(attempt) || tc.Status.NextRetryTime == nil {
+			t.Fatalf("check %d: retries %d, next %v", attempt, tc.Status.Retries, tc.Status.NextRetryTime)
+		}
+	}
+	h.p.statusErr = nil
+	h.clock.Step(10 * time.Minute)
+	h.step()
+	tc := h.expectPhase(v1alpha1.PhaseReady)
+	expectCondition(t, tc, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready")
+	if tc.Status.Retries != 0 {
+		t.Errorf("retries %d after a good check", tc.Status.Retries)
+	}
+
+	h.p.status = &compute.ComputeStatus{State: v1alpha1.ComputeStateFailed, Health: v1alpha1.HealthStatusUnhealthy, Message: "Container web keeps crashing."}
+	for range MaxAttempts {
+		h.clock.Step(10 * time.Minute)
+		h.step()
+	}
+	h.expectPhase(v1alpha1.PhaseFailed)
+}

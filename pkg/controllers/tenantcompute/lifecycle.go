@@ -45,6 +45,7 @@ const (
 	reasonUpdateFailed    = "UpdateFailed"
 	reasonArchiveFailed   = "ArchiveFailed"
 	reasonDestroyFailed   = "DestroyFailed"
+	reasonCheckFailed     = "CheckFailed"
 )
 
 // verbs say what failed, by failure reason, in messages.
@@ -63,6 +64,11 @@ type pass struct {
 	// specChanged says the generation moved since the status was written; requested, that
 	// the reconcile-requested annotation carries a value not yet handled.
 	specChanged, requested bool
+	// atRest says the pass began with the tenant Ready or Stopped: it only checks compute that
+	// was as the spec asked.
+	atRest bool
+	// broken says the provider reported the compute failed (as opposed to a call that failed).
+	broken bool
 	// checked says the provider's Update ran, or the tenant came to rest: the resync period
 	// starts again.
 	checked bool
@@ -84,6 +90,7 @@ func (ps *pass) run(ctx context.Context) {
 	request := tc.Annotations[v1alpha1.ReconcileRequestedAnnotation]
 	ps.requested = request != "" && request != st.LastHandledReconcileAt
 	ps.specChanged = tc.Generation != st.ObservedGeneration
+	ps.atRest = st.Phase == v1alpha1.PhaseReady || st.Phase == v1alpha1.PhaseStopped
 	switch {
 	case ps.specChanged || ps.requested:
 		// A new spec, or an explicit request, starts a fresh series of attempts.
@@ -243,6 +250,7 @@ func (ps *pass) observe(ctx context.Context, onTheWay v1alpha1.TenantComputePhas
 		ps.set(v1alpha1.ConditionHealthy, metav1.ConditionUnknown, reasonHealthUnknown, fmt.Sprintf("Provider %s does not know the compute's health.", ps.p.Name()))
 	}
 	if cs.State == v1alpha1.ComputeStateFailed {
+		ps.broken = true
 		ps.failure(failReason, failPhase, errors.New(or(cs.Message, "the compute failed")))
 		return
 	}
@@ -268,6 +276,16 @@ func (ps *pass) failure(reason string, failPhase v1alpha1.TenantComputePhase, er
 	st.Retries++
 	verb := verbs[reason]
 	switch {
+	case ps.atRest && !ps.specChanged && !ps.broken && !errors.Is(err, compute.ErrPermanent):
+		// A check of compute that ran as the spec asked (a resync, a requested reconcile, a
+		// status read) failed: the provider or its cluster is unreachable, the compute is not
+		// known to be broken. The tenant keeps its phase and is checked again after the
+		// backoff, however long the outage lasts; Failed is for changes that cannot be made.
+		next := metav1.NewTime(ps.now.Add(backoff(st.Retries)))
+		st.NextRetryTime = &next
+		ps.fault = &fault{reasonCheckFailed, fmt.Sprintf("Provider %s could not check the compute (attempt %d, next at %s): %s",
+			ps.p.Name(), st.Retries, next.UTC().Format(time.RFC3339), sentence(err))}
+		return
 	case errors.Is(err, compute.ErrPermanent):
 		st.Phase = v1alpha1.PhaseFailed
 		ps.fault = &fault{reason, fmt.Sprintf("Provider %s cannot %s the compute: %s", ps.p.Name(), verb, sentence(err))}
