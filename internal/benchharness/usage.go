@@ -1,0 +1,79 @@
+package benchharness
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Usage is what a process has used so far.
+type Usage struct {
+	// CPUSeconds is its user and system CPU time.
+	CPUSeconds float64
+	// PeakRSSKiB is its peak resident memory (VmHWM).
+	PeakRSSKiB int
+}
+
+// PeakRSSMiB is the peak resident memory in MiB.
+func (u Usage) PeakRSSMiB() float64 { return float64(u.PeakRSSKiB) / 1024 }
+
+// ReadUsage reads a process's usage from /proc.
+func ReadUsage(pid int) (Usage, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	cpu, err := parseCPUSeconds(string(stat))
+	if err != nil {
+		return Usage{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	peak, err := parsePeakRSS(string(status))
+	if err != nil {
+		return Usage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	return Usage{CPUSeconds: cpu, PeakRSSKiB: peak}, nil
+}
+
+// userHZ is the unit of /proc's CPU times: 100 on every Linux this runs on.
+const userHZ = 100
+
+// parseCPUSeconds is utime+stime of a /proc/PID/stat line. The fields are counted after the
+// command name, which is in parentheses and may itself contain spaces and parentheses.
+func parseCPUSeconds(stat string) (float64, error) {
+	end := strings.LastIndex(stat, ")")
+	if end < 0 || end+2 > len(stat) {
+		return 0, fmt.Errorf("no command name")
+	}
+	fields := strings.Fields(stat[end+2:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
+	}
+	utime, err := strconv.ParseUint(fields[11], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("utime: %w", err)
+	}
+	stime, err := strconv.ParseUint(fields[12], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stime: %w", err)
+	}
+	return float64(utime+stime) / userHZ, nil
+}
+
+// parsePeakRSS is the VmHWM line of /proc/PID/status, in KiB.
+func parsePeakRSS(status string) (int, error) {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fields := strings.Fields(rest)
+			if len(fields) == 0 {
+				return 0, fmt.Errorf("empty VmHWM")
+			}
+			return strconv.Atoi(fields[0])
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM")
+}
