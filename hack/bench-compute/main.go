@@ -1,0 +1,350 @@
+// Command bench-compute measures TenantComputes against the floor, on one fresh local
+// platform in one run (`make bench-compute`):
+//
+//  1. Plinth: N TenantComputes of the kubernetes provider (one container with an http port and
+//     health check, cpu 128, memory 128) created in team-a by parallel clients, until every one
+//     is phase Ready; plinth-controller's CPU time and peak RSS over that time.
+//  2. The floor, afterwards: exactly the Namespaces, Deployments and Services the provider made
+//     (see floorTenants), server-side applied straight to kube-apiserver by as many clients into
+//     namespaces floor-<tenantID>, until every Deployment is Available.
+//
+// It prints one table row: N, both times, their ratio (target ≤ 1.3), controller CPU and peak
+// RSS. See docs/benchmarks.md, "Tenant compute".
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/plinth-dev/plinth/internal/benchharness"
+	"github.com/plinth-dev/plinth/internal/localplatform"
+	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+)
+
+// options are the command's flags.
+type options struct {
+	tenants, nodes, clients int
+	timeout, settle         time.Duration
+	binDir, diagnose        string
+	controllerArgs          []string
+}
+
+func main() {
+	var o options
+	var controllerArgs string
+	flag.IntVar(&o.tenants, "tenants", 500, "how many TenantComputes (and floor tenants) to create")
+	flag.IntVar(&o.nodes, "nodes", 0, "fake nodes; default enough for the pods of both runs")
+	flag.IntVar(&o.clients, "clients", 8, "parallel clients of each run")
+	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "give up after this long")
+	flag.DurationVar(&o.settle, "settle", 5*time.Second, "pause between the Plinth run and the floor run, for the platform to finish what the first started")
+	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
+	flag.StringVar(&o.diagnose, "diagnose", "", "directory for a 30 s CPU profile of kube-apiserver and plinth-apiserver taken after the TenantCompute creates, "+
+		"kube-apiserver's request counts of each run and plinth-controller's reconcile counts")
+	flag.StringVar(&controllerArgs, "controller-args", "", "extra plinth-controller flags, space-separated")
+	flag.Parse()
+	o.controllerArgs = strings.Fields(controllerArgs)
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-compute:", err)
+		os.Exit(1)
+	}
+}
+
+// plinthResult is what the Plinth run measured.
+type plinthResult struct {
+	createdIn, readyIn time.Duration
+	controller         benchharness.Usage // CPU over the run; peak RSS at its end
+}
+
+func run(o options) error {
+	if o.nodes == 0 {
+		o.nodes = 2*o.tenants/200 + 2 // kwok nodes take 250 pods; both runs' pods stay
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	platform, stop, err := benchharness.StartPlatform(ctx, benchharness.PlatformOptions{BinDir: o.binDir, Nodes: o.nodes, ControllerArgs: o.controllerArgs})
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cfg, err := platform.AdminConfig()
+	if err != nil {
+		return err
+	}
+	plinth, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := waitProvider(ctx, plinth); err != nil {
+		return err
+	}
+
+	requests := func() benchharness.Counts { return nil }
+	if o.diagnose != "" {
+		if err := os.MkdirAll(o.diagnose, 0o755); err != nil {
+			return err
+		}
+		requests = func() benchharness.Counts {
+			counts, err := benchharness.APIRequests(ctx, cfg)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench-compute: kube-apiserver request counts:", err)
+			}
+			return counts
+		}
+	}
+	beforePlinth := requests()
+	p, err := plinthRun(ctx, platform, plinth, o)
+	if err != nil {
+		return err
+	}
+	afterPlinth := requests()
+	fmt.Fprintf(os.Stderr, "Plinth: %d TenantComputes created in %s, all Ready in %s\n", o.tenants, p.createdIn.Round(10*time.Millisecond), p.readyIn.Round(10*time.Millisecond))
+
+	tenants, err := capture(ctx, kube, o.tenants)
+	if err != nil {
+		return err
+	}
+	time.Sleep(o.settle)
+	controllerBefore, _ := benchharness.ReadUsage(platform.ControllerPID())
+	beforeFloor := requests()
+	floorIn, err := floorRun(ctx, kube, tenants, o.clients)
+	if err != nil {
+		return err
+	}
+	afterFloor := requests()
+	controllerAfter, _ := benchharness.ReadUsage(platform.ControllerPID())
+	fmt.Fprintf(os.Stderr, "Floor: %d tenants applied, all Deployments Available in %s\n", len(tenants), floorIn.Round(10*time.Millisecond))
+
+	if o.diagnose != "" {
+		if err := writeDiagnosis(ctx, platform, o.diagnose, beforePlinth, afterPlinth, beforeFloor, afterFloor); err != nil {
+			return err
+		}
+	}
+	ratio := p.readyIn.Seconds() / floorIn.Seconds()
+	fmt.Printf("tenants=%d nodes=%d clients=%d created_in=%s plinth_ready_in=%s floor_ready_in=%s ratio=%.2f controller_cpu=%.1fs controller_peak_rss=%.0fMiB controller_cpu_during_floor=%.1fs\n",
+		o.tenants, o.nodes, o.clients, p.createdIn.Round(10*time.Millisecond), p.readyIn.Round(10*time.Millisecond), floorIn.Round(10*time.Millisecond),
+		ratio, p.controller.CPUSeconds, p.controller.PeakRSSMiB(), controllerAfter.CPUSeconds-controllerBefore.CPUSeconds)
+	fmt.Println()
+	fmt.Println("| N | Plinth (all Ready) | floor (all Available) | Plinth / floor | controller CPU | controller peak RSS |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- |")
+	fmt.Printf("| %d | %.1f s | %.1f s | %.2f× | %.1f s | %.0f MiB |\n", o.tenants, p.readyIn.Seconds(), floorIn.Seconds(), ratio,
+		p.controller.CPUSeconds, p.controller.PeakRSSMiB())
+	return nil
+}
+
+// waitProvider waits until plinth-controller has published the kubernetes ComputeProvider as
+// Ready: admission refuses TenantComputes of a provider that is not.
+func waitProvider(ctx context.Context, plinth clientset.Interface) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cp, err := plinth.ComputeV1alpha1().ComputeProviders().Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("%+v", cp.Status.Conditions)
+		return meta.IsStatusConditionTrue(cp.Status.Conditions, v1alpha1.ConditionProviderReady), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the kubernetes ComputeProvider is not Ready (%s): %w", last, err)
+	}
+	return nil
+}
+
+// tenant is the i-th benchmark TenantCompute.
+func tenant(i int) *v1alpha1.TenantCompute {
+	name := fmt.Sprintf("bench-%04d", i)
+	return &v1alpha1.TenantCompute{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.TenantComputeSpec{
+			TenantID:     name,
+			ProviderType: "kubernetes",
+			Containers: []v1alpha1.ContainerSpec{{
+				Name: "web", Image: "registry.example.com/bench:1",
+				Ports: []v1alpha1.PortMapping{{ContainerPort: 8080, Protocol: v1alpha1.ProtocolTCP, Name: "http"}},
+				HealthCheck: &v1alpha1.HealthCheckConfig{Type: v1alpha1.HealthCheckHTTP, HTTPPath: "/healthz", Port: 8080,
+					IntervalSeconds: 10, TimeoutSeconds: 2},
+			}},
+			Resources: v1alpha1.ResourceRequirements{CPU: 128, Memory: 128},
+		},
+	}
+}
+
+// plinthRun creates the TenantComputes in team-a and waits until all are Ready.
+func plinthRun(ctx context.Context, platform *localplatform.Platform, plinth clientset.Interface, o options) (plinthResult, error) {
+	client := plinth.ComputeV1alpha1().TenantComputes("team-a")
+	before, err := benchharness.ReadUsage(platform.ControllerPID())
+	if err != nil {
+		return plinthResult{}, err
+	}
+	start := time.Now()
+	err = benchharness.Parallel(ctx, o.tenants, o.clients, func(ctx context.Context, i int) error {
+		_, err := client.Create(ctx, tenant(i), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return plinthResult{}, err
+	}
+	var res plinthResult
+	res.createdIn = time.Since(start)
+	profiled := make(chan error, 1)
+	if o.diagnose != "" {
+		go func() { profiled <- platform.ProfileCPU(ctx, o.diagnose, 30*time.Second) }()
+	} else {
+		profiled <- nil
+	}
+	src := benchharness.Source{
+		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.List(ctx, opts)
+		},
+		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.Watch(ctx, opts)
+		},
+	}
+	err = benchharness.WaitReady(ctx, src, o.tenants, func(tc *v1alpha1.TenantCompute) bool {
+		return tc.Status.Phase == v1alpha1.PhaseReady && meta.IsStatusConditionTrue(tc.Status.Conditions, v1alpha1.ConditionReady)
+	})
+	if err != nil {
+		return plinthResult{}, fmt.Errorf("TenantComputes: %w after %s", err, time.Since(start).Round(time.Second))
+	}
+	res.readyIn = time.Since(start)
+	after, err := benchharness.ReadUsage(platform.ControllerPID())
+	if err != nil {
+		return plinthResult{}, err
+	}
+	res.controller = benchharness.Usage{CPUSeconds: after.CPUSeconds - before.CPUSeconds, PeakRSSKiB: after.PeakRSSKiB}
+	return res, <-profiled
+}
+
+// capture lists what the provider made (everything with its tenant-id label) and turns it
+// into the floor's tenants; there must be one per TenantCompute.
+func capture(ctx context.Context, kube kubernetes.Interface, n int) ([]floorTenant, error) {
+	opts := metav1.ListOptions{LabelSelector: v1alpha1.LabelTenantID}
+	namespaces, err := kube.CoreV1().Namespaces().List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	deployments, err := kube.AppsV1().Deployments("").List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	services, err := kube.CoreV1().Services("").List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	tenants, err := floorTenants(captured{namespaces: namespaces.Items, deployments: deployments.Items, services: services.Items})
+	if err != nil {
+		return nil, err
+	}
+	if len(tenants) != n || len(deployments.Items) != n || len(services.Items) != n {
+		return nil, fmt.Errorf("the provider made %d namespaces, %d Deployments and %d Services for %d TenantComputes",
+			len(namespaces.Items), len(deployments.Items), len(services.Items), n)
+	}
+	return tenants, nil
+}
+
+// floorRun applies the floor's tenants, each tenant's objects in order by one client, and
+// waits until every floor Deployment is Available.
+func floorRun(ctx context.Context, kube kubernetes.Interface, tenants []floorTenant, clients int) (time.Duration, error) {
+	start := time.Now()
+	err := benchharness.Parallel(ctx, len(tenants), clients, func(ctx context.Context, i int) error {
+		for _, obj := range tenants[i].objects {
+			if err := apply(ctx, kube, obj); err != nil {
+				return fmt.Errorf("applying %s %s/%s: %w", obj.resource, obj.namespace, obj.name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	deployments := kube.AppsV1().Deployments("")
+	selected := func(opts metav1.ListOptions) metav1.ListOptions {
+		opts.LabelSelector = floorTenantLabel
+		return opts
+	}
+	src := benchharness.Source{
+		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return deployments.List(ctx, selected(opts))
+		},
+		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return deployments.Watch(ctx, selected(opts))
+		},
+	}
+	if err := benchharness.WaitReady(ctx, src, len(tenants), available); err != nil {
+		return 0, fmt.Errorf("floor Deployments: %w after %s", err, time.Since(start).Round(time.Second))
+	}
+	return time.Since(start), nil
+}
+
+// available is the floor's Ready: the Deployment controller has acted on the current spec,
+// every wanted replica runs it and is available, and the Available condition is True; what
+// the kubernetes provider requires before it reports a tenant running.
+func available(d *appsv1.Deployment) bool {
+	wanted := ptr.Deref(d.Spec.Replicas, 1)
+	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != wanted || d.Status.Replicas != wanted || d.Status.AvailableReplicas < wanted {
+		return false
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// floorFieldManager applies the floor's objects.
+const floorFieldManager = "bench-floor"
+
+// apply server-side applies one floor object, as the provider applies its own.
+func apply(ctx context.Context, kube kubernetes.Interface, obj floorObject) error {
+	opts := metav1.PatchOptions{FieldManager: floorFieldManager, Force: ptr.To(true)}
+	var err error
+	switch obj.resource {
+	case "namespaces":
+		_, err = kube.CoreV1().Namespaces().Patch(ctx, obj.name, types.ApplyPatchType, obj.body, opts)
+	case "deployments":
+		_, err = kube.AppsV1().Deployments(obj.namespace).Patch(ctx, obj.name, types.ApplyPatchType, obj.body, opts)
+	case "services":
+		_, err = kube.CoreV1().Services(obj.namespace).Patch(ctx, obj.name, types.ApplyPatchType, obj.body, opts)
+	default:
+		err = fmt.Errorf("cannot apply %s", obj.resource)
+	}
+	return err
+}
+
+// writeDiagnosis writes kube-apiserver's requests during each run and plinth-controller's
+// reconciles so far into dir, beside the CPU profiles.
+func writeDiagnosis(ctx context.Context, platform *localplatform.Platform, dir string, beforePlinth, afterPlinth, beforeFloor, afterFloor benchharness.Counts) error {
+	if err := afterPlinth.Sub(beforePlinth).WriteFile(filepath.Join(dir, "kube-apiserver.requests.plinth.txt")); err != nil {
+		return err
+	}
+	if err := afterFloor.Sub(beforeFloor).WriteFile(filepath.Join(dir, "kube-apiserver.requests.floor.txt")); err != nil {
+		return err
+	}
+	reconciles, err := benchharness.Reconciles(ctx, platform.ControllerURL())
+	if err != nil {
+		return err
+	}
+	return reconciles.WriteFile(filepath.Join(dir, "plinth-controller.reconciles.txt"))
+}
