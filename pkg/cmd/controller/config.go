@@ -152,8 +152,11 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	// controllers that read it are built.
 	providers := compute.NewRegistry()
 	kubernetesRuntime := kubernetescompute.New(c.Kube, apps.Deployments().Lister(), core.Services().Lister(), core.Secrets().Lister())
+	// The tenant provider reads every RoleBinding, not only its own: the editors of a
+	// TenantCompute's namespace may write the tenant's Secrets.
+	kubernetesProvider := kubernetescompute.NewProvider(c.Kube, c.TenantInformers, c.KubeInformers.Rbac().V1().RoleBindings(), creds)
 	for _, entry := range []compute.Entry{
-		{Name: kubernetescompute.ProviderName, Runtime: kubernetesRuntime, Provider: kubernetescompute.NewProvider(c.Kube, c.TenantInformers, creds)},
+		{Name: kubernetescompute.ProviderName, Runtime: kubernetesRuntime, Provider: kubernetesProvider},
 		{Name: kubevirtcompute.Name, Provider: kubevirtcompute.NewProvider(c.Plinth, gov.ManagedVMs())},
 	} {
 		if err := providers.Register(entry); err != nil {

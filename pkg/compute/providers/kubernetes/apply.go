@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -39,6 +40,10 @@ func resourceOf(obj metav1.Object) (string, error) {
 		return "namespaces", nil
 	case *networkingv1.Ingress:
 		return "ingresses", nil
+	case *rbacv1.Role:
+		return "roles", nil
+	case *rbacv1.RoleBinding:
+		return "rolebindings", nil
 	}
 	return "", fmt.Errorf("cannot apply a %T", obj)
 }
@@ -80,6 +85,10 @@ func (a *applier) apply(ctx context.Context, client kubernetes.Interface, cluste
 		applied, err = client.CoreV1().Namespaces().Patch(ctx, name, types.ApplyPatchType, data, opts)
 	case "ingresses":
 		applied, err = client.NetworkingV1().Ingresses(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	case "roles":
+		applied, err = client.RbacV1().Roles(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
+	case "rolebindings":
+		applied, err = client.RbacV1().RoleBindings(namespace).Patch(ctx, name, types.ApplyPatchType, data, opts)
 	}
 	if err != nil {
 		return false, err

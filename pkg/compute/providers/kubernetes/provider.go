@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	rbacinformers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -33,14 +34,22 @@ const providerFieldManager = "plinth-provider-kubernetes"
 //     suspended), with probes from each healthCheck, requests and limits from resources and
 //     variables from env and secrets;
 //   - a Service for the containers' ports, of type LoadBalancer when networking.publicIP;
-//   - an Ingress for networking.dns, routing hostname.domain to the Service's first TCP port.
+//   - an Ingress for networking.dns, routing hostname.domain to the Service's first TCP port;
+//   - on the cluster Plinth serves only, a Role and a RoleBinding plinth-tenant-secrets that
+//     let the subjects of the RoleBindings to ClusterRole admin or edit in the TenantCompute's
+//     namespace write the Secrets of namespace tenant-<tenantID> (see secretAccess).
 //
 // Everything carries the compute.plinth.dev labels of the tenant and its TenantCompute. Pods
 // cannot reference objects in another namespace or cluster, so nothing is owned by the
 // TenantCompute: plinth-controller's finalizer has Destroy remove the namespace instead.
 //
 // Secrets (source kubernetes-secret) are referenced where the pods run: a Secret of that name
-// in namespace tenant-<tenantID> on the target cluster. See tenantEnv.
+// in namespace tenant-<tenantID> on the target cluster. See tenantEnv. The editors of the
+// TenantCompute's namespace may write it there on the cluster Plinth serves; the RoleBinding
+// follows them on every Provision and Update, so someone who becomes an editor gets access at
+// the tenant's next resync or reconcile request, and someone who stops being one loses it
+// then. On a registered Cluster nothing is granted: its identities are not the ones of the
+// cluster Plinth serves, so the Cluster's own admins put the Secret there.
 //
 // Create it with NewProvider.
 type Provider struct {
@@ -59,21 +68,29 @@ var (
 // NewProvider returns the kubernetes tenant-compute provider. local is the cluster Plinth
 // serves. localInformers is a shared informer factory on local filtered to objects with the
 // compute.plinth.dev/tenant-id label; the provider reads its Deployments, Services, Pods,
-// Ingresses and Namespaces from it (registering them, so call this before the factory starts)
-// and they are what Informers returns. When it is nil the provider reads local with direct
-// requests. clusters gives the REST configs of registered Clusters for providerConfig.cluster;
-// when it is nil only the local cluster is allowed.
-func NewProvider(local kubernetes.Interface, localInformers informers.SharedInformerFactory, clusters credentials.Provider) *Provider {
+// Ingresses, Namespaces and Roles from it (registering them, so call this before the factory
+// starts). roleBindings is an informer on all the RoleBindings of local, not label-filtered:
+// the provider reads the editors of a TenantCompute's namespace from it, and its own
+// RoleBindings. Those informers are what Informers returns. localInformers and roleBindings
+// are given together; when either is nil the provider reads local with direct requests.
+// clusters gives the REST configs of registered Clusters for providerConfig.cluster; when it
+// is nil only the local cluster is allowed.
+func NewProvider(local kubernetes.Interface, localInformers informers.SharedInformerFactory, roleBindings rbacinformers.RoleBindingInformer,
+	clusters credentials.Provider) *Provider {
 	p := &Provider{clusters: clusters, newClient: newClientset, applier: newApplier(providerFieldManager)}
 	p.local = &target{client: local, read: clientReader{local}}
-	if localInformers != nil {
-		p.local.read = newListerReader(localInformers)
+	if localInformers != nil && roleBindings != nil {
+		p.local.read = newListerReader(localInformers, roleBindings)
 		p.informers = []cache.SharedIndexInformer{
 			localInformers.Core().V1().Namespaces().Informer(),
 			localInformers.Apps().V1().Deployments().Informer(),
 			localInformers.Core().V1().Services().Informer(),
 			localInformers.Core().V1().Pods().Informer(),
 			localInformers.Networking().V1().Ingresses().Informer(),
+			localInformers.Rbac().V1().Roles().Informer(),
+			// Waited for like the others: a reconcile before it synced would find no editors
+			// and take their access away until the next one.
+			roleBindings.Informer(),
 		}
 	}
 	return p
@@ -219,6 +236,11 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	if err := p.apply(ctx, t, want.namespace, liveObject(liveNS)); err != nil {
 		return nil, err
 	}
+	if t.cluster == "" {
+		if err := p.grantSecrets(ctx, t, tc); err != nil {
+			return nil, err
+		}
+	}
 
 	liveD, err := t.read.deployment(ctx, ns, want.deployment.Name)
 	if err != nil {
@@ -268,6 +290,31 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 		out.changes = append(out.changes, fmt.Sprintf("cluster %s → %s", clusterName(previous), clusterName(t.cluster)))
 	}
 	return out, nil
+}
+
+// grantSecrets applies the Role and RoleBinding that let the editors of tc's namespace write
+// the tenant's Secrets (see secretAccess). It is not a change of the tenant's compute, so it
+// is not listed in an UpdateResult: a RoleBinding added in the TenantCompute's namespace would
+// otherwise turn a resync into an update the tenant never asked for.
+func (p *Provider) grantSecrets(ctx context.Context, t *target, tc *v1alpha1.TenantCompute) error {
+	bindings, err := t.read.roleBindings(ctx, tc.Namespace)
+	if err != nil {
+		return err
+	}
+	role, binding := secretAccess(tc, bindings)
+	liveRole, err := t.read.role(ctx, role.Namespace, role.Name)
+	if err != nil {
+		return err
+	}
+	// The Role first: the RoleBinding's subjects are granted what it holds when they get it.
+	if err := p.apply(ctx, t, role, liveObject(liveRole)); err != nil {
+		return err
+	}
+	liveBinding, err := t.read.roleBinding(ctx, binding.Namespace, binding.Name)
+	if err != nil {
+		return err
+	}
+	return p.apply(ctx, t, binding, liveObject(liveBinding))
 }
 
 // apply applies one object on t; live is the object as t's reader has it (see liveObject).
@@ -336,6 +383,10 @@ func (p *Provider) destroyOn(ctx context.Context, cluster string, tc *v1alpha1.T
 	p.applier.forget(t.cluster, "namespaces", "", ns)
 	for _, resource := range []string{"deployments", "services", "ingresses"} {
 		p.applier.forget(t.cluster, resource, ns, name)
+	}
+	// Gone with the namespace too.
+	for _, resource := range []string{"roles", "rolebindings"} {
+		p.applier.forget(t.cluster, resource, ns, secretWriters)
 	}
 	return nil
 }

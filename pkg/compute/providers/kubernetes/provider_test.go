@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,7 +70,7 @@ func withConfig(raw string) func(*v1alpha1.TenantCompute) {
 }
 
 // fixture is a provider on a fake local cluster, read through a label-filtered informer
-// factory as plinth-controller wires it.
+// factory and an informer on all RoleBindings, as plinth-controller wires it.
 type fixture struct {
 	kube     *kubefake.Clientset
 	factory  kubeinformers.SharedInformerFactory
@@ -82,17 +83,21 @@ func newFixture(t *testing.T, clusters *fakeClusters, objects ...runtime.Object)
 	factory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = TenantSelector
 	}))
-	p := NewProvider(kube, factory, nil)
+	all := kubeinformers.NewSharedInformerFactory(kube, 0)
+	roleBindings := all.Rbac().V1().RoleBindings()
+	p := NewProvider(kube, factory, roleBindings, nil)
 	if clusters != nil {
-		p = NewProvider(kube, factory, clusters)
+		p = NewProvider(kube, factory, roleBindings, clusters)
 		p.newClient = clusters.client
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("cache of %v did not sync", typ)
+	for _, f := range []kubeinformers.SharedInformerFactory{factory, all} {
+		f.Start(ctx.Done())
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				t.Fatalf("cache of %v did not sync", typ)
+			}
 		}
 	}
 	kube.ClearActions()
@@ -120,6 +125,10 @@ func (f *fixture) caughtUp(t *testing.T, tc *v1alpha1.TenantCompute) {
 			{func() (metav1.Object, error) { return asObject(read.deployment(ctx, ns, name)) }, func() (metav1.Object, error) { return asObject(direct.deployment(ctx, ns, name)) }},
 			{func() (metav1.Object, error) { return asObject(read.service(ctx, ns, name)) }, func() (metav1.Object, error) { return asObject(direct.service(ctx, ns, name)) }},
 			{func() (metav1.Object, error) { return asObject(read.ingress(ctx, ns, name)) }, func() (metav1.Object, error) { return asObject(direct.ingress(ctx, ns, name)) }},
+			{func() (metav1.Object, error) { return asObject(read.role(ctx, ns, secretWriters)) }, func() (metav1.Object, error) { return asObject(direct.role(ctx, ns, secretWriters)) }},
+			{func() (metav1.Object, error) { return asObject(read.roleBinding(ctx, ns, secretWriters)) }, func() (metav1.Object, error) {
+				return asObject(direct.roleBinding(ctx, ns, secretWriters))
+			}},
 		} {
 			a, err := pair[0]()
 			if err != nil {
@@ -130,6 +139,22 @@ func (f *fixture) caughtUp(t *testing.T, tc *v1alpha1.TenantCompute) {
 				return false, err
 			}
 			if !same(a, b) {
+				return false, nil
+			}
+		}
+		// The RoleBindings of the TenantCompute's namespace, whose editors write its Secrets.
+		cached, err := read.roleBindings(ctx, tc.Namespace)
+		if err != nil {
+			return false, err
+		}
+		live, err := direct.roleBindings(ctx, tc.Namespace)
+		if err != nil || len(cached) != len(live) {
+			return false, err
+		}
+		slices.SortFunc(cached, func(a, b *rbacv1.RoleBinding) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(live, func(a, b *rbacv1.RoleBinding) int { return strings.Compare(a.Name, b.Name) })
+		for i := range live {
+			if !same(cached[i], live[i]) {
 				return false, nil
 			}
 		}
@@ -914,8 +939,8 @@ func TestObserve(t *testing.T) {
 
 func TestNotifier(t *testing.T) {
 	f := newFixture(t, nil)
-	if got := len(f.provider.Informers()); got != 5 {
-		t.Errorf("%d informers, want namespaces, deployments, services, pods and ingresses", got)
+	if got := len(f.provider.Informers()); got != 7 {
+		t.Errorf("%d informers, want namespaces, deployments, services, pods, ingresses, roles and rolebindings", got)
 	}
 	labelled := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tenantLabels(tenantCompute())}}
 	for name, c := range map[string]struct {
@@ -935,13 +960,13 @@ func TestNotifier(t *testing.T) {
 			}
 		})
 	}
-	if NewProvider(kubefake.NewClientset(), nil, nil).Informers() != nil {
+	if NewProvider(kubefake.NewClientset(), nil, nil, nil).Informers() != nil {
 		t.Error("a provider without a factory has informers")
 	}
 }
 
 func TestDescriptor(t *testing.T) {
-	d := NewProvider(kubefake.NewClientset(), nil, nil).Descriptor()
+	d := NewProvider(kubefake.NewClientset(), nil, nil, nil).Descriptor()
 	if !slices.Equal(d.SecretSources, []string{"kubernetes-secret"}) || !slices.Equal(d.HealthChecks, []string{"http", "tcp", "exec"}) || !d.PublicIP {
 		t.Errorf("descriptor %+v", d)
 	}

@@ -7,14 +7,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	rbacinformers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -34,6 +37,10 @@ type reader interface {
 	service(ctx context.Context, namespace, name string) (*corev1.Service, error)
 	ingress(ctx context.Context, namespace, name string) (*networkingv1.Ingress, error)
 	pods(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error)
+	role(ctx context.Context, namespace, name string) (*rbacv1.Role, error)
+	roleBinding(ctx context.Context, namespace, name string) (*rbacv1.RoleBinding, error)
+	// roleBindings are all the RoleBindings of a namespace, not only the provider's.
+	roleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error)
 }
 
 // found turns a NotFound into nothing.
@@ -47,22 +54,27 @@ func found[T any](obj *T, err error) (*T, error) {
 	return obj, nil
 }
 
-// listerReader reads from the label-filtered informers of the cluster Plinth serves.
+// listerReader reads from the label-filtered informers of the cluster Plinth serves, and
+// RoleBindings from an informer on all of them.
 type listerReader struct {
 	namespaces  corelisters.NamespaceLister
 	deployments appslisters.DeploymentLister
 	services    corelisters.ServiceLister
 	ingresses   networkinglisters.IngressLister
 	podLister   corelisters.PodLister
+	roles       rbaclisters.RoleLister
+	bindings    rbaclisters.RoleBindingLister
 }
 
-func newListerReader(f informers.SharedInformerFactory) *listerReader {
+func newListerReader(f informers.SharedInformerFactory, roleBindings rbacinformers.RoleBindingInformer) *listerReader {
 	return &listerReader{
 		namespaces:  f.Core().V1().Namespaces().Lister(),
 		deployments: f.Apps().V1().Deployments().Lister(),
 		services:    f.Core().V1().Services().Lister(),
 		ingresses:   f.Networking().V1().Ingresses().Lister(),
 		podLister:   f.Core().V1().Pods().Lister(),
+		roles:       f.Rbac().V1().Roles().Lister(),
+		bindings:    roleBindings.Lister(),
 	}
 }
 
@@ -84,6 +96,18 @@ func (r *listerReader) ingress(_ context.Context, namespace, name string) (*netw
 
 func (r *listerReader) pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
 	return r.podLister.Pods(namespace).List(selector)
+}
+
+func (r *listerReader) role(_ context.Context, namespace, name string) (*rbacv1.Role, error) {
+	return found(r.roles.Roles(namespace).Get(name))
+}
+
+func (r *listerReader) roleBinding(_ context.Context, namespace, name string) (*rbacv1.RoleBinding, error) {
+	return found(r.bindings.RoleBindings(namespace).Get(name))
+}
+
+func (r *listerReader) roleBindings(_ context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
+	return r.bindings.RoleBindings(namespace).List(labels.Everything())
 }
 
 // clientReader reads with direct requests, for clusters the provider keeps no informers on.
@@ -111,6 +135,26 @@ func (r clientReader) pods(ctx context.Context, namespace string, selector label
 		return nil, err
 	}
 	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func (r clientReader) role(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
+	return found(r.client.RbacV1().Roles(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+func (r clientReader) roleBinding(ctx context.Context, namespace, name string) (*rbacv1.RoleBinding, error) {
+	return found(r.client.RbacV1().RoleBindings(namespace).Get(ctx, name, metav1.GetOptions{}))
+}
+
+func (r clientReader) roleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
+	list, err := r.client.RbacV1().RoleBindings(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*rbacv1.RoleBinding, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}

@@ -190,7 +190,9 @@ func checkNames(tc *v1alpha1.TenantCompute) error {
 //
 // A Pod can only read Secrets of its own namespace and cluster, and the provider copies no
 // secret value, so a kubernetes-secret reference names a Secret in namespace tenant-<tenantID>
-// on the target cluster, which the tenant (or whoever holds the secret) puts there. Until it
+// on the target cluster, which the people who may edit the TenantCompute's namespace may write
+// there on the cluster Plinth serves (secretAccess); on a registered Cluster its admins put it
+// there. Until it
 // exists the kubelet holds the container back, and GetStatus reports the tenant starting and
 // waiting for that Secret; once it exists the pods start without the provider doing anything.
 // The provider itself never reads Secrets.
