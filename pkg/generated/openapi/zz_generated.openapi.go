@@ -991,7 +991,7 @@ func schema_pkg_apis_compute_v1alpha1_SecretReference(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Name is the secret's name in its store (for kubernetes-secret: a Secret in the TenantCompute's namespace).",
+							Description: "Name is the secret's name in its store (for kubernetes-secret: a Secret in namespace tenant-<tenantID> on the target cluster, which the people who may edit the TenantCompute's namespace may write there on the default cluster).",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",

@@ -101,7 +101,9 @@ const (
 
 // Secret sources Plinth's built-in providers know.
 const (
-	// SecretSourceKubernetes is a key of a Secret in the TenantCompute's namespace.
+	// SecretSourceKubernetes is a key of a Secret in namespace tenant-<tenantID> on the target
+	// cluster, which the people who may edit the TenantCompute's namespace may write there on
+	// the default cluster.
 	SecretSourceKubernetes = "kubernetes-secret"
 )
 
@@ -305,8 +307,9 @@ type DNSConfig struct {
 
 // SecretReference points to a secret a container needs (the seed's SecretReference).
 type SecretReference struct {
-	// Name is the secret's name in its store (for kubernetes-secret: a Secret in the
-	// TenantCompute's namespace).
+	// Name is the secret's name in its store (for kubernetes-secret: a Secret in namespace
+	// tenant-<tenantID> on the target cluster, which the people who may edit the
+	// TenantCompute's namespace may write there on the default cluster).
 	Name string `json:"name"`
 	// Source is where the secret is stored; it must be one the provider supports (its
 	// ComputeProvider's status.supportedSecretSources), for example kubernetes-secret.

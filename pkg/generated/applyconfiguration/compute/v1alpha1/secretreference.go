@@ -23,8 +23,9 @@ package v1alpha1
 //
 // SecretReference points to a secret a container needs (the seed's SecretReference).
 type SecretReferenceApplyConfiguration struct {
-	// Name is the secret's name in its store (for kubernetes-secret: a Secret in the
-	// TenantCompute's namespace).
+	// Name is the secret's name in its store (for kubernetes-secret: a Secret in namespace
+	// tenant-<tenantID> on the target cluster, which the people who may edit the
+	// TenantCompute's namespace may write there on the default cluster).
 	Name *string `json:"name,omitempty"`
 	// Source is where the secret is stored; it must be one the provider supports (its
 	// ComputeProvider's status.supportedSecretSources), for example kubernetes-secret.
