@@ -250,6 +250,38 @@ func TestTenantCompute(t *testing.T) {
 		expectTable(t, out, []string{"NAME", "TENANT", "PROVIDER", "PHASE", "STATE", "HEALTH", "ENDPOINT", "AGE"}, []string{"shop", "shop", "kubernetes", "Ready", "running", "healthy"})
 	})
 
+	t.Run("alice, who edits team-a, may write the tenant's Secret in tenant-shop; bob may not", func(t *testing.T) {
+		kubeFor := func(user string) kubernetes.Interface {
+			cfg, err := p.ConfigFor(user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kubernetes.NewForConfigOrDie(cfg)
+		}
+		aliceKube, bobKube := kubeFor("alice"), kubeFor("bob")
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-db"}, StringData: map[string]string{"password": "s3cret"}}
+		// The provider granted it before the tenant was Ready; kube-apiserver's RBAC cache may
+		// see the RoleBinding a moment later.
+		waitForCondition(t, 10*time.Second, func() (bool, string) {
+			_, err := aliceKube.CoreV1().Secrets("tenant-shop").Create(ctx, secret, metav1.CreateOptions{})
+			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
+		})
+		b, err := kube.RbacV1().RoleBindings("tenant-shop").Get(ctx, "plinth-tenant-secrets", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(fmt.Sprint(b.Subjects), "{User rbac.authorization.k8s.io alice }") || strings.Contains(fmt.Sprint(b.Subjects), "bob") {
+			t.Errorf("the secret writers of tenant-shop: %+v", b.Subjects)
+		}
+		_, err = bobKube.CoreV1().Secrets("tenant-shop").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bobs"}}, metav1.CreateOptions{})
+		expectForbidden(t, err, "bob creates a Secret in tenant-shop")
+		_, err = bobKube.CoreV1().Secrets("tenant-shop").Get(ctx, "shop-db", metav1.GetOptions{})
+		expectForbidden(t, err, "bob reads alice's Secret")
+		// Secrets only: the tenant's Deployment stays the provider's.
+		err = aliceKube.AppsV1().Deployments("tenant-shop").Delete(ctx, "shop", metav1.DeleteOptions{})
+		expectForbidden(t, err, "alice deletes the tenant's Deployment")
+	})
+
 	t.Run("an image change rolls the tenant and the UpdateResult lists it", func(t *testing.T) {
 		change(ns, "shop", func(tc *compute.TenantCompute) { tc.Spec.Containers[0].Image = "nginx:1.28" })
 		tc := waitTenant(alice, ns, "shop", 60*time.Second, func(tc *compute.TenantCompute) bool {
