@@ -29,8 +29,10 @@ import (
 // StaleAfter is how old a claim whose holder does not exist must be before another
 // TenantCompute may take it over. A younger one belongs to a create in flight (the claim is
 // written just before the TenantCompute); an older one was left by a server that stopped
-// between the two writes, or by a delete whose clean-up failed.
-const StaleAfter = 30 * time.Second
+// between the two writes, or by a delete whose clean-up failed. It is longer than any request
+// may take (the generic server's request timeout is 60 s): a slow create must never lose its
+// claim while it is still writing, or two TenantComputes would hold one ID.
+const StaleAfter = 2 * time.Minute
 
 // maxAttempts bounds how often Claim re-reads a claim that others keep changing under it.
 const maxAttempts = 3

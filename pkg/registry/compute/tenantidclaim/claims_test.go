@@ -171,3 +171,11 @@ func TestConcurrentTakeoverOfAStaleClaim(t *testing.T) {
 		t.Fatalf("claim %+v %v, want the winner's", c, err)
 	}
 }
+
+// A claim outlives the longest request: a create still writing after the generic server's
+// 60 s request timeout has not lost its claim.
+func TestStaleAfterOutlivesARequest(t *testing.T) {
+	if StaleAfter <= 60*time.Second {
+		t.Errorf("StaleAfter %s is not longer than the 60 s request timeout", StaleAfter)
+	}
+}
