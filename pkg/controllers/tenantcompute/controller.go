@@ -200,6 +200,10 @@ func (c *Controller) nextLook(key cache.ObjectName, ps *pass) time.Duration {
 	switch {
 	case st.NextRetryTime != nil:
 		return st.NextRetryTime.Sub(ps.now)
+	case st.Phase == v1alpha1.PhaseFailed && computeFailed(st):
+		// Compute that failed on its own may come back: looked at on the resync period, and
+		// sooner on the provider's events.
+		return c.resync
 	case st.Phase == v1alpha1.PhaseFailed || st.Phase == v1alpha1.PhaseArchived:
 		return 0
 	case st.Phase == v1alpha1.PhaseStopped || st.Phase == v1alpha1.PhaseReady && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady):

@@ -543,7 +543,7 @@ func TestFailedComputeCountsAsAFailure(t *testing.T) {
 	if tc.Status.Retries != 1 || tc.Status.State != v1alpha1.ComputeStateFailed {
 		t.Errorf("retries %d, state %q", tc.Status.Retries, tc.Status.State)
 	}
-	if got := condition(t, tc, v1alpha1.ConditionReady).Message; got != "Provider fake failed to provision the compute (attempt 1 of 5, next at 2026-07-01T12:00:01Z): Container web cannot pull image nginx:1.99." {
+	if got := condition(t, tc, v1alpha1.ConditionReady).Message; got != "Provider fake failed to run the compute (attempt 1 of 5, next at 2026-07-01T12:00:01Z): Container web cannot pull image nginx:1.99." {
 		t.Errorf("message %q", got)
 	}
 	// The compute is provisioned: retries look again rather than provision again.
@@ -815,4 +815,34 @@ func TestCheckFailuresOfATenantAtRestNeverFailIt(t *testing.T) {
 		h.step()
 	}
 	h.expectPhase(v1alpha1.PhaseFailed)
+}
+
+// A tenant Failed because its compute failed on its own (not because the provider could not do
+// its part) comes back to Ready when the compute runs again, without a spec change; while it
+// stays broken, looking at it writes nothing. A tenant Failed because the provider failed
+// stays Failed (TestProviderErrorsBackOffThenFail).
+func TestFailedComputeThatRecoversIsReadyAgain(t *testing.T) {
+	h := newHarness(t, tenant())
+	h.ready()
+	h.p.status = &compute.ComputeStatus{State: v1alpha1.ComputeStateFailed, Health: v1alpha1.HealthStatusUnhealthy, Message: "Container web keeps crashing."}
+	for range MaxAttempts {
+		h.clock.Step(10 * time.Minute)
+		h.step()
+	}
+	tc := h.expectPhase(v1alpha1.PhaseFailed)
+	expectCondition(t, tc, v1alpha1.ConditionReady, metav1.ConditionFalse, "ComputeFailed")
+	h.statusWrites()
+	h.clock.Step(10 * time.Minute)
+	h.step()
+	h.expectPhase(v1alpha1.PhaseFailed)
+	if n := h.statusWrites(); n != 0 {
+		t.Errorf("looking at still-broken compute wrote the status %d times", n)
+	}
+	h.p.status = running
+	h.step()
+	tc = h.expectPhase(v1alpha1.PhaseReady)
+	expectCondition(t, tc, v1alpha1.ConditionReady, metav1.ConditionTrue, "Ready")
+	if tc.Status.Retries != 0 {
+		t.Errorf("retries %d", tc.Status.Retries)
+	}
 }

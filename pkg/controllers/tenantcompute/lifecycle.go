@@ -46,11 +46,12 @@ const (
 	reasonArchiveFailed   = "ArchiveFailed"
 	reasonDestroyFailed   = "DestroyFailed"
 	reasonCheckFailed     = "CheckFailed"
+	reasonComputeFailed   = "ComputeFailed"
 )
 
 // verbs say what failed, by failure reason, in messages.
 var verbs = map[string]string{
-	reasonProvisionFailed: "provision", reasonUpdateFailed: "update", reasonArchiveFailed: "destroy",
+	reasonProvisionFailed: "provision", reasonUpdateFailed: "update", reasonArchiveFailed: "destroy", reasonComputeFailed: "run",
 }
 
 // pass is one reconcile of a tenant: the status it will write, built step by step.
@@ -95,6 +96,13 @@ func (ps *pass) run(ctx context.Context) {
 	case ps.specChanged || ps.requested:
 		// A new spec, or an explicit request, starts a fresh series of attempts.
 		st.Retries = 0
+	case st.Phase == v1alpha1.PhaseFailed && computeFailed(st):
+		// The provider did its part and the compute broke on its own (crashing containers):
+		// nothing is retried, but compute that comes back by itself brings the tenant back.
+		if ps.recover(ctx) {
+			ps.conclude()
+		}
+		return
 	case st.Phase == v1alpha1.PhaseFailed, st.Phase == v1alpha1.PhaseArchived && tc.Spec.Archived:
 		return // nothing to do until the spec changes or a reconcile is requested
 	case st.NextRetryTime != nil && ps.now.Before(st.NextRetryTime.Time):
@@ -251,7 +259,7 @@ func (ps *pass) observe(ctx context.Context, onTheWay v1alpha1.TenantComputePhas
 	}
 	if cs.State == v1alpha1.ComputeStateFailed {
 		ps.broken = true
-		ps.failure(failReason, failPhase, errors.New(or(cs.Message, "the compute failed")))
+		ps.failure(reasonComputeFailed, failPhase, errors.New(or(cs.Message, "the compute failed")))
 		return
 	}
 	rest := v1alpha1.PhaseReady
@@ -267,6 +275,27 @@ func (ps *pass) observe(ctx context.Context, onTheWay v1alpha1.TenantComputePhas
 		ps.checked = true // just checked on the way here
 	}
 	st.Phase, st.Retries = rest, 0
+}
+
+// computeFailed says the tenant failed because its provider reported the compute failed (not
+// because the provider could not do what was asked).
+func computeFailed(st *v1alpha1.TenantComputeStatus) bool {
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Reason == reasonComputeFailed
+}
+
+// recover looks at the compute of a tenant that failed on its own and, when the provider
+// reports it running and not unhealthy again, settles the tenant at rest. It reports whether it
+// changed anything; a look that finds the compute still broken (or cannot look) changes nothing,
+// so it writes nothing.
+func (ps *pass) recover(ctx context.Context) bool {
+	cs, err := ps.p.GetStatus(ctx, ps.tc)
+	if err != nil || cs == nil || cs.State != v1alpha1.ComputeStateRunning || cs.Health == v1alpha1.HealthStatusUnhealthy {
+		return false
+	}
+	ps.status.Retries = 0
+	ps.observe(ctx, v1alpha1.PhaseFailed, reasonComputeFailed, v1alpha1.PhaseFailed)
+	return ps.status.Phase != v1alpha1.PhaseFailed
 }
 
 // failure counts a failed attempt: the phase becomes failPhase with the next attempt after the

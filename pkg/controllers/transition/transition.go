@@ -20,7 +20,7 @@ var warnings = sets.New(
 	"SpecInvalid", "PolicyViolation", "BindingFailed", "ProjectionError", "RuntimeDegraded", "QuotaExceeded",
 	"PermissionDenied", "NetworkUnavailable", "Failed", "Refused", "ExecutionFailed", "ClusterNotFound",
 	"ClusterDegraded", "Unreachable", "Unhealthy", "CredentialsInvalid", "UnknownEncryptionKey",
-	"ProvisionFailed", "UpdateFailed", "ArchiveFailed", "DestroyFailed", "CheckFailed", "NotRunning", "ProviderConflict",
+	"ProvisionFailed", "UpdateFailed", "ArchiveFailed", "DestroyFailed", "CheckFailed", "ComputeFailed", "NotRunning", "ProviderConflict",
 )
 
 // Type is the event type of a reason: Warning for the reasons that need attention.
