@@ -45,6 +45,7 @@ const PlinthController = "plinth.dev/plinth-controller"
 const (
 	reasonRegistered = "Registered"
 	reasonConflict   = "ProviderConflict"
+	reasonNotServed  = "NotServed"
 )
 
 // Registry is what the controller needs of the compute provider registry.
@@ -100,12 +101,50 @@ func NewController(client computeclient.ComputeProvidersGetter, recorder events.
 }
 
 // owned maps a ComputeProvider to itself when it has the name of a provider this controller
-// publishes.
+// publishes, or when this controller registered it (spec.controller) and no longer serves it.
 func (c *Controller) owned(obj interface{}) []cache.ObjectName {
 	keys := loop.Self(obj)
-	if len(keys) == 1 && c.published[keys[0].Name] != nil {
+	if len(keys) != 1 {
+		return nil
+	}
+	if c.published[keys[0].Name] != nil {
 		return keys
 	}
+	if cp, ok := obj.(*v1alpha1.ComputeProvider); ok && cp.Spec.Controller == c.owner {
+		return keys
+	}
+	return nil
+}
+
+// retire marks a provider this controller registered but no longer serves (a build without
+// it, a configuration that leaves it out) not Ready, so admission stops accepting tenants for
+// it instead of storing tenants nothing will provision. The object stays: tenants that name it
+// keep a readable reference, and a later version that serves it again takes it back.
+func (c *Controller) retire(ctx context.Context, name string) error {
+	cp, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cp.Spec.Controller != c.owner {
+		return nil
+	}
+	if was := meta.FindStatusCondition(cp.Status.Conditions, v1alpha1.ConditionProviderReady); was != nil && was.Status == metav1.ConditionFalse && was.Reason == reasonNotServed {
+		return nil
+	}
+	updated := cp.DeepCopy()
+	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionProviderReady, Status: metav1.ConditionFalse, Reason: reasonNotServed,
+		Message: fmt.Sprintf("%s no longer serves this provider.", c.owner), ObservedGeneration: cp.Generation,
+		LastTransitionTime: metav1.NewTime(c.now()),
+	})
+	if _, err := c.client.ComputeProviders().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Compute provider no longer served", "provider", name)
+	transition.Record(c.recorder, updated, reasonNotServed, "Register", fmt.Sprintf("%s no longer serves provider %s.", c.owner, name))
 	return nil
 }
 
@@ -146,7 +185,7 @@ func rawObject(raw []byte) (*common.RawObject, error) {
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
 	want := c.published[key.Name]
 	if want == nil {
-		return nil
+		return c.retire(ctx, key.Name)
 	}
 	logger := klog.FromContext(ctx)
 	cp, err := c.lister.Get(key.Name)

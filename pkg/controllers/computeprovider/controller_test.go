@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -305,4 +306,46 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		}
 		return c, []looptest.Reads{{Fake: &client.Fake, Resource: "computeproviders", Informer: providers.Informer()}}, factory.Start
 	})
+}
+
+// A provider this controller registered but no longer serves turns not Ready (so admission
+// stops accepting tenants for it), once; another controller's provider of a name this
+// controller does not serve is left alone.
+func TestRetiresAProviderItNoLongerServes(t *testing.T) {
+	ready := []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Registered", LastTransitionTime: metav1.NewTime(start)}}
+	gone := &v1alpha1.ComputeProvider{ObjectMeta: metav1.ObjectMeta{Name: "docker"},
+		Spec: v1alpha1.ComputeProviderSpec{Controller: PlinthController}, Status: v1alpha1.ComputeProviderStatus{Conditions: ready}}
+	theirs := &v1alpha1.ComputeProvider{ObjectMeta: metav1.ObjectMeta{Name: "ecs"},
+		Spec: v1alpha1.ComputeProviderSpec{Controller: "example.com/ecs"}, Status: v1alpha1.ComputeProviderStatus{Conditions: ready}}
+	h := newHarness(t, gone, theirs)
+	if keys := h.c.owned(gone); len(keys) != 1 {
+		t.Errorf("a retired provider of ours does not wake the controller: %v", keys)
+	}
+	if keys := h.c.owned(theirs); len(keys) != 0 {
+		t.Errorf("another controller's provider wakes the controller: %v", keys)
+	}
+	for _, name := range []string{"docker", "ecs"} {
+		if err := h.c.reconcile(context.Background(), cache.NewObjectName("", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := h.client.ComputeV1alpha1().ComputeProviders().Get(context.Background(), "docker", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "NotServed" {
+		t.Errorf("Ready condition of a provider no longer served: %+v", c)
+	}
+	if w := h.writes(); len(w) != 1 || w[0] != "update/status" {
+		t.Errorf("writes %v, want one status update (ecs untouched)", w)
+	}
+	if err := h.indexer.Update(got); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.reconcile(context.Background(), cache.NewObjectName("", "docker")); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.writes(); len(w) != 0 {
+		t.Errorf("retired twice: %v", w)
+	}
 }
