@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -545,6 +546,18 @@ func TestTenantCompute(t *testing.T) {
 		out, err = framework.Kubectl(p.Kubeconfig("alice"), "get", "tcomp", "-n", ns, "blog")
 		if err != nil || !strings.Contains(out, "http://blog.tenant-blog.svc") {
 			t.Errorf("kubectl get tcomp: %v\n%s", err, out)
+		}
+		out, err = framework.Kubectl(p.Kubeconfig("alice"), "patch", "tcomp", "blog", "-n", ns, "--type", "merge", "-p", `{"spec":{"resources":{"cpu":64}}}`)
+		if err == nil || !strings.Contains(out, "spec.resources.cpu: Invalid value: 64: must be at least 128 millicores") {
+			t.Errorf("the tour's bad patch: %v\n%s", err, out)
+		}
+		example, err := os.ReadFile(framework.RepoRoot() + "/artifacts/examples/tenantcompute.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err = framework.KubectlStdin(p.Kubeconfig("alice"), strings.Replace(string(example), "name: blog", "name: blog-copy", 1), "apply", "-n", ns, "-f", "-")
+		if err == nil || !strings.Contains(out, "AlreadyExists") || !strings.Contains(out, `spec.tenantID: Duplicate value: "blog"`) {
+			t.Errorf("the tour's copy with the same tenant ID: %v\n%s", err, out)
 		}
 		out, err = framework.Kubectl(p.Kubeconfig("alice"), "get", "computeproviders")
 		if err != nil || !strings.Contains(out, "kubernetes") || !strings.Contains(out, "kubevirt") {
