@@ -3,6 +3,7 @@ package compute
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -78,3 +79,29 @@ var ErrPermanent = errors.New("permanent")
 // governed VM's delete waits for its approval): nothing failed, so the controller keeps the
 // tenant where it is and looks again after its poll interval instead of counting an attempt.
 var ErrInProgress = errors.New("in progress")
+
+// Permanentf formats an error that retrying cannot fix: errors.Is(err, ErrPermanent) holds, and
+// its message is the formatted text alone (the controller shows it to the tenant as the
+// provider's own sentence, with no ": permanent" added). A %w verb wraps an error as
+// fmt.Errorf does.
+func Permanentf(format string, args ...any) error {
+	return &kindError{kind: ErrPermanent, err: fmt.Errorf(format, args...)}
+}
+
+// InProgressf formats the error of a Destroy that has begun and waits on something outside the
+// provider: errors.Is(err, ErrInProgress) holds, and its message, the formatted text alone,
+// says what it waits for. A %w verb wraps an error as fmt.Errorf does.
+func InProgressf(format string, args ...any) error {
+	return &kindError{kind: ErrInProgress, err: fmt.Errorf(format, args...)}
+}
+
+// kindError is a provider's error marked with one of the sentinel kinds above. The kind is
+// matched by Is rather than wrapped, so that it stays out of the message.
+type kindError struct {
+	kind error
+	err  error
+}
+
+func (e *kindError) Error() string        { return e.err.Error() }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+func (e *kindError) Unwrap() error        { return e.err }

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/compute"
 )
 
 // roleBinding binds a role (a ClusterRole unless kind says otherwise) in a namespace.
@@ -231,13 +233,16 @@ func TestDestroyLeavesTheGrantToTheNamespace(t *testing.T) {
 	tc := tenantCompute()
 	provision(t, f.provider, tc)
 	f.caughtUp(t, tc)
-	if err := f.provider.Destroy(ctx, tc); err != nil {
-		t.Fatal(err)
+	if err := f.provider.Destroy(ctx, tc); !errors.Is(err, compute.ErrInProgress) {
+		t.Fatalf("Destroy = %v, want it in progress until the namespace is gone", err)
 	}
 	if got := writes(f.kube); !slices.Equal(got, []string{"delete namespaces"}) {
 		t.Errorf("Destroy wrote %v", got)
 	}
 	f.caughtUp(t, tc)
+	if err := f.provider.Destroy(ctx, tc); err != nil {
+		t.Fatalf("Destroy once the namespace is gone: %v", err)
+	}
 	provision(t, f.provider, tc)
 	if got := rbacWrites(f.kube); !slices.Equal(got, []string{"patch roles", "patch rolebindings"}) {
 		t.Errorf("Provision after Destroy wrote %v to RBAC", got)

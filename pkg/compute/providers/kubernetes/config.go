@@ -47,17 +47,6 @@ var configSchema = []byte(`{
 // configDefaults are the values of the fields a providerConfig leaves out.
 var configDefaults = []byte(`{"replicas": 1}`)
 
-// permanentError is an error retrying cannot fix: errors.Is(err, compute.ErrPermanent) holds,
-// and the message stays the provider's own sentence.
-type permanentError struct{ msg string }
-
-func (e *permanentError) Error() string { return e.msg }
-func (e *permanentError) Unwrap() error { return compute.ErrPermanent }
-
-func permanent(format string, args ...interface{}) error {
-	return &permanentError{msg: fmt.Sprintf(format, args...)}
-}
-
 // parseConfig reads spec.providerConfig over the defaults. The API validated it against the
 // schema at admission; it is checked again because a stored object may predate a schema change.
 func parseConfig(tc *v1alpha1.TenantCompute) (providerConfig, error) {
@@ -69,11 +58,11 @@ func parseConfig(tc *v1alpha1.TenantCompute) (providerConfig, error) {
 		dec := json.NewDecoder(bytes.NewReader(tc.Spec.ProviderConfig.Raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&cfg); err != nil {
-			return cfg, permanent("spec.providerConfig: %s", configError(err))
+			return cfg, compute.Permanentf("spec.providerConfig: %s", configError(err))
 		}
 	}
 	if cfg.Replicas < 1 || cfg.Replicas > maxReplicas {
-		return cfg, permanent("spec.providerConfig.replicas: must be between 1 and %d", maxReplicas)
+		return cfg, compute.Permanentf("spec.providerConfig.replicas: must be between 1 and %d", maxReplicas)
 	}
 	return cfg, nil
 }

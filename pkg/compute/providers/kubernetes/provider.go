@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	rbacinformers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/kubernetes"
@@ -217,21 +219,30 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 
 	liveNS, err := t.read.namespace(ctx, ns)
 	if err == nil && liveNS == nil {
-		// The informers see only labelled namespaces: ask the cluster before creating one, so
-		// that a namespace someone else made is never taken over.
+		// The informers see only labelled namespaces: ask the cluster before creating one.
 		liveNS, err = found(t.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}))
 	}
 	if err != nil {
 		return nil, err
 	}
+	if liveNS == nil {
+		var created bool
+		if liveNS, created, err = createNamespace(ctx, t, tc, ns); err != nil {
+			return nil, err
+		}
+		if created {
+			out.changes = append(out.changes, fmt.Sprintf("namespace %s created", ns))
+		}
+	}
+	// Deletion first: a namespace still being deleted for an earlier TenantCompute with this
+	// tenant ID (whose Destroy returned before it was gone, or which was deleted outside
+	// Plinth) is one to wait for, not someone else's.
 	switch {
-	case liveNS == nil:
-		out.changes = append(out.changes, fmt.Sprintf("namespace %s created", ns))
-	case !ownedBy(liveNS, tc):
-		return nil, permanent("namespace %s already exists and was not made by the kubernetes provider for this TenantCompute", ns)
 	case liveNS.DeletionTimestamp != nil:
 		out.waiting = fmt.Sprintf("Waiting for namespace %s, which is being deleted, to be gone.", ns)
 		return out, nil
+	case !ownedBy(liveNS, tc):
+		return nil, compute.Permanentf("namespace %s already exists and was not made by the kubernetes provider for this TenantCompute", ns)
 	}
 	if err := p.apply(ctx, t, want.namespace, liveObject(liveNS)); err != nil {
 		return nil, err
@@ -284,12 +295,45 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	}
 
 	if previous, known := previousCluster(tc); known && previous != t.cluster {
-		if err := p.destroyOn(ctx, previous, tc); err != nil {
+		// Once its deletion is sent, the old namespace goes on its own: the move is done.
+		if err := p.destroyOn(ctx, previous, tc); err != nil && !errors.Is(err, compute.ErrInProgress) {
 			return nil, err
 		}
 		out.changes = append(out.changes, fmt.Sprintf("cluster %s → %s", clusterName(previous), clusterName(t.cluster)))
 	}
 	return out, nil
+}
+
+// createNamespace creates the tenant's namespace, or reads the one someone created since it
+// was found absent; created says which. It creates rather than applies: a server-side apply
+// with Force would take over a namespace another made in between, while a create fails on it
+// and the caller checks the labels of what is there. The namespace is created with the labels
+// that make it the TenantCompute's only (see ownedBy), which never change while it exists; the
+// apply that follows sets the rest, so that the tenant's own labels are owned by the apply
+// alone and one the tenant drops is removed.
+func createNamespace(ctx context.Context, t *target, tc *v1alpha1.TenantCompute, name string) (*corev1.Namespace, bool, error) {
+	namespaces := t.client.CoreV1().Namespaces()
+	claim := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		v1alpha1.LabelTenantID:               tc.Spec.TenantID,
+		v1alpha1.LabelTenantComputeNamespace: tc.Namespace,
+		v1alpha1.LabelTenantComputeName:      tc.Name,
+	}}}
+	created, err := namespaces.Create(ctx, claim, metav1.CreateOptions{FieldManager: providerFieldManager})
+	if err == nil {
+		return created, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, false, err
+	}
+	live, err := found(namespaces.Get(ctx, name, metav1.GetOptions{}))
+	if err != nil {
+		return nil, false, err
+	}
+	if live == nil {
+		// Created and deleted again meanwhile: the retry starts over.
+		return nil, false, fmt.Errorf("namespace %s was created and deleted by someone else while the provider created it", name)
+	}
+	return live, false, nil
 }
 
 // grantSecrets applies the Role and RoleBinding that let the editors of tc's namespace write
@@ -341,9 +385,12 @@ func (p *Provider) remove(ctx context.Context, t *target, resource string, obj m
 }
 
 // Destroy deletes the tenant's namespace, and with it everything in it, on its target cluster
-// (and on the cluster it ran on before, if providerConfig.cluster changed since). A namespace
-// that is gone, already being deleted, or not the provider's for this TenantCompute leaves
-// nothing to do; so does a Cluster that is no longer registered, which Plinth cannot reach.
+// (and on the cluster it ran on before, if providerConfig.cluster changed since). Until the
+// namespace is gone it returns an error wrapping compute.ErrInProgress: the tenant ID, which
+// names the namespace, is released with the TenantCompute, and a new TenantCompute with that
+// ID would otherwise find the old namespace in the way. A namespace that is gone or not the
+// provider's for this TenantCompute leaves nothing to do; so does a Cluster that is no longer
+// registered, which Plinth cannot reach.
 func (p *Provider) Destroy(ctx context.Context, tc *v1alpha1.TenantCompute) error {
 	clusters := map[string]bool{}
 	if cfg, err := parseConfig(tc); err == nil {
@@ -352,14 +399,23 @@ func (p *Provider) Destroy(ctx context.Context, tc *v1alpha1.TenantCompute) erro
 	if previous, known := previousCluster(tc); known {
 		clusters[previous] = true
 	}
-	for cluster := range clusters {
-		if err := p.destroyOn(ctx, cluster, tc); err != nil {
+	var waiting error
+	for _, cluster := range sets.List(sets.KeySet(clusters)) {
+		err := p.destroyOn(ctx, cluster, tc)
+		switch {
+		case errors.Is(err, compute.ErrInProgress):
+			// The other cluster's deletion is sent too before this one is waited for.
+			if waiting == nil {
+				waiting = err
+			}
+		case err != nil:
 			return err
 		}
 	}
-	return nil
+	return waiting
 }
 
+// destroyOn deletes the tenant's namespace on one cluster; see Destroy.
 func (p *Provider) destroyOn(ctx context.Context, cluster string, tc *v1alpha1.TenantCompute) error {
 	t, err := p.target(ctx, cluster)
 	if errors.Is(err, compute.ErrPermanent) {
@@ -370,25 +426,47 @@ func (p *Provider) destroyOn(ctx context.Context, cluster string, tc *v1alpha1.T
 	}
 	ns := v1alpha1.TenantNamespace(tc.Spec.TenantID)
 	live, err := t.read.namespace(ctx, ns)
+	if err == nil && live == nil {
+		// An informer may not have seen a namespace created a moment ago: only the cluster
+		// says that it is gone.
+		live, err = found(t.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}))
+	}
 	if err != nil {
 		return err
 	}
-	if live != nil && ownedBy(live, tc) && live.DeletionTimestamp == nil {
+	p.forgetTenant(t, tc)
+	if live == nil || !ownedBy(live, tc) {
+		return nil
+	}
+	if live.DeletionTimestamp == nil {
 		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(live.UID)}}
-		if err := t.client.CoreV1().Namespaces().Delete(ctx, ns, opts); err != nil && !apierrors.IsNotFound(err) {
+		err := t.client.CoreV1().Namespaces().Delete(ctx, ns, opts)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 	}
-	name := objectName(tc.Spec.TenantID)
+	// The namespace's delete event wakes the TenantCompute (see TenantFor); the controller
+	// also looks again after its poll interval.
+	if t.cluster == "" {
+		return compute.InProgressf("namespace %s is being deleted", ns)
+	}
+	return compute.InProgressf("namespace %s on cluster %s is being deleted", ns, t.cluster)
+}
+
+// forgetTenant drops what was applied to the tenant's objects on t, which go with its
+// namespace.
+func (p *Provider) forgetTenant(t *target, tc *v1alpha1.TenantCompute) {
+	ns, name := v1alpha1.TenantNamespace(tc.Spec.TenantID), objectName(tc.Spec.TenantID)
 	p.applier.forget(t.cluster, "namespaces", "", ns)
 	for _, resource := range []string{"deployments", "services", "ingresses"} {
 		p.applier.forget(t.cluster, resource, ns, name)
 	}
-	// Gone with the namespace too.
 	for _, resource := range []string{"roles", "rolebindings"} {
 		p.applier.forget(t.cluster, resource, ns, secretWriters)
 	}
-	return nil
 }
 
 // previousCluster is the cluster the tenant ran on when its status was last reported: the

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -580,8 +581,10 @@ func TestDestroy(t *testing.T) {
 	provision(t, f.provider, tc)
 	f.caughtUp(t, tc)
 
-	if err := f.provider.Destroy(ctx, tc); err != nil {
-		t.Fatal(err)
+	// In progress until the namespace is gone: the tenant ID is released with the
+	// TenantCompute, and a new one with that ID would find the namespace in its way.
+	if err := f.provider.Destroy(ctx, tc); !errors.Is(err, compute.ErrInProgress) || err.Error() != "namespace tenant-shop is being deleted" {
+		t.Fatalf("Destroy = %v, want in progress", err)
 	}
 	if _, err := f.kube.CoreV1().Namespaces().Get(ctx, "tenant-shop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace tenant-shop after Destroy: %v", err)
@@ -605,20 +608,152 @@ func TestDestroy(t *testing.T) {
 	}
 }
 
-func TestProvisionWaitsForATerminatingNamespace(t *testing.T) {
-	tc := tenantCompute()
+// A namespace that a cluster is still deleting (its finalizers run) keeps Destroy in progress
+// without a second delete; on a named cluster the message names the cluster.
+func TestDestroyWaitsForTheNamespace(t *testing.T) {
+	tc := tenantCompute(withConfig(`{"cluster": "edge"}`))
 	terminating := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-shop", Labels: tenantLabels(tc),
 		DeletionTimestamp: ptr.To(metav1.Now()), Finalizers: []string{"kubernetes"}}}
-	f := newFixture(t, nil, terminating)
-	res, err := f.provider.Provision(context.Background(), tc)
+	local, edge := terminating.DeepCopy(), terminating.DeepCopy()
+	edgeCluster := kubefake.NewClientset(edge)
+	f := newFixture(t, &fakeClusters{clusters: map[string]*kubefake.Clientset{"edge": edgeCluster}}, local)
+	ctx := context.Background()
+
+	err := f.provider.Destroy(ctx, tc)
+	if !errors.Is(err, compute.ErrInProgress) || err.Error() != "namespace tenant-shop on cluster edge is being deleted" {
+		t.Errorf("Destroy = %v, want in progress on edge", err)
+	}
+	// Moved from the cluster Plinth serves: both are waited for.
+	tc.Status.Metadata = map[string]string{metadataNamespace: "tenant-shop"}
+	err = f.provider.Destroy(ctx, tc)
+	if !errors.Is(err, compute.ErrInProgress) {
+		t.Errorf("Destroy after a move = %v, want in progress", err)
+	}
+	for name, c := range map[string]*kubefake.Clientset{"local": f.kube, "edge": edgeCluster} {
+		if got := writes(c); len(got) != 0 {
+			t.Errorf("%s: wrote %v to a namespace being deleted", name, got)
+		}
+	}
+
+	// A namespace the informer has not seen yet is read from the cluster, and deleted.
+	fresh := tenantCompute()
+	f2 := newFixture(t, nil)
+	if _, err := f2.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-shop",
+		Labels: tenantLabels(fresh)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f2.provider.local.read = emptyReader{f2.provider.local.read}
+	if err := f2.provider.Destroy(ctx, fresh); !errors.Is(err, compute.ErrInProgress) {
+		t.Errorf("Destroy of a namespace the cache has not seen = %v, want in progress", err)
+	}
+	if _, err := f2.kube.CoreV1().Namespaces().Get(ctx, "tenant-shop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the namespace the cache had not seen is still there: %v", err)
+	}
+}
+
+// emptyReader is a reader whose cache has no namespace yet.
+type emptyReader struct{ reader }
+
+func (emptyReader) namespace(context.Context, string) (*corev1.Namespace, error) { return nil, nil }
+
+func TestProvisionWaitsForATerminatingNamespace(t *testing.T) {
+	tc := tenantCompute()
+	// Also when it was made for an earlier TenantCompute with this tenant ID: being deleted, it
+	// is on its way out, not someone else's to refuse.
+	predecessor := tenantCompute(func(tc *v1alpha1.TenantCompute) { tc.Namespace, tc.Name = "team-b", "old-shop" })
+	for name, labels := range map[string]map[string]string{"this TenantCompute's": tenantLabels(tc), "a predecessor's": tenantLabels(predecessor)} {
+		t.Run(name, func(t *testing.T) {
+			terminating := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-shop", Labels: labels,
+				DeletionTimestamp: ptr.To(metav1.Now()), Finalizers: []string{"kubernetes"}}}
+			f := newFixture(t, nil, terminating)
+			res, err := f.provider.Provision(context.Background(), tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != v1alpha1.ProvisionStatusInProgress || res.Message != "Waiting for namespace tenant-shop, which is being deleted, to be gone." {
+				t.Errorf("Provision = %+v", res)
+			}
+			if got := writes(f.kube); len(got) != 0 {
+				t.Errorf("wrote %v into a namespace being deleted", got)
+			}
+		})
+	}
+}
+
+// The create sets only the labels that make the namespace the TenantCompute's; the apply owns
+// the rest, so that a label the tenant drops leaves the namespace too.
+func TestDroppedLabelLeavesTheNamespace(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	tc := tenantCompute()
+	provision(t, f.provider, tc)
+	if got := writes(f.kube); !slices.Contains(got, "create namespaces") || slices.Index(got, "create namespaces") > slices.Index(got, "patch namespaces") {
+		t.Errorf("Provision wrote %v, want the namespace created, then applied", got)
+	}
+	f.caughtUp(t, tc)
+	tc.Spec.Labels = nil
+	if _, err := f.provider.Update(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := f.kube.CoreV1().Namespaces().Get(ctx, "tenant-shop", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != v1alpha1.ProvisionStatusInProgress || res.Message != "Waiting for namespace tenant-shop, which is being deleted, to be gone." {
-		t.Errorf("Provision = %+v", res)
+	if _, ok := ns.Labels["team"]; ok || !ownedBy(ns, tc) {
+		t.Errorf("namespace labels %v, want the tenant's label gone and the ownership labels kept", ns.Labels)
 	}
-	if got := writes(f.kube); len(got) != 0 {
-		t.Errorf("wrote %v into a namespace being deleted", got)
+}
+
+// The namespace is created, not applied: one someone else creates between the provider's read
+// and its write is refused, never taken over; one this TenantCompute's own earlier pass created
+// is used.
+func TestNamespaceCreatedMeanwhile(t *testing.T) {
+	tc := tenantCompute()
+	for name, c := range map[string]struct {
+		// meanwhile is the namespace created just before the provider's create, nil for none.
+		meanwhile *corev1.Namespace
+		err       string
+		// retry is true for an error that is not permanent.
+		retry bool
+	}{
+		"someone else's": {meanwhile: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-shop", Labels: map[string]string{"team": "c"}}},
+			err: "namespace tenant-shop already exists and was not made by the kubernetes provider for this TenantCompute"},
+		"this TenantCompute's":      {meanwhile: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-shop", Labels: tenantLabels(tc)}}},
+		"created and deleted again": {err: "namespace tenant-shop was created and deleted by someone else while the provider created it", retry: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			ctx := context.Background()
+			f.kube.PrependReactor("create", "namespaces", func(clienttesting.Action) (bool, runtime.Object, error) {
+				if c.meanwhile != nil {
+					if err := f.kube.Tracker().Add(c.meanwhile); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return true, nil, apierrors.NewAlreadyExists(corev1.Resource("namespaces"), "tenant-shop")
+			})
+			res, err := f.provider.Provision(ctx, tc)
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("Provision: %v", err)
+			case c.err == "":
+				if res.Status != v1alpha1.ProvisionStatusSuccess {
+					t.Errorf("Provision = %+v", res)
+				}
+				return
+			case err == nil || err.Error() != c.err || errors.Is(err, compute.ErrPermanent) == c.retry:
+				t.Fatalf("Provision = %v, want %q (retried: %v)", err, c.err, c.retry)
+			}
+			if got := writes(f.kube); !slices.Equal(got, []string{"create namespaces"}) {
+				t.Errorf("wrote %v, want only the refused create", got)
+			}
+			if c.meanwhile != nil {
+				live, err := f.kube.CoreV1().Namespaces().Get(ctx, "tenant-shop", metav1.GetOptions{})
+				if err != nil || !reflect.DeepEqual(live.Labels, c.meanwhile.Labels) {
+					t.Errorf("someone else's namespace was changed: %v, %v", live, err)
+				}
+			}
+		})
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/plinth-dev/plinth/pkg/compute"
 )
 
 // target is a cluster the provider runs tenants on, and how it reads what is there.
@@ -169,11 +171,11 @@ func (p *Provider) target(ctx context.Context, cluster string) (*target, error) 
 		return p.local, nil
 	}
 	if p.clusters == nil {
-		return nil, permanent("spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster %q", cluster)
+		return nil, compute.Permanentf("spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster %q", cluster)
 	}
 	cfg, err := p.clusters.GetRESTConfig(ctx, cluster)
 	if apierrors.IsNotFound(err) {
-		return nil, permanent("spec.providerConfig.cluster: cluster %q is not registered", cluster)
+		return nil, compute.Permanentf("spec.providerConfig.cluster: cluster %q is not registered", cluster)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", cluster, err)

@@ -18,26 +18,8 @@ import (
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 )
 
-// providerError is an error whose message is shown to the tenant as is and which errors.Is
-// matches to kind: compute.ErrPermanent or compute.ErrInProgress.
-type providerError struct {
-	msg  string
-	kind error
-}
-
-func (e *providerError) Error() string        { return e.msg }
-func (e *providerError) Is(target error) bool { return target == e.kind }
-
-func permanent(format string, args ...any) error {
-	return &providerError{msg: fmt.Sprintf(format, args...), kind: compute.ErrPermanent}
-}
-
-func inProgress(format string, args ...any) error {
-	return &providerError{msg: fmt.Sprintf(format, args...), kind: compute.ErrInProgress}
-}
-
 func notOurs(tc *v1alpha1.TenantCompute) error {
-	return permanent("ManagedVM %s in namespace %s exists and was not created by the kubevirt provider for this TenantCompute.", vmName(tc), tc.Namespace)
+	return compute.Permanentf("ManagedVM %s in namespace %s exists and was not created by the kubevirt provider for this TenantCompute.", vmName(tc), tc.Namespace)
 }
 
 // outcome is what ensure did to the tenant's ManagedVM.
@@ -66,7 +48,7 @@ func (p *Provider) Provision(ctx context.Context, tc *v1alpha1.TenantCompute) (*
 		return nil, err
 	}
 	if o.refused != "" {
-		return nil, permanent("%s", o.refused)
+		return nil, compute.Permanentf("%s", o.refused)
 	}
 	st := statusOf(tc, o.vm)
 	res := &v1alpha1.ProvisionResult{ResourceIDs: resourceIDs(o.vm), Endpoints: st.Endpoints, Message: st.Message}
@@ -99,7 +81,7 @@ func (p *Provider) Update(ctx context.Context, tc *v1alpha1.TenantCompute) (*v1a
 		return nil, err
 	}
 	if o.refused != "" {
-		return nil, permanent("%s", o.refused)
+		return nil, compute.Permanentf("%s", o.refused)
 	}
 	res := &v1alpha1.UpdateResult{Changes: o.changes}
 	switch {
@@ -124,7 +106,7 @@ func (p *Provider) Update(ctx context.Context, tc *v1alpha1.TenantCompute) (*v1a
 func (p *Provider) ensure(ctx context.Context, tc *v1alpha1.TenantCompute) (*outcome, error) {
 	w, err := want(tc)
 	if err != nil {
-		return nil, permanent("%v", err)
+		return nil, compute.Permanentf("%v", err)
 	}
 	cached, err := p.vms.ManagedVMs(tc.Namespace).Get(vmName(tc))
 	switch {
@@ -267,7 +249,7 @@ func (p *Provider) recreate(ctx context.Context, tc *v1alpha1.TenantCompute, vm 
 // with the same spec cannot succeed.
 func writeError(err error) error {
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apperror.CodeOf(err) == apperror.QuotaExceeded {
-		return permanent("plinth-apiserver refused the tenant's ManagedVM: %v", err)
+		return compute.Permanentf("plinth-apiserver refused the tenant's ManagedVM: %v", err)
 	}
 	return err
 }
@@ -295,7 +277,7 @@ func (p *Provider) ensureService(ctx context.Context, tc *v1alpha1.TenantCompute
 	svc, err := services.Get(ctx, serviceName(tc), metav1.GetOptions{})
 	switch {
 	case err == nil && (!ours(svc.Labels, tc) || svc.Spec.SystemRef.Name != SystemName):
-		return permanent("SystemService %s in namespace %s exists and was not created by the kubevirt provider for this TenantCompute.", svc.Name, tc.Namespace)
+		return compute.Permanentf("SystemService %s in namespace %s exists and was not created by the kubevirt provider for this TenantCompute.", svc.Name, tc.Namespace)
 	case !apierrors.IsNotFound(err):
 		return err
 	}
@@ -377,13 +359,13 @@ func (p *Provider) deleteVM(ctx context.Context, vm *gov.ManagedVM) error {
 	}
 	switch {
 	case vm.Status.PendingApproval != nil:
-		return inProgress("%s", waiting(vm))
+		return compute.InProgressf("%s", waiting(vm))
 	case rejected(vm):
-		return permanent("%s", rejection(vm))
+		return compute.Permanentf("%s", rejection(vm))
 	case vm.Status.Cluster != "":
-		return inProgress("ManagedVM %s is being removed from cluster %s.", vm.Name, vm.Status.Cluster)
+		return compute.InProgressf("ManagedVM %s is being removed from cluster %s.", vm.Name, vm.Status.Cluster)
 	default:
-		return inProgress("ManagedVM %s is being deleted.", vm.Name)
+		return compute.InProgressf("ManagedVM %s is being deleted.", vm.Name)
 	}
 }
 
@@ -407,7 +389,7 @@ func (p *Provider) cleanup(ctx context.Context, tc *v1alpha1.TenantCompute) erro
 			}
 			if vm.Name == vmName(tc) && ours(vm.Labels, tc) {
 				// Gone from the API, not yet from the cache: its delete event wakes the tenant.
-				return inProgress("ManagedVM %s is being deleted.", vm.Name)
+				return compute.InProgressf("ManagedVM %s is being deleted.", vm.Name)
 			}
 			return nil
 		}
