@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/admission"
+	genericinitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -334,12 +336,18 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		// The aggregator's certificate chain is verified once, not on every proxied request.
 		cfg.Authentication.Authenticator = frontproxy.New(rh, cfg.Authentication.Authenticator)
 	}
+	// Admission plugins ask the delegated authorizer (RBAC), not the chain below: ApplyTo's
+	// generic initializer has already handed it out, and standaloneAdmission gets it too.
+	// The ComputeProvider plugin asks it for the verb use on a Cluster, which a platform team
+	// may grant a tenant group; the internal-API authorizer, which keeps Clusters' objects
+	// from everyone outside the platform groups, must not refuse that.
+	delegated := cfg.Authorization.Authorizer
 	// The internal-API authorizer runs first: it can only deny, so RBAC still decides for
 	// platform identities and for every public API.
 	internal := authorization.NewInternalAPIAuthorizer(authorization.InternalAPIs, o.PlatformUsers, o.PlatformGroups)
 	chained, err := union.New(
 		union.NamedAuthorizer{AuthorizerName: "plinth-internal-api", Authorizer: internal},
-		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: cfg.Authorization.Authorizer},
+		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: delegated},
 	)
 	if err != nil {
 		return nil, err
@@ -347,7 +355,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	cfg.Authorization.Authorizer = chained
 	if o.Standalone {
 		// No kube-apiserver means no Kubernetes admission chain; Plinth's own plugins still run.
-		if cfg.AdmissionControl, err = o.standaloneAdmission(cfg); err != nil {
+		if cfg.AdmissionControl, err = o.standaloneAdmission(cfg, delegated); err != nil {
 			return nil, err
 		}
 	}
@@ -383,7 +391,10 @@ func (o *Options) plinthInformers(loopback *rest.Config) (informers.SharedInform
 	return o.informers, nil
 }
 
-func (o *Options) standaloneAdmission(cfg *genericapiserver.RecommendedConfig) (admission.Interface, error) {
+// standaloneAdmission is the admission chain of a server without a kube-apiserver: Plinth's
+// own plugins, initialized with Plinth's informers and with authz, the authorizer the generic
+// initializer would hand out (WantsAuthorizer) in the recommended chain.
+func (o *Options) standaloneAdmission(cfg *genericapiserver.RecommendedConfig, authz authorizer.Authorizer) (admission.Interface, error) {
 	f, err := o.plinthInformers(cfg.LoopbackClientConfig)
 	if err != nil {
 		return nil, err
@@ -391,12 +402,24 @@ func (o *Options) standaloneAdmission(cfg *genericapiserver.RecommendedConfig) (
 	// Without a kube-apiserver there are no ResourceQuota objects to enforce, so the
 	// ResourceQuota plugin (and its kube client and informer) is left out.
 	plugins := []admission.Interface{platformpolicy.New(), computeprovider.New()}
-	initializer := plinthinitializer.New(f)
+	initializers := admission.PluginInitializers{plinthinitializer.New(f), authorizerInitializer{authz}}
 	for _, plugin := range plugins {
-		initializer.Initialize(plugin)
+		initializers.Initialize(plugin)
 		if err := admission.ValidateInitialization(plugin); err != nil {
 			return nil, err
 		}
 	}
 	return admission.NewChainHandler(plugins...), nil
+}
+
+// authorizerInitializer gives plugins that want it the authorizer, as k8s.io/apiserver's
+// generic initializer does; standalone mode has no generic initializer, which needs a kube
+// client.
+type authorizerInitializer struct{ authz authorizer.Authorizer }
+
+// Initialize sets the authorizer of plugins that want one.
+func (i authorizerInitializer) Initialize(plugin admission.Interface) {
+	if wants, ok := plugin.(genericinitializer.WantsAuthorizer); ok {
+		wants.SetAuthorizer(i.authz)
+	}
 }

@@ -5,24 +5,34 @@
 // apply (422, naming the field) instead of from a failed status minutes later.
 //
 // Providers come from the Plinth informer, never from etcd per request; each provider's
-// schema is compiled once per change. Only a create, or an update that changes the spec, is
-// judged: the controller's metadata and status writes never are, so a provider that goes away
-// cannot block finalizers or status.
+// schema is compiled once per change. A create is judged in full; an update only in what it
+// changes that the provider judges (see judgement), so that a tenant can suspend, archive or
+// change its containers' images while its provider is not Ready or after the provider
+// tightened its schema, and the controller's metadata and status writes are never judged.
+//
+// The plugin also guards placement: a create or update that sets or changes
+// spec.providerConfig.cluster (ClusterConfigKey) needs the verb use on that Cluster
+// (VerbUse), asked of the authorizer, or is refused 403 Forbidden.
 package computeprovider
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
+	"reflect"
 	"slices"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	genericinitializer "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/plinth-dev/plinth/pkg/admission/initializer"
@@ -44,13 +54,15 @@ func Register(plugins *admission.Plugins) {
 // Plugin is the ComputeProvider admission plugin.
 type Plugin struct {
 	*admission.Handler
-	providers listers.ComputeProviderLister
-	schemas   schemas
+	providers  listers.ComputeProviderLister
+	schemas    schemas
+	authorizer authorizer.Authorizer
 }
 
 var (
 	_ admission.ValidationInterface          = &Plugin{}
 	_ initializer.WantsPlinthInformerFactory = &Plugin{}
+	_ genericinitializer.WantsAuthorizer     = &Plugin{}
 )
 
 // New returns a plugin for TenantCompute creates and updates.
@@ -71,17 +83,25 @@ func (p *Plugin) setProviders(providers listers.ComputeProviderLister, synced ca
 	p.SetReadyFunc(admission.ReadyFunc(synced))
 }
 
-// ValidateInitialization requires the provider informer.
+// SetAuthorizer sets the authorizer asked whether a user may use a Cluster.
+func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) {
+	p.authorizer = a
+}
+
+// ValidateInitialization requires the provider informer and the authorizer.
 func (p *Plugin) ValidateInitialization() error {
 	if p.providers == nil {
 		return fmt.Errorf("%s admission plugin needs the Plinth informer factory", PluginName)
+	}
+	if p.authorizer == nil {
+		return fmt.Errorf("%s admission plugin needs an authorizer", PluginName)
 	}
 	return nil
 }
 
 // Validate refuses a TenantCompute its provider cannot provision: 422 Invalid, every problem
-// at its field path.
-func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+// at its field path; and one placed on a Cluster its author may not use: 403 Forbidden.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if a.GetResource().GroupResource() != compute.Resource("tenantcomputes") || a.GetSubresource() != "" {
 		return nil
 	}
@@ -89,15 +109,23 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 	if !ok {
 		return nil
 	}
+	var old *compute.TenantCompute
 	if a.GetOperation() == admission.Update {
-		if old, ok := a.GetOldObject().(*compute.TenantCompute); ok && apiequality.Semantic.DeepEqual(old.Spec, tc.Spec) {
-			return nil
-		}
+		// An update without its old object (never the case in the API server) is judged as
+		// a create: in full.
+		old, _ = a.GetOldObject().(*compute.TenantCompute)
+	}
+	if err := p.authorizePlacement(ctx, a, tc, old); err != nil {
+		return err
+	}
+	j := judge(tc, old)
+	if j.empty() {
+		return nil
 	}
 	if !p.WaitForReady() {
 		return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
 	}
-	errs, err := p.validate(tc)
+	errs, err := p.validate(tc, j)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
@@ -107,7 +135,114 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 	return nil
 }
 
-func (p *Plugin) validate(tc *compute.TenantCompute) (field.ErrorList, error) {
+// judgement is what of a TenantCompute's spec its provider must judge. A create judges
+// everything; an update only what it changes, down to the entry: the config when it changed,
+// the secrets whose source and the containers whose health-check type are new, and a public
+// IP being turned on. What the provider accepted before is not judged again, so a provider
+// that is not Ready, or that has since narrowed what it supports, blocks only the changes it
+// would have to judge, never suspend, archive or a change of fields it does not judge.
+type judgement struct {
+	// config: judge providerConfig against the schema.
+	config bool
+	// secrets and healthChecks are the indexes of the secrets and containers to judge.
+	secrets, healthChecks []int
+	// publicIP: judge spec.networking.publicIP.
+	publicIP bool
+}
+
+// judge is what to judge of tc, created (old nil) or updated from old. A change of provider
+// (refused by validation: providerType is immutable) is judged as a create.
+func judge(tc, old *compute.TenantCompute) judgement {
+	if old != nil && old.Spec.ProviderType != tc.Spec.ProviderType {
+		old = nil
+	}
+	j := judgement{
+		config:   old == nil || !sameConfig(old.Spec.ProviderConfig, tc.Spec.ProviderConfig),
+		publicIP: tc.Spec.Networking.PublicIP && (old == nil || !old.Spec.Networking.PublicIP),
+	}
+	for i, s := range tc.Spec.Secrets {
+		if old == nil || !slices.ContainsFunc(old.Spec.Secrets, func(o compute.SecretReference) bool {
+			return o.Name == s.Name && o.Source == s.Source
+		}) {
+			j.secrets = append(j.secrets, i)
+		}
+	}
+	for i, c := range tc.Spec.Containers {
+		if c.HealthCheck == nil {
+			continue
+		}
+		if old == nil || !slices.ContainsFunc(old.Spec.Containers, func(o compute.ContainerSpec) bool {
+			return o.Name == c.Name && o.HealthCheck != nil && o.HealthCheck.Type == c.HealthCheck.Type
+		}) {
+			j.healthChecks = append(j.healthChecks, i)
+		}
+	}
+	return j
+}
+
+func (j judgement) empty() bool {
+	return !j.config && !j.publicIP && len(j.secrets) == 0 && len(j.healthChecks) == 0
+}
+
+// sameConfig reports whether two providerConfigs hold the same JSON value, whatever their
+// formatting and key order, numbers compared exactly by value (20 is 20.0); an absent config
+// is an empty object, as the schema check reads it.
+func sameConfig(a, b *common.RawObject) bool {
+	va, errA := canonicalConfig(a)
+	vb, errB := canonicalConfig(b)
+	return errA == nil && errB == nil && reflect.DeepEqual(va, vb)
+}
+
+// canonicalConfig decodes a providerConfig with every number as its exact rational value.
+func canonicalConfig(config *common.RawObject) (interface{}, error) {
+	var value interface{} = map[string]interface{}{}
+	if config != nil && len(config.Raw) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(config.Raw))
+		dec.UseNumber()
+		if err := dec.Decode(&value); err != nil {
+			return nil, err
+		}
+	}
+	return canonicalNumbers(value), nil
+}
+
+// exactNumber is a JSON number as a reduced fraction: of its own type, so that it never
+// equals a string with the same text.
+type exactNumber string
+
+func canonicalNumbers(value interface{}) interface{} {
+	switch v := value.(type) {
+	case json.Number:
+		if r, ok := new(big.Rat).SetString(string(v)); ok {
+			return exactNumber(r.RatString())
+		}
+	case map[string]interface{}:
+		for k, e := range v {
+			v[k] = canonicalNumbers(e)
+		}
+	case []interface{}:
+		for i, e := range v {
+			v[i] = canonicalNumbers(e)
+		}
+	}
+	return value
+}
+
+// decodeConfig is a providerConfig as the schema validator takes it: numbers as int64 or
+// float64, as kube-apiserver decodes custom resources, so that "type: integer" accepts 3; an
+// absent config is an empty object.
+func decodeConfig(config *common.RawObject) (interface{}, error) {
+	var value interface{} = map[string]interface{}{}
+	if config != nil && len(config.Raw) > 0 {
+		if err := utiljson.Unmarshal(config.Raw, &value); err != nil {
+			return nil, err
+		}
+	}
+	return value, nil
+}
+
+// validate checks what j names of tc against its provider, which must be Ready.
+func (p *Plugin) validate(tc *compute.TenantCompute, j judgement) (field.ErrorList, error) {
 	specPath := field.NewPath("spec")
 	provider, err := p.readyProvider(tc.Spec.ProviderType)
 	if err != nil {
@@ -125,18 +260,21 @@ func (p *Plugin) validate(tc *compute.TenantCompute) (field.ErrorList, error) {
 		return field.ErrorList{field.NotSupported(path, tc.Spec.ProviderType, ready)}, nil
 	}
 	status := provider.Status
-	errs := p.validateConfig(specPath.Child("providerConfig"), provider, tc.Spec.ProviderConfig)
-	for i, s := range tc.Spec.Secrets {
-		if !slices.Contains(status.SupportedSecretSources, s.Source) {
+	var errs field.ErrorList
+	if j.config {
+		errs = p.validateConfig(specPath.Child("providerConfig"), provider, tc.Spec.ProviderConfig)
+	}
+	for _, i := range j.secrets {
+		if s := tc.Spec.Secrets[i]; !slices.Contains(status.SupportedSecretSources, s.Source) {
 			errs = append(errs, field.NotSupported(specPath.Child("secrets").Index(i).Child("source"), s.Source, sorted(status.SupportedSecretSources)))
 		}
 	}
-	for i, c := range tc.Spec.Containers {
-		if c.HealthCheck != nil && !slices.Contains(status.SupportedHealthChecks, c.HealthCheck.Type) {
-			errs = append(errs, field.NotSupported(specPath.Child("containers").Index(i).Child("healthCheck", "type"), c.HealthCheck.Type, sorted(status.SupportedHealthChecks)))
+	for _, i := range j.healthChecks {
+		if hc := tc.Spec.Containers[i].HealthCheck; !slices.Contains(status.SupportedHealthChecks, hc.Type) {
+			errs = append(errs, field.NotSupported(specPath.Child("containers").Index(i).Child("healthCheck", "type"), hc.Type, sorted(status.SupportedHealthChecks)))
 		}
 	}
-	if tc.Spec.Networking.PublicIP && !status.PublicIP {
+	if j.publicIP && !status.PublicIP {
 		errs = append(errs, field.Forbidden(specPath.Child("networking", "publicIP"),
 			fmt.Sprintf("ComputeProvider %q offers no public IPs", provider.Name)))
 	}
@@ -195,13 +333,9 @@ func (p *Plugin) validateConfig(path *field.Path, provider *computev1alpha1.Comp
 		// controller must publish a usable one.
 		return field.ErrorList{field.InternalError(path, fmt.Errorf("ComputeProvider %q publishes a configSchema that cannot be used: %v", provider.Name, c.err))}
 	}
-	var value interface{} = map[string]interface{}{}
-	if config != nil && len(config.Raw) > 0 {
-		// Numbers as int64 or float64, as kube-apiserver decodes custom resources, so that
-		// "type: integer" accepts 3.
-		if err := utiljson.Unmarshal(config.Raw, &value); err != nil {
-			return field.ErrorList{field.Invalid(path, "", "must be a JSON object")}
-		}
+	value, err := decodeConfig(config)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, "", "must be a JSON object")}
 	}
 	return c.validateConfig(path, value)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
@@ -67,6 +68,7 @@ func newPlugin(t *testing.T, providers ...*computev1alpha1.ComputeProvider) (*Pl
 	f := informers.NewSharedInformerFactory(fake.NewSimpleClientset(), 0)
 	p := New()
 	p.SetPlinthInformerFactory(f)
+	p.SetAuthorizer(allowAll)
 	if err := p.ValidateInitialization(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,13 +105,22 @@ func tenant(mutate func(*compute.TenantCompute)) *compute.TenantCompute {
 
 func config(raw string) *common.RawObject { return &common.RawObject{Raw: []byte(raw)} }
 
+// allowAll lets every user use every Cluster.
+var allowAll = authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionAllow, "", nil
+})
+
 func attrs(tc, old *compute.TenantCompute, op admission.Operation, subresource string) admission.Attributes {
+	return attrsAs("alice", tc, old, op, subresource)
+}
+
+func attrsAs(userName string, tc, old *compute.TenantCompute, op admission.Operation, subresource string) admission.Attributes {
 	var oldObj runtime.Object
 	if old != nil {
 		oldObj = old
 	}
 	return admission.NewAttributesRecord(tc, oldObj, compute.Kind("TenantCompute").WithVersion(""), tc.Namespace, tc.Name,
-		compute.Resource("tenantcomputes").WithVersion(""), subresource, op, nil, false, &user.DefaultInfo{Name: "alice"})
+		compute.Resource("tenantcomputes").WithVersion(""), subresource, op, nil, false, &user.DefaultInfo{Name: userName})
 }
 
 // causes are the refusal's field paths and messages, "path: message" each; it fails the test
@@ -124,6 +135,24 @@ func causes(t *testing.T, err error) []string {
 		out = append(out, c.Field+": "+c.Message)
 	}
 	return out
+}
+
+// expectCauses fails the test unless got has as many causes as want, each starting with one
+// of want's.
+func expectCauses(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("causes %q, want %d like %q", got, len(want), want)
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || strings.HasPrefix(g, w)
+		}
+		if !found {
+			t.Errorf("no cause %q in %q", w, got)
+		}
+	}
 }
 
 func TestRules(t *testing.T) {
@@ -204,19 +233,7 @@ func TestRules(t *testing.T) {
 				}
 				return
 			}
-			got := causes(t, err)
-			if len(got) != len(tc.want) {
-				t.Fatalf("causes %q, want %d like %q", got, len(tc.want), tc.want)
-			}
-			for _, want := range tc.want {
-				found := false
-				for _, g := range got {
-					found = found || strings.HasPrefix(g, want)
-				}
-				if !found {
-					t.Errorf("no cause %q in %q", want, got)
-				}
-			}
+			expectCauses(t, causes(t, err), tc.want)
 		})
 	}
 }
@@ -274,22 +291,113 @@ func TestSchemaChangeIsFollowed(t *testing.T) {
 	}
 }
 
+// An update is judged only in what it changes that the provider judges.
 func TestUpdates(t *testing.T) {
-	// The provider is gone: only a spec change is judged (and refused).
-	p, _ := newPlugin(t, provider("kubernetes", false, nil))
-	old := tenant(nil)
-	sameSpec := tenant(func(tc *compute.TenantCompute) { tc.Finalizers = []string{computev1alpha1.Finalizer} })
-	if err := p.Validate(context.Background(), attrs(sameSpec, old, admission.Update, ""), nil); err != nil {
-		t.Errorf("metadata-only update refused: %v", err)
+	notReady := []*computev1alpha1.ComputeProvider{provider("kubernetes", false, nil), provider("kubevirt", true, nil)}
+	// The provider is Ready but has since tightened its schema and dropped what the tenant
+	// uses: exec health checks, the kubernetes-secret source and public IPs.
+	narrowed := []*computev1alpha1.ComputeProvider{provider("kubernetes", true, func(p *computev1alpha1.ComputeProvider) {
+		withSchema(`{"type": "object", "additionalProperties": false, "properties": {"replicas": {"type": "integer", "maximum": 5}, "tier": {"type": "string"}}}`)(p)
+		p.Status.SupportedSecretSources = []string{"vault"}
+		p.Status.SupportedHealthChecks = []string{computev1alpha1.HealthCheckTCP}
+		p.Status.PublicIP = false
+	}), provider("kubevirt", true, nil)}
+	// old was accepted before the provider changed.
+	old := tenant(func(tc *compute.TenantCompute) {
+		tc.Spec.ProviderConfig = config(`{"replicas": 20}`)
+		tc.Spec.Networking.PublicIP = true
+	})
+	cases := []struct {
+		name        string
+		providers   []*computev1alpha1.ComputeProvider
+		subresource string
+		// before changes old, mutate the update.
+		before, mutate func(*compute.TenantCompute)
+		// want holds, per expected cause, the start of "path: message"; none means the
+		// update passes.
+		want []string
+	}{
+		{name: "metadata only, provider not Ready", providers: notReady, mutate: func(tc *compute.TenantCompute) {
+			tc.Finalizers = []string{computev1alpha1.Finalizer}
+		}},
+		{name: "status, provider not Ready", providers: notReady, subresource: "status", mutate: func(tc *compute.TenantCompute) {
+			tc.Status.Phase = compute.PhaseReady
+		}},
+		{name: "suspend, provider not Ready", providers: notReady, mutate: func(tc *compute.TenantCompute) { tc.Spec.Suspended = true }},
+		{name: "archive, provider not Ready", providers: notReady, mutate: func(tc *compute.TenantCompute) { tc.Spec.Archived = true }},
+		{name: "image and resources, provider not Ready", providers: notReady, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.Containers[0].Image = "nginx:1.28"
+			tc.Spec.Resources.CPU = 500
+		}},
+		{name: "config change, provider not Ready", providers: notReady, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.ProviderConfig = config(`{"replicas": 2}`)
+		}, want: []string{`spec.providerType: Unsupported value: "kubernetes": supported values: "kubevirt"`}},
+		{name: "new secret, provider not Ready", providers: notReady, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.Secrets = append(tc.Spec.Secrets, compute.SecretReference{Name: "api", Source: "kubernetes-secret", Key: "token"})
+		}, want: []string{`spec.providerType: Unsupported value: "kubernetes"`}},
+		{name: "suspend under a tightened schema", providers: narrowed, mutate: func(tc *compute.TenantCompute) { tc.Spec.Suspended = true }},
+		{name: "archive under a tightened schema", providers: narrowed, mutate: func(tc *compute.TenantCompute) { tc.Spec.Archived = true }},
+		{name: "the same config formatted otherwise", providers: narrowed, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.ProviderConfig = config("{ \"replicas\" : 20.0 }")
+			tc.Spec.Suspended = true
+		}},
+		{name: "config change under a tightened schema", providers: narrowed, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.ProviderConfig = config(`{"replicas": 20, "tier": "small"}`)
+		}, want: []string{"spec.providerConfig.replicas: Invalid value: 20: should be less than or equal to 5"}},
+		{name: "image change keeps an http check the provider dropped", providers: narrowed, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.Containers[0].Image = "nginx:1.28"
+		}},
+		{name: "a new health-check type is judged", providers: narrowed, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.Containers[1].HealthCheck = &compute.HealthCheckConfig{Type: "exec", Command: []string{"true"}, IntervalSeconds: 10, TimeoutSeconds: 2}
+		}, want: []string{`spec.containers[1].healthCheck.type: Unsupported value: "exec": supported values: "tcp"`}},
+		{name: "a container's changed health-check type is judged", providers: narrowed, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.Containers[0].HealthCheck.Type = "exec"
+		}, want: []string{`spec.containers[0].healthCheck.type: Unsupported value: "exec"`}},
+		{name: "a kept secret source the provider dropped", providers: narrowed, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.Secrets[0].Key = "pass"
+			tc.Spec.Secrets = append(tc.Spec.Secrets, compute.SecretReference{Name: "api", Source: "vault", Key: "token"})
+		}},
+		{name: "a new secret source is judged", providers: narrowed, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.Secrets = append(tc.Spec.Secrets, compute.SecretReference{Name: "api", Source: "kubernetes-secret", Key: "token"})
+		}, want: []string{`spec.secrets[1].source: Unsupported value: "kubernetes-secret": supported values: "vault"`}},
+		{name: "a public IP kept", providers: narrowed, mutate: func(tc *compute.TenantCompute) {
+			tc.Spec.Networking.DNS = &compute.DNSConfig{Hostname: "shop", Domain: "example.com"}
+		}},
+		{name: "a public IP turned on is judged", providers: narrowed,
+			before: func(tc *compute.TenantCompute) { tc.Spec.Networking.PublicIP = false },
+			mutate: func(tc *compute.TenantCompute) { tc.Spec.Networking.PublicIP = true },
+			want:   []string{`spec.networking.publicIP: Forbidden: ComputeProvider "kubernetes" offers no public IPs`}},
+		{name: "a public IP turned off", providers: narrowed, mutate: func(tc *compute.TenantCompute) { tc.Spec.Networking.PublicIP = false }},
+		// providerType is immutable (validation refuses the change); were it changed, the
+		// new provider would judge everything.
+		{name: "a change of provider is judged in full", providers: narrowed,
+			before: func(tc *compute.TenantCompute) { tc.Spec.ProviderType = "kubevirt" },
+			mutate: func(tc *compute.TenantCompute) { tc.Spec.ProviderType = "kubernetes" },
+			want: []string{
+				"spec.providerConfig.replicas: Invalid value: 20",
+				`spec.secrets[0].source: Unsupported value: "kubernetes-secret"`,
+				`spec.containers[0].healthCheck.type: Unsupported value: "http"`,
+				"spec.networking.publicIP: Forbidden",
+			}},
 	}
-	status := tenant(func(tc *compute.TenantCompute) { tc.Status.Phase = compute.PhaseReady })
-	if err := p.Validate(context.Background(), attrs(status, old, admission.Update, "status"), nil); err != nil {
-		t.Errorf("status update refused: %v", err)
-	}
-	changed := tenant(func(tc *compute.TenantCompute) { tc.Spec.Resources.CPU = 500 })
-	got := causes(t, p.Validate(context.Background(), attrs(changed, old, admission.Update, ""), nil))
-	if len(got) != 1 || !strings.HasPrefix(got[0], "spec.providerType") {
-		t.Errorf("spec change under a provider that is not Ready: causes %q", got)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, _ := newPlugin(t, c.providers...)
+			before := old.DeepCopy()
+			if c.before != nil {
+				c.before(before)
+			}
+			updated := before.DeepCopy()
+			c.mutate(updated)
+			err := p.Validate(context.Background(), attrs(updated, before, admission.Update, c.subresource), nil)
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			expectCauses(t, causes(t, err), c.want)
+		})
 	}
 }
 
@@ -337,5 +445,10 @@ func TestReadsTheInformer(t *testing.T) {
 func TestValidateInitialization(t *testing.T) {
 	if err := New().ValidateInitialization(); err == nil {
 		t.Error("a plugin without the informer factory passed initialization")
+	}
+	noAuthorizer := New()
+	noAuthorizer.SetPlinthInformerFactory(informers.NewSharedInformerFactory(fake.NewSimpleClientset(), 0))
+	if err := noAuthorizer.ValidateInitialization(); err == nil {
+		t.Error("a plugin without an authorizer passed initialization")
 	}
 }
