@@ -76,7 +76,7 @@ func run(o options) error {
 	if o.nodes == 0 {
 		o.nodes = 2*o.tenants/200 + 2 // kwok nodes take 250 pods; both runs' pods stay
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	ctx, cancel := benchharness.Context(o.timeout)
 	defer cancel()
 	platform, stop, err := benchharness.StartPlatform(ctx, benchharness.PlatformOptions{BinDir: o.binDir, Nodes: o.nodes, ControllerArgs: o.controllerArgs})
 	if err != nil {
@@ -124,7 +124,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	time.Sleep(o.settle)
+	select {
+	case <-time.After(o.settle):
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 	controllerBefore, _ := benchharness.ReadUsage(platform.ControllerPID())
 	beforeFloor := requests()
 	floorIn, err := floorRun(ctx, kube, tenants, o.clients)

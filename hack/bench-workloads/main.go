@@ -43,7 +43,7 @@ func run(n, nodes int, timeout time.Duration, binDir string, minimal bool, diagn
 	if nodes == 0 {
 		nodes = n/200 + 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := benchharness.Context(timeout)
 	defer cancel()
 	platform, stop, err := benchharness.StartPlatform(ctx, benchharness.PlatformOptions{BinDir: binDir, Nodes: nodes, ControllerArgs: controllerArgs})
 	if err != nil {
