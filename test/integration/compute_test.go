@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
@@ -447,6 +448,28 @@ func TestTenantCompute(t *testing.T) {
 		_ = bob.TenantComputes(qns).Delete(ctx, "second", metav1.DeleteOptions{})
 	})
 
+	t.Run("placing compute on a Cluster needs the verb use on it: alice is refused, dana may", func(t *testing.T) {
+		onLocal := func(tc *compute.TenantCompute) *compute.TenantCompute {
+			tc.Spec.ProviderConfig = &common.RawObject{Raw: []byte(`{"cluster":"` + localplatform.LocalCluster + `"}`)}
+			return tc
+		}
+		const want = `spec.providerConfig.cluster: User alice may not place compute on Cluster local: the verb use on clusters.platform.plinth.dev is required.`
+		_, err := alice.TenantComputes(ns).Create(ctx, onLocal(newTenant("placed", "placed")), metav1.CreateOptions{})
+		if msg := expectForbidden(t, err, "alice creates a TenantCompute on Cluster local"); msg != "" && !strings.Contains(msg, want) {
+			t.Errorf("refusal %q lacks %q", msg, want)
+		}
+		if _, err := alice.TenantComputes(ns).Get(ctx, "placed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after the refusal: %v, want NotFound", err)
+		}
+		_, err = alice.TenantComputes(ns).Patch(ctx, "shop", types.MergePatchType, []byte(`{"spec":{"providerConfig":{"cluster":"local"}}}`),
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		expectForbidden(t, err, "alice moves her tenant to Cluster local")
+		dana := clientFor("dana").ComputeV1alpha1()
+		if _, err := dana.TenantComputes(ns).Create(ctx, onLocal(newTenant("placed", "placed")), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("dana, a platform admin, creates a TenantCompute on Cluster local: %v", err)
+		}
+	})
+
 	t.Run("a failing provider retries with backoff, then Failed; a spec change starts again", func(t *testing.T) {
 		// A registered cluster nobody answers on: every provider call fails, none permanently.
 		kubeconfig, err := p.TargetKubeconfig("https://127.0.0.1:1")
@@ -459,7 +482,8 @@ func TestTenantCompute(t *testing.T) {
 		}
 		tc := newTenant("lost", "lost")
 		tc.Spec.ProviderConfig = &common.RawObject{Raw: []byte(`{"cluster":"nowhere"}`)}
-		if _, err := alice.TenantComputes(ns).Create(ctx, tc, metav1.CreateOptions{}); err != nil {
+		// Placed by a cluster admin: tenants may not use Clusters by default.
+		if _, err := admin.ComputeV1alpha1().TenantComputes(ns).Create(ctx, tc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		var retryTimes []time.Time
