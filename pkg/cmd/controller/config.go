@@ -179,7 +179,8 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	quotas, err := computequota.NewController(c.Kube, core.ResourceQuotas(), computeInformers.TenantComputes())
+	quotas, err := computequota.NewController(c.Kube, core.ResourceQuotas(), computeInformers.TenantComputes(),
+		computequota.Options{ResyncPeriod: o.ComputeQuotaResyncPeriod})
 	if err != nil {
 		return nil, err
 	}

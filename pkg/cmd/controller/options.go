@@ -54,6 +54,10 @@ type Options struct {
 	// ComputeResyncPeriod is how often a Ready or Stopped TenantCompute is checked against its
 	// spec with its provider's Update.
 	ComputeResyncPeriod time.Duration
+	// ComputeQuotaResyncPeriod is how often every ResourceQuota that limits a compute resource
+	// is recounted from the TenantComputes (kube-controller-manager's
+	// --resource-quota-sync-period for the compute resources).
+	ComputeQuotaResyncPeriod time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -69,7 +73,7 @@ func NewOptions() *Options {
 		QPS: 200, Burst: 400,
 		ClusterProbeInterval: 30 * time.Second, ClusterProbeTimeout: 10 * time.Second,
 		VMPollInterval: time.Second, VMResyncInterval: 30 * time.Second, AdoptionScanInterval: 30 * time.Second,
-		ComputeResyncPeriod: 5 * time.Minute,
+		ComputeResyncPeriod: 5 * time.Minute, ComputeQuotaResyncPeriod: 5 * time.Minute,
 	}
 }
 
@@ -91,6 +95,7 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.VMResyncInterval, "vm-resync-interval", o.VMResyncInterval, "How often a governed VM at rest is compared with its cluster.")
 	f.DurationVar(&o.AdoptionScanInterval, "adoption-scan-interval", o.AdoptionScanInterval, "How often each HEALTHY cluster is scanned for labelled VMs without a ManagedVM.")
 	f.DurationVar(&o.ComputeResyncPeriod, "compute-resync-period", o.ComputeResyncPeriod, "How often a Ready or Stopped TenantCompute is checked against its spec by its provider (annotate it with compute.plinth.dev/reconcile-requested-at to check it now).")
+	f.DurationVar(&o.ComputeQuotaResyncPeriod, "compute-quota-resync-period", o.ComputeQuotaResyncPeriod, "How often every ResourceQuota that limits compute.plinth.dev resources is recounted from the TenantComputes, which gives back what admission charged for creates refused after it.")
 	f.StringVar(&o.ProvisionersConfig, "provisioners-config", o.ProvisionersConfig, "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
 }
 
@@ -118,7 +123,7 @@ func (o *Options) Validate() error {
 	for flag, d := range map[string]time.Duration{
 		"--cluster-probe-interval": o.ClusterProbeInterval, "--cluster-probe-timeout": o.ClusterProbeTimeout,
 		"--vm-poll-interval": o.VMPollInterval, "--vm-resync-interval": o.VMResyncInterval, "--adoption-scan-interval": o.AdoptionScanInterval,
-		"--compute-resync-period": o.ComputeResyncPeriod,
+		"--compute-resync-period": o.ComputeResyncPeriod, "--compute-quota-resync-period": o.ComputeQuotaResyncPeriod,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %s", flag, d))

@@ -18,7 +18,7 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewClientset()
 		pf, kf := informers.NewSharedInformerFactory(plinth, 0), kubeinformers.NewSharedInformerFactory(kube, 0)
 		quotas, tenants := kf.Core().V1().ResourceQuotas(), pf.Compute().V1alpha1().TenantComputes()
-		c, err := NewController(kube, quotas, tenants)
+		c, err := NewController(kube, quotas, tenants, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,10 +12,23 @@
 // there, may not run its quota controller (the local platform does not); where it does, both
 // write the same values. It is woken by quotas whose spec.hard changes and by every
 // TenantCompute change that changes what the tenant uses.
+//
+// Admission charges status.used before the create is stored, and a create refused after
+// admission (a duplicate tenant ID, a name that exists) leaves its charge behind, with no
+// TenantCompute change to wake the controller. As kube-controller-manager's quota controller
+// does, it therefore also recounts every quota that limits a compute resource once per resync
+// period, and a quota the charge delay after admission charged it. A recount must not give back
+// the charge of a tenant that is being stored but is not in the cache yet (admission would then
+// let in more than the quota allows): for the charge delay after a charge, a recount keeps what
+// status.used says where that is more than it counts. By then the tenant of a charge that was
+// stored is in the cache and counted, and the charge of one that was refused is given back.
 package computequota
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +40,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	computequota "github.com/plinth-dev/plinth/pkg/compute/quota"
@@ -41,31 +55,143 @@ const Name = "computequota"
 // fieldManager owns the compute resources in the quotas' status.
 const fieldManager = "plinth-computequota"
 
+// DefaultResyncPeriod is how often every quota is recounted unless Options say otherwise:
+// kube-controller-manager's --resource-quota-sync-period.
+const DefaultResyncPeriod = 5 * time.Minute
+
+// DefaultChargeDelay is how long after a charge its quotas are recounted unless Options say
+// otherwise.
+const DefaultChargeDelay = 2 * time.Second
+
+// Options tune the controller.
+type Options struct {
+	// ResyncPeriod is how often each quota that limits a compute resource is recounted although
+	// nothing woke it (plinth-controller's --compute-quota-resync-period); zero means
+	// DefaultResyncPeriod.
+	ResyncPeriod time.Duration
+	// ChargeDelay is how long a charge by admission is kept by recounts, and when its quota is
+	// recounted; zero means DefaultChargeDelay. It must exceed the time a stored TenantCompute
+	// takes to reach the cache, or the recount gives back the charge of a tenant that exists
+	// (until the tenant's add event charges it again).
+	ChargeDelay time.Duration
+	// Clock tells the time of charges; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
 // Controller recomputes the compute resources of ResourceQuotas.
 type Controller struct {
 	*loop.Loop
-	kube    kubernetes.Interface
-	quotas  corelisters.ResourceQuotaLister
-	tenants computelisters.TenantComputeLister
+	kube        kubernetes.Interface
+	quotas      corelisters.ResourceQuotaLister
+	tenants     computelisters.TenantComputeLister
+	resync      time.Duration
+	chargeDelay time.Duration
+	clock       clock.PassiveClock
+
+	mu sync.Mutex
+	// charged is when each quota was last seen charged by someone else than this controller.
+	charged map[cache.ObjectName]time.Time
+	// written is the resourceVersion of each quota as this controller last wrote it, which tells
+	// its own writes from admission's charges.
+	written map[cache.ObjectName]string
 }
 
 // NewController returns the controller. It reads ResourceQuotas and TenantComputes and writes
 // ResourceQuota status through kube.
-func NewController(kube kubernetes.Interface, quotas coreinformers.ResourceQuotaInformer, tenants computeinformers.TenantComputeInformer) (*Controller, error) {
-	c := &Controller{kube: kube, quotas: quotas.Lister(), tenants: tenants.Lister()}
+func NewController(kube kubernetes.Interface, quotas coreinformers.ResourceQuotaInformer, tenants computeinformers.TenantComputeInformer,
+	opts Options) (*Controller, error) {
+	if opts.ResyncPeriod < 0 || opts.ChargeDelay < 0 {
+		return nil, fmt.Errorf("%s: the resync period and the charge delay must not be negative, not %s and %s", Name, opts.ResyncPeriod, opts.ChargeDelay)
+	}
+	c := &Controller{
+		kube: kube, quotas: quotas.Lister(), tenants: tenants.Lister(),
+		resync: opts.ResyncPeriod, chargeDelay: opts.ChargeDelay, clock: opts.Clock,
+		charged: map[cache.ObjectName]time.Time{}, written: map[cache.ObjectName]string{},
+	}
+	if c.resync == 0 {
+		c.resync = DefaultResyncPeriod
+	}
+	if c.chargeDelay == 0 {
+		c.chargeDelay = DefaultChargeDelay
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
 	c.Loop = loop.New(Name, c.reconcile, quotas.Informer(), tenants.Informer())
 	for _, err := range []error{
 		// Status updates are the admission plugin's charges and this controller's own writes:
-		// recomputing on them would race every charge with a count that may not see the
-		// tenant being created yet.
+		// a charge is recounted after the charge delay instead (below).
 		c.WatchMappedIf(quotas.Informer(), loop.Self, hardChanged),
-		c.WatchMappedIf(tenants.Informer(), c.quotasOfTenant, usageChanged),
+		c.WatchMappedIf(tenants.Informer(), c.quotasOfNamespace, usageChanged),
 	} {
 		if err != nil {
 			return nil, err
 		}
 	}
+	// Updates only: the informer's initial list reaches the handler above, so Run need not
+	// wait for this one.
+	if _, err := quotas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: c.observeCharge}); err != nil {
+		return nil, fmt.Errorf("%s: watching the charges of ResourceQuotas: %w", Name, err)
+	}
 	return c, nil
+}
+
+// observeCharge notes a quota's compute usage changed in status by someone else than this
+// controller (admission charging a create or update), and has the quota recounted once the
+// charge delay has passed. Admission charges every quota of the namespace that limits what the
+// tenant uses, so each of them is noted by its own update.
+func (c *Controller) observeCharge(oldObj, obj interface{}) {
+	rq, ok := obj.(*corev1.ResourceQuota)
+	if !ok || !computeUsedChanged(oldObj, obj) {
+		return
+	}
+	key := cache.NewObjectName(rq.Namespace, rq.Name)
+	c.mu.Lock()
+	// An own write that is seen before its resourceVersion is noted counts as a charge: its
+	// quota is only recounted once more, later.
+	own := c.written[key] == rq.ResourceVersion
+	if !own {
+		c.charged[key] = c.clock.Now()
+	}
+	c.mu.Unlock()
+	if !own {
+		c.EnqueueAfter(key, c.chargeDelay)
+	}
+}
+
+// heldUntil is when the last charge of a quota stops being kept; ok is false when none is.
+func (c *Controller) heldUntil(key cache.ObjectName) (until time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, charged := c.charged[key]
+	if !charged {
+		return time.Time{}, false
+	}
+	until = at.Add(c.chargeDelay)
+	if !c.clock.Now().Before(until) {
+		delete(c.charged, key)
+		return time.Time{}, false
+	}
+	return until, true
+}
+
+// forget drops what is known of a deleted quota.
+func (c *Controller) forget(key cache.ObjectName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.charged, key)
+	delete(c.written, key)
+}
+
+// computeUsedChanged is true when an update changes a quota's status.used of a compute
+// resource: a charge by admission, or this controller's write.
+func computeUsedChanged(oldObj, obj interface{}) bool {
+	old, ok1 := oldObj.(*corev1.ResourceQuota)
+	rq, ok2 := obj.(*corev1.ResourceQuota)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return !quotav1.Equals(quotav1.Mask(old.Status.Used, computequota.ResourceNames), quotav1.Mask(rq.Status.Used, computequota.ResourceNames))
 }
 
 // hardChanged is true when an update changes a quota's spec.hard.
@@ -90,9 +216,9 @@ func usageChanged(oldObj, obj interface{}) bool {
 // evaluator measures single tenants for usageChanged; it never lists.
 var evaluator = computequota.NewEvaluator(nil)
 
-// quotasOfTenant maps a TenantCompute to the quotas of its namespace that limit a compute
-// resource.
-func (c *Controller) quotasOfTenant(obj interface{}) []cache.ObjectName {
+// quotasOfNamespace maps an object (a TenantCompute, or a quota admission charged) to the
+// quotas of its namespace that limit a compute resource.
+func (c *Controller) quotasOfNamespace(obj interface{}) []cache.ObjectName {
 	m, ok := obj.(metav1.Object)
 	if !ok {
 		return nil
@@ -124,6 +250,7 @@ func hasCompute(rq *corev1.ResourceQuota) bool {
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
 	rq, err := c.quotas.ResourceQuotas(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.forget(key)
 		return nil
 	}
 	if err != nil {
@@ -132,9 +259,22 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if !limitsCompute(rq) && !hasCompute(rq) {
 		return nil
 	}
+	if limitsCompute(rq) {
+		// The periodic recount, scheduled whatever this one ends in: the queue keeps only the
+		// earliest of a key's delayed adds, so each quota waits for one however often it is
+		// reconciled meanwhile.
+		defer c.EnqueueAfter(key, c.resync)
+	}
 	used, err := computequota.Used(rq, c.listTenants)
 	if err != nil {
 		return err
+	}
+	if until, held := c.heldUntil(key); held {
+		// Charged less than the charge delay ago, maybe for a tenant being stored that the
+		// cache has not seen: what the quota says it uses is kept where it is more than the
+		// count, until the key is recounted after the delay.
+		used = quotav1.Max(used, quotav1.Mask(rq.Status.Used, computequota.ResourceNames))
+		defer c.EnqueueAfter(key, until.Sub(c.clock.Now()))
 	}
 	status := desiredStatus(rq, used)
 	if quotav1.Equals(status.Hard, rq.Status.Hard) && quotav1.Equals(status.Used, rq.Status.Used) {
@@ -144,8 +284,14 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	updated.Status = status
 	// A conflict (the admission plugin charged the quota meanwhile) is retried from the
 	// informer's newer copy.
-	_, err = c.kube.CoreV1().ResourceQuotas(rq.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: fieldManager})
-	return err
+	written, err := c.kube.CoreV1().ResourceQuotas(rq.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.written[key] = written.ResourceVersion
+	c.mu.Unlock()
+	return nil
 }
 
 // listTenants lists a namespace's TenantComputes from the cache.

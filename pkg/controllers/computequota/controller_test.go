@@ -3,6 +3,7 @@ package computequota
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	computequota "github.com/plinth-dev/plinth/pkg/compute/quota"
@@ -71,7 +73,7 @@ func newFixture(t *testing.T, quotas []*corev1.ResourceQuota, tenants ...*comput
 	kube := kubefake.NewClientset(objects...)
 	kf := kubeinformers.NewSharedInformerFactory(kube, 0)
 	pf := informers.NewSharedInformerFactory(fake.NewSimpleClientset(), 0)
-	c, err := NewController(kube, kf.Core().V1().ResourceQuotas(), pf.Compute().V1alpha1().TenantComputes())
+	c, err := NewController(kube, kf.Core().V1().ResourceQuotas(), pf.Compute().V1alpha1().TenantComputes(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,76 @@ func TestWriteFailureIsRetried(t *testing.T) {
 	}
 }
 
-func TestQuotasOfTenant(t *testing.T) {
+// For the charge delay after a charge, a recount keeps what status.used says where it is more
+// than the count: the charge may be for a tenant the cache has not seen yet.
+func TestChargeIsHeld(t *testing.T) {
+	shop := tenant("team-a", "shop", 250, 256)
+	key := cache.NewObjectName("team-a", "compute")
+	for name, c := range map[string]struct {
+		quota *corev1.ResourceQuota
+		// held and after are the status.used written while the charge is held and after the
+		// delay; nil means nothing is written.
+		held, after corev1.ResourceList
+	}{
+		"a charge beyond the count": {
+			quota: quota("team-a", "compute", resources(cpu, 1000, memory, 1024),
+				corev1.ResourceQuotaStatus{Hard: resources(cpu, 1000, memory, 1024), Used: resources(cpu, 750, memory, 256)}),
+			after: resources(cpu, 250, memory, 256),
+		},
+		"a count beyond the charge, per resource": {
+			quota: quota("team-a", "compute", resources(cpu, 1000, memory, 1024),
+				corev1.ResourceQuotaStatus{Hard: resources(cpu, 1000, memory, 1024), Used: resources(cpu, 750, memory, 0)}),
+			held:  resources(cpu, 750, memory, 256),
+			after: resources(cpu, 250, memory, 256),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, []*corev1.ResourceQuota{c.quota}, shop)
+			clk := clocktesting.NewFakePassiveClock(time.Now())
+			f.c.clock = clk
+			f.c.observeCharge(quota("team-a", "compute", nil, corev1.ResourceQuotaStatus{}), c.quota)
+			for _, step := range []struct {
+				advance time.Duration
+				want    corev1.ResourceList
+			}{{DefaultChargeDelay - time.Millisecond, c.held}, {time.Millisecond, c.after}} {
+				clk.SetTime(clk.Now().Add(step.advance))
+				f.kube.ClearActions()
+				if err := f.c.reconcile(context.Background(), key); err != nil {
+					t.Fatal(err)
+				}
+				switch got := f.written(); {
+				case step.want == nil && got != nil:
+					t.Errorf("wrote %v while the charge is held, want it kept", got.Used)
+				case step.want != nil && (got == nil || !quotav1.Equals(got.Used, step.want)):
+					t.Errorf("wrote %v, want used %v", got, step.want)
+				}
+			}
+		})
+	}
+
+	// The controller's own write is not a charge.
+	f := newFixture(t, nil)
+	rq := quota("team-a", "compute", resources(cpu, 1000), corev1.ResourceQuotaStatus{Used: resources(cpu, 250)})
+	f.c.written[key] = rq.ResourceVersion
+	f.c.observeCharge(quota("team-a", "compute", nil, corev1.ResourceQuotaStatus{}), rq)
+	if _, held := f.c.heldUntil(key); held {
+		t.Error("the controller's own write was held as a charge")
+	}
+	rq.ResourceVersion = "2"
+	f.c.observeCharge(quota("team-a", "compute", nil, corev1.ResourceQuotaStatus{}), rq)
+	if _, held := f.c.heldUntil(key); !held {
+		t.Error("a charge was not held")
+	}
+	// A deleted quota is forgotten.
+	if err := f.c.reconcile(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if _, held := f.c.heldUntil(key); held || f.c.written[key] != "" {
+		t.Error("a deleted quota is still remembered")
+	}
+}
+
+func TestQuotasOfNamespace(t *testing.T) {
 	f := newFixture(t, []*corev1.ResourceQuota{
 		quota("team-a", "cpu", resources(cpu, 1000), corev1.ResourceQuotaStatus{}),
 		quota("team-a", "count", resources(count, 3, corev1.ResourcePods, 3), corev1.ResourceQuotaStatus{}),
@@ -200,7 +271,7 @@ func TestQuotasOfTenant(t *testing.T) {
 		quota("team-b", "cpu", resources(cpu, 1000), corev1.ResourceQuotaStatus{}),
 	})
 	var got []string
-	for _, key := range f.c.quotasOfTenant(tenant("team-a", "shop", 250, 256)) {
+	for _, key := range f.c.quotasOfNamespace(tenant("team-a", "shop", 250, 256)) {
 		got = append(got, key.String())
 	}
 	slices.Sort(got)
@@ -237,61 +308,178 @@ func TestWakeFilters(t *testing.T) {
 	raised := rq.DeepCopy()
 	raised.Spec.Hard = resources(cpu, 2000)
 	if hardChanged(rq, charged) {
-		t.Error("a status charge woke the quota")
+		t.Error("a status charge woke the quota at once")
+	}
+	if !computeUsedChanged(rq, charged) {
+		t.Error("a status charge did not wake the quota after the charge delay")
+	}
+	podsCharged := rq.DeepCopy()
+	podsCharged.Status.Used = resources(corev1.ResourcePods, 2)
+	if computeUsedChanged(rq, podsCharged) || computeUsedChanged(rq, raised) {
+		t.Error("a change of other resources' usage, or of spec.hard, counted as a compute charge")
 	}
 	if !hardChanged(rq, raised) {
 		t.Error("a spec.hard change did not wake the quota")
 	}
 }
 
-// Run end to end: TenantComputes created, resized and deleted through the API are reflected
-// in the quota's status.used.
-func TestReplenishment(t *testing.T) {
-	rq := quota("team-a", "compute", resources(count, 5, cpu, 2000, memory, 4096), corev1.ResourceQuotaStatus{})
+// running is the controller run end to end against fake clusters.
+type running struct {
+	c       *Controller
+	ctx     context.Context
+	kube    *kubefake.Clientset
+	plinth  *fake.Clientset
+	charges int
+}
+
+func run(t *testing.T, opts Options, rq *corev1.ResourceQuota) *running {
+	t.Helper()
 	kube := kubefake.NewClientset(rq)
 	plinth := fake.NewSimpleClientset()
 	kf, pf := kubeinformers.NewSharedInformerFactory(kube, 0), informers.NewSharedInformerFactory(plinth, 0)
-	c, err := NewController(kube, kf.Core().V1().ResourceQuotas(), pf.Compute().V1alpha1().TenantComputes())
+	c, err := NewController(kube, kf.Core().V1().ResourceQuotas(), pf.Compute().V1alpha1().TenantComputes(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	kf.Start(ctx.Done())
 	pf.Start(ctx.Done())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx, 1) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &running{c: c, ctx: ctx, kube: kube, plinth: plinth}
+}
 
-	expect := func(want corev1.ResourceList) {
-		t.Helper()
-		err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			got, err := kube.CoreV1().ResourceQuotas("team-a").Get(ctx, "compute", metav1.GetOptions{})
-			return err == nil && quotav1.Equals(got.Status.Used, want), nil
-		})
-		if err != nil {
-			got, _ := kube.CoreV1().ResourceQuotas("team-a").Get(ctx, "compute", metav1.GetOptions{})
-			t.Fatalf("status.used %v, want %v", got.Status.Used, want)
-		}
+// used is the status.used of quota team-a/compute.
+func (r *running) used(t *testing.T) corev1.ResourceList {
+	t.Helper()
+	got, err := r.kube.CoreV1().ResourceQuotas("team-a").Get(r.ctx, "compute", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	expect(resources(count, 0, cpu, 0, memory, 0))
+	return got.Status.Used
+}
 
-	tenants := plinth.ComputeV1alpha1().TenantComputes("team-a")
+// expect waits until quota team-a/compute's status.used is want.
+func (r *running) expect(t *testing.T, want corev1.ResourceList) {
+	t.Helper()
+	err := wait.PollUntilContextCancel(r.ctx, 10*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		got, err := r.kube.CoreV1().ResourceQuotas("team-a").Get(ctx, "compute", metav1.GetOptions{})
+		return err == nil && quotav1.Equals(got.Status.Used, want), nil
+	})
+	if err != nil {
+		t.Fatalf("status.used %v, want %v", r.used(t), want)
+	}
+}
+
+// charge does what the admission plugin does for a create it admits: it adds the tenant's
+// usage to status.used, before the create is stored (or refused).
+func (r *running) charge(t *testing.T, cpuMillis int64) {
+	t.Helper()
+	rq, err := r.kube.CoreV1().ResourceQuotas("team-a").Get(r.ctx, "compute", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := rq.Status.Used[cpu]
+	used.Add(*resource.NewQuantity(cpuMillis, resource.DecimalSI))
+	rq.Status.Used[cpu] = used
+	// The fake cluster keeps the resourceVersion it is given; the API server's is new.
+	r.charges++
+	rq.ResourceVersion = fmt.Sprintf("charge-%d", r.charges)
+	if _, err := r.kube.CoreV1().ResourceQuotas("team-a").UpdateStatus(r.ctx, rq, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Run end to end: TenantComputes created, resized and deleted through the API are reflected
+// in the quota's status.used.
+func TestReplenishment(t *testing.T) {
+	r := run(t, Options{}, quota("team-a", "compute", resources(count, 5, cpu, 2000, memory, 4096), corev1.ResourceQuotaStatus{}))
+	r.expect(t, resources(count, 0, cpu, 0, memory, 0))
+
+	tenants := r.plinth.ComputeV1alpha1().TenantComputes("team-a")
 	for _, tc := range []*computev1alpha1.TenantCompute{tenant("team-a", "shop", 250, 512), tenant("team-a", "blog", 500, 256)} {
-		if _, err := tenants.Create(ctx, tc, metav1.CreateOptions{}); err != nil {
+		if _, err := tenants.Create(r.ctx, tc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	expect(resources(count, 2, cpu, 750, memory, 768))
+	r.expect(t, resources(count, 2, cpu, 750, memory, 768))
 
 	blog := tenant("team-a", "blog", 1000, 256)
-	if _, err := tenants.Update(ctx, blog, metav1.UpdateOptions{}); err != nil {
+	if _, err := tenants.Update(r.ctx, blog, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	expect(resources(count, 2, cpu, 1250, memory, 768))
+	r.expect(t, resources(count, 2, cpu, 1250, memory, 768))
 
-	if err := tenants.Delete(ctx, "shop", metav1.DeleteOptions{}); err != nil {
+	if err := tenants.Delete(r.ctx, "shop", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	expect(resources(count, 1, cpu, 1000, memory, 256))
+	r.expect(t, resources(count, 1, cpu, 1000, memory, 256))
+}
+
+// A charge for a create that was refused after admission (a duplicate tenant ID) is given back
+// once the charge delay has passed, but not at once: the tenant of a charge that is being
+// stored may not be in the cache yet.
+func TestRefusedChargeIsGivenBack(t *testing.T) {
+	const delay = 500 * time.Millisecond
+	r := run(t, Options{ChargeDelay: delay, ResyncPeriod: time.Hour}, quota("team-a", "compute", resources(cpu, 2000), corev1.ResourceQuotaStatus{}))
+	r.expect(t, resources(cpu, 0))
+
+	charged := time.Now()
+	r.charge(t, 500)
+	time.Sleep(delay / 5)
+	if got := r.used(t); time.Since(charged) < delay && !quotav1.Equals(got, resources(cpu, 500)) {
+		t.Fatalf("status.used %v before the charge delay passed, want the charge kept", got)
+	}
+	r.expect(t, resources(cpu, 0))
+	if elapsed := time.Since(charged); elapsed < delay {
+		t.Errorf("the charge was given back after %s, before the delay of %s", elapsed, delay)
+	}
+
+	// A charge whose tenant is stored meanwhile is counted, not given back.
+	r.charge(t, 250)
+	if _, err := r.plinth.ComputeV1alpha1().TenantComputes("team-a").Create(r.ctx, tenant("team-a", "shop", 250, 128), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * delay)
+	r.expect(t, resources(cpu, 250))
+}
+
+// Every quota is recounted once per resync period, also with nothing to wake it: here a charge
+// whose delay has passed (by the clock the controller holds charges with) but whose own recount
+// is an hour away.
+func TestPeriodicRecount(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	r := run(t, Options{ChargeDelay: time.Hour, ResyncPeriod: 200 * time.Millisecond, Clock: clk},
+		quota("team-a", "compute", resources(cpu, 2000), corev1.ResourceQuotaStatus{}))
+	r.expect(t, resources(cpu, 0))
+	r.charge(t, 500)
+	if err := wait.PollUntilContextCancel(r.ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		_, held := r.c.heldUntil(cache.NewObjectName("team-a", "compute"))
+		return held, nil
+	}); err != nil {
+		t.Fatal("the charge was not seen")
+	}
+	clk.SetTime(clk.Now().Add(time.Hour))
+	r.expect(t, resources(cpu, 0))
+}
+
+func TestOptions(t *testing.T) {
+	kf := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	pf := informers.NewSharedInformerFactory(fake.NewSimpleClientset(), 0)
+	newController := func(opts Options) (*Controller, error) {
+		return NewController(kubefake.NewClientset(), kf.Core().V1().ResourceQuotas(), pf.Compute().V1alpha1().TenantComputes(), opts)
+	}
+	c, err := newController(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.resync != DefaultResyncPeriod || c.chargeDelay != DefaultChargeDelay {
+		t.Errorf("defaults: resync %s, charge delay %s", c.resync, c.chargeDelay)
+	}
+	for _, opts := range []Options{{ResyncPeriod: -time.Second}, {ChargeDelay: -time.Second}} {
+		if _, err := newController(opts); err == nil {
+			t.Errorf("%+v was accepted", opts)
+		}
+	}
 }
