@@ -56,7 +56,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 5*time.Second, "pause between the Plinth run and the floor run, for the platform to finish what the first started")
 	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
 	flag.StringVar(&o.diagnose, "diagnose", "", "directory for a 30 s CPU profile of kube-apiserver and plinth-apiserver taken after the TenantCompute creates, "+
-		"kube-apiserver's request counts of each run and plinth-controller's reconcile counts")
+		"kube-apiserver's request counts of each run, plinth-controller's reconcile counts and when tenants reached each stage")
 	flag.StringVar(&controllerArgs, "controller-args", "", "extra plinth-controller flags, space-separated")
 	flag.Parse()
 	o.controllerArgs = strings.Fields(controllerArgs)
@@ -124,6 +124,15 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.diagnose != "" {
+		tl, err := readTimeline(ctx, plinth, kube)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(o.diagnose, "timeline.plinth.txt"), []byte(tl.String()), 0o644); err != nil {
+			return err
+		}
+	}
 	select {
 	case <-time.After(o.settle):
 	case <-ctx.Done():
@@ -131,9 +140,21 @@ func run(o options) error {
 	}
 	controllerBefore, _ := benchharness.ReadUsage(platform.ControllerPID())
 	beforeFloor := requests()
+	floorStart := time.Now()
 	floorIn, err := floorRun(ctx, kube, tenants, o.clients)
 	if err != nil {
 		return err
+	}
+	if o.diagnose != "" {
+		list, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: floorTenantLabel})
+		if err != nil {
+			return err
+		}
+		// Object times are whole seconds: start from the second the first apply was in.
+		tl := floorTimeline(list.Items, floorStart.Truncate(time.Second))
+		if err := os.WriteFile(filepath.Join(o.diagnose, "timeline.floor.txt"), []byte(tl), 0o644); err != nil {
+			return err
+		}
 	}
 	afterFloor := requests()
 	controllerAfter, _ := benchharness.ReadUsage(platform.ControllerPID())

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+)
+
+// Stages of a tenant on its way to Ready, as its objects record them (to the second).
+var stages = []string{"TenantCompute created", "provisioned (provisionedAt)", "Deployment created", "Deployment Available", "TenantCompute Ready"}
+
+// timeline is when each tenant reached each stage; a stage not recorded is the zero time.
+type timeline map[string][]time.Time
+
+// readTimeline reads the stages of the TenantComputes in team-a and their Deployments.
+func readTimeline(ctx context.Context, plinth clientset.Interface, kube kubernetes.Interface) (timeline, error) {
+	tcs, err := plinth.ComputeV1alpha1().TenantComputes("team-a").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	deployments, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelTenantID})
+	if err != nil {
+		return nil, err
+	}
+	return buildTimeline(tcs.Items, deployments.Items), nil
+}
+
+func buildTimeline(tcs []v1alpha1.TenantCompute, deployments []appsv1.Deployment) timeline {
+	byTenant := map[string]*appsv1.Deployment{}
+	for i := range deployments {
+		byTenant[deployments[i].Labels[v1alpha1.LabelTenantID]] = &deployments[i]
+	}
+	out := timeline{}
+	for i := range tcs {
+		tc := &tcs[i]
+		times := make([]time.Time, len(stages))
+		times[0] = tc.CreationTimestamp.Time
+		if pr := tc.Status.ProvisionResult; pr != nil && pr.ProvisionedAt != nil {
+			times[1] = pr.ProvisionedAt.Time
+		}
+		if d := byTenant[tc.Spec.TenantID]; d != nil {
+			times[2] = d.CreationTimestamp.Time
+			for _, c := range d.Status.Conditions {
+				if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+					times[3] = c.LastTransitionTime.Time
+				}
+			}
+		}
+		if c := meta.FindStatusCondition(tc.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+			times[4] = c.LastTransitionTime.Time
+		}
+		out[tc.Name] = times
+	}
+	return out
+}
+
+// String summarizes the timeline: for each stage, when the tenants reached it (seconds after
+// the first TenantCompute was created: median, 90th percentile, last), and how long the
+// controller took from an Available Deployment to a Ready TenantCompute.
+func (t timeline) String() string {
+	var start time.Time
+	for _, times := range t {
+		if start.IsZero() || times[0].Before(start) {
+			start = times[0]
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-30s %8s %8s %8s %8s\n", "stage (s after the first create)", "tenants", "p50", "p90", "last")
+	for i, stage := range stages {
+		var offsets []float64
+		for _, times := range t {
+			if !times[i].IsZero() {
+				offsets = append(offsets, times[i].Sub(start).Seconds())
+			}
+		}
+		fmt.Fprintf(&b, "%-30s %8d %s\n", stage, len(offsets), quantiles(offsets))
+	}
+	var lags []float64
+	for _, times := range t {
+		if !times[3].IsZero() && !times[4].IsZero() {
+			lags = append(lags, times[4].Sub(times[3]).Seconds())
+		}
+	}
+	fmt.Fprintf(&b, "%-30s %8d %s\n", "Available → Ready (s)", len(lags), quantiles(lags))
+	return b.String()
+}
+
+// quantiles formats the median, 90th percentile and maximum (nearest rank).
+func quantiles(v []float64) string {
+	if len(v) == 0 {
+		return fmt.Sprintf("%8s %8s %8s", "-", "-", "-")
+	}
+	sort.Float64s(v)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(v)))) - 1
+		return v[min(max(i, 0), len(v)-1)]
+	}
+	return fmt.Sprintf("%8.0f %8.0f %8.0f", at(0.5), at(0.9), v[len(v)-1])
+}
+
+// floorTimeline summarizes when the floor's Deployments were created and became Available,
+// in seconds after the floor's first apply, as String does for the tenants.
+func floorTimeline(deployments []appsv1.Deployment, start time.Time) string {
+	var created, available []float64
+	for i := range deployments {
+		d := &deployments[i]
+		created = append(created, d.CreationTimestamp.Sub(start).Seconds())
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+				available = append(available, c.LastTransitionTime.Sub(start).Seconds())
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-30s %8s %8s %8s %8s\n", "stage (s after the first apply)", "tenants", "p50", "p90", "last")
+	fmt.Fprintf(&b, "%-30s %8d %s\n", "Deployment created", len(created), quantiles(created))
+	fmt.Fprintf(&b, "%-30s %8d %s\n", "Deployment Available", len(available), quantiles(available))
+	return b.String()
+}
