@@ -49,7 +49,7 @@ func newTenant(name, tenantID string) *compute.TenantCompute {
 // concurrent creates, ResourceQuota, and who may see what.
 func TestTenantCompute(t *testing.T) {
 	p := framework.StartLocalPlatformWith(t, func(c *localplatform.Config) {
-		c.ControllerArgs = append(c.ControllerArgs, "--cluster-probe-interval=2s", "--vm-poll-interval=500ms")
+		c.ControllerArgs = append(c.ControllerArgs, "--cluster-probe-interval=2s", "--vm-poll-interval=500ms", "--compute-quota-resync-period=2s")
 	})
 	ctx := context.Background()
 	clientFor := func(user string) *clientset.Clientset {
@@ -468,6 +468,52 @@ func TestTenantCompute(t *testing.T) {
 		if _, err := dana.TenantComputes(ns).Create(ctx, onLocal(newTenant("placed", "placed")), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Errorf("dana, a platform admin, creates a TenantCompute on Cluster local: %v", err)
 		}
+	})
+
+	t.Run("a create refused after admission charged the quota (duplicate tenant ID) is given back", func(t *testing.T) {
+		const qns = "team-b"
+		cpuUsed := func(q *corev1.ResourceQuota) int64 {
+			return q.Status.Used.Name("compute.plinth.dev/cpu", resource.DecimalSI).Value()
+		}
+		waitForCondition(t, 90*time.Second, func() (bool, string) {
+			list, err := bob.TenantComputes(qns).List(ctx, metav1.ListOptions{})
+			return err == nil && len(list.Items) == 0, fmt.Sprint(list, err)
+		})
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute-charges"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			"compute.plinth.dev/cpu": resource.MustParse("4000"),
+		}}}
+		if _, err := kube.CoreV1().ResourceQuotas(qns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = kube.CoreV1().ResourceQuotas(qns).Delete(ctx, quota.Name, metav1.DeleteOptions{}) }()
+		var before int64
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			q, err := kube.CoreV1().ResourceQuotas(qns).Get(ctx, quota.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			_, counted := q.Status.Used["compute.plinth.dev/cpu"]
+			before = cpuUsed(q)
+			return counted, fmt.Sprint(q.Status)
+		})
+		// alice's tenant holds ID shop: bob's create passes admission, which charges the quota,
+		// and is refused when stored.
+		dup := newTenant("dup", "shop")
+		dup.Spec.Resources.CPU = 750
+		_, err := bob.TenantComputes(qns).Create(ctx, dup, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
+			t.Fatalf("a duplicate tenant ID: %v, want 409", err)
+		}
+		if q, err := kube.CoreV1().ResourceQuotas(qns).Get(ctx, quota.Name, metav1.GetOptions{}); err == nil {
+			t.Logf("compute.plinth.dev/cpu used right after the refusal: %d (before: %d)", cpuUsed(q), before)
+		}
+		waitForCondition(t, 10*time.Second, func() (bool, string) {
+			q, err := kube.CoreV1().ResourceQuotas(qns).Get(ctx, quota.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return cpuUsed(q) == before, fmt.Sprintf("used %d, want %d", cpuUsed(q), before)
+		})
 	})
 
 	t.Run("a failing provider retries with backoff, then Failed; a spec change starts again", func(t *testing.T) {
