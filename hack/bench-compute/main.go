@@ -16,8 +16,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -371,5 +373,29 @@ func writeDiagnosis(ctx context.Context, platform *localplatform.Platform, dir s
 	if err != nil {
 		return err
 	}
-	return reconciles.WriteFile(filepath.Join(dir, "plinth-controller.reconciles.txt"))
+	seconds, err := benchharness.ReconcileSeconds(ctx, platform.ControllerURL())
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "plinth-controller.reconciles.txt"), []byte(reconcileReport(reconciles, seconds)), 0o644)
+}
+
+// reconcileReport lists the reconciles by controller and result, then each controller's
+// reconcile time: in all and per reconcile.
+func reconcileReport(reconciles, seconds benchharness.Counts) string {
+	perController := map[string]float64{}
+	for key, n := range reconciles {
+		controller, _, _ := strings.Cut(key, " ")
+		perController[controller] += n
+	}
+	var b strings.Builder
+	b.WriteString(reconciles.String())
+	for _, controller := range slices.Sorted(maps.Keys(seconds)) {
+		mean := 0.0
+		if n := perController[controller]; n > 0 {
+			mean = seconds[controller] / n
+		}
+		fmt.Fprintf(&b, "%s: %.1f s in reconciles, %.0f ms each\n", controller, seconds[controller], mean*1000)
+	}
+	return b.String()
 }

@@ -122,23 +122,37 @@ func APIRequests(ctx context.Context, cfg *rest.Config) (Counts, error) {
 // Reconciles are plinth-controller's reconciles so far by controller and result, read from its
 // metrics address (localplatform's ControllerURL).
 func Reconciles(ctx context.Context, controllerURL string) (Counts, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, controllerURL+"/metrics", nil)
+	text, err := controllerMetrics(ctx, controllerURL)
 	if err != nil {
 		return nil, err
+	}
+	return SumBy(text, "plinth_reconcile_total", func(l map[string]string) string {
+		return l["controller"] + " " + l["result"]
+	})
+}
+
+// ReconcileSeconds is the time plinth-controller's reconciles took so far, by controller.
+func ReconcileSeconds(ctx context.Context, controllerURL string) (Counts, error) {
+	text, err := controllerMetrics(ctx, controllerURL)
+	if err != nil {
+		return nil, err
+	}
+	return SumBy(text, "plinth_reconcile_duration_seconds_sum", func(l map[string]string) string { return l["controller"] })
+}
+
+func controllerMetrics(ctx context.Context, controllerURL string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, controllerURL+"/metrics", nil)
+	if err != nil {
+		return "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s/metrics: %s", controllerURL, resp.Status)
+		return "", fmt.Errorf("%s/metrics: %s", controllerURL, resp.Status)
 	}
 	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	return SumBy(string(data), "plinth_reconcile_total", func(l map[string]string) string {
-		return l["controller"] + " " + l["result"]
-	})
+	return string(data), err
 }

@@ -75,6 +75,8 @@ func TestReconciles(t *testing.T) {
 			`plinth_reconcile_total{controller="tenantcompute",result="success"} 1200`,
 			`plinth_reconcile_total{controller="tenantcompute",result="conflict"} 3`,
 			`plinth_reconcile_duration_seconds_count{controller="tenantcompute"} 1203`,
+			`plinth_reconcile_duration_seconds_sum{controller="tenantcompute"} 250.5`,
+			`plinth_reconcile_duration_seconds_sum{controller="workload"} 2`,
 		}, "\n"))
 	}))
 	defer srv.Close()
@@ -85,7 +87,17 @@ func TestReconciles(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(Counts{"tenantcompute success": 1200, "tenantcompute conflict": 3}) {
 		t.Errorf("got %v", got)
 	}
+	seconds, err := ReconcileSeconds(context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seconds) != fmt.Sprint(Counts{"tenantcompute": 250.5, "workload": 2}) {
+		t.Errorf("seconds %v", seconds)
+	}
 	if _, err := Reconciles(context.Background(), srv.URL+"/nothing"); err == nil {
+		t.Error("no error for a 404")
+	}
+	if _, err := ReconcileSeconds(context.Background(), srv.URL+"/nothing"); err == nil {
 		t.Error("no error for a 404")
 	}
 }
