@@ -6,10 +6,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common"
+	compute "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	kubernetescompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
 
@@ -155,9 +159,29 @@ func TestKubectl(t *testing.T) {
 	})
 
 	t.Run("the examples in artifacts apply", func(t *testing.T) {
+		// No plinth-controller runs here: register the kubernetes compute provider as it does,
+		// so that the TenantCompute example names a Ready provider.
+		d := kubernetescompute.NewProvider(nil, nil, nil, nil).Descriptor()
+		cp, err := p.Client.ComputeV1alpha1().ComputeProviders().Create(ctx, &compute.ComputeProvider{ObjectMeta: metav1.ObjectMeta{Name: kubernetescompute.ProviderName},
+			Spec: compute.ComputeProviderSpec{Controller: "plinth.dev/plinth-controller"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.Status = compute.ComputeProviderStatus{ConfigSchema: &common.RawObject{Raw: d.ConfigSchema}, SupportedSecretSources: d.SecretSources,
+			SupportedHealthChecks: d.HealthChecks, Conditions: []metav1.Condition{{Type: compute.ConditionProviderReady, Status: metav1.ConditionTrue,
+				Reason: "Registered", Message: "Registered by the test.", LastTransitionTime: metav1.Now()}}}
+		if _, err := p.Client.ComputeV1alpha1().ComputeProviders().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitForCondition(t, 10*time.Second, func() (bool, string) { // until the admission plugin's informer has it
+			out, err := framework.Kubectl(p.Kubeconfig, "apply", "--server-side", "--dry-run=server", "-n", "demo",
+				"-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "tenantcompute.yaml"))
+			return err == nil, out
+		})
 		out := kubectl("apply", "--server-side", "-n", "demo", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples"))
 		for _, want := range []string{"workload.score.dev/hello", "workload.score.dev/inline", "platformpolicy.score.dev/team-a-defaults",
-			"system.governance.plinth.dev/shop", "systemservice.governance.plinth.dev/redis", "managedvm.governance.plinth.dev/cache-1"} {
+			"system.governance.plinth.dev/shop", "systemservice.governance.plinth.dev/redis", "managedvm.governance.plinth.dev/cache-1",
+			"tenantcompute.compute.plinth.dev/blog"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("apply output lacks %s:\n%s", want, out)
 			}
