@@ -13,12 +13,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -32,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/internal/benchharness"
@@ -101,25 +104,22 @@ func run(o options) error {
 		return err
 	}
 
-	requests := func() benchharness.Counts { return nil }
+	snap := func() snapshot { return snapshot{} }
 	if o.diagnose != "" {
 		if err := os.MkdirAll(o.diagnose, 0o755); err != nil {
 			return err
 		}
-		requests = func() benchharness.Counts {
-			counts, err := benchharness.APIRequests(ctx, cfg)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "bench-compute: kube-apiserver request counts:", err)
-			}
-			return counts
-		}
+		snap = func() snapshot { return takeSnapshot(ctx, cfg) }
 	}
-	beforePlinth := requests()
-	p, err := plinthRun(ctx, platform, plinth, o)
+	beforePlinth := snap()
+	p, profiled, err := plinthRun(ctx, platform, plinth, o)
 	if err != nil {
 		return err
 	}
-	afterPlinth := requests()
+	afterPlinth := snap()
+	if err := <-profiled; err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "Plinth: %d TenantComputes created in %s, all Ready in %s\n", o.tenants, p.createdIn.Round(10*time.Millisecond), p.readyIn.Round(10*time.Millisecond))
 
 	tenants, err := capture(ctx, kube, o.tenants)
@@ -141,12 +141,16 @@ func run(o options) error {
 		return context.Cause(ctx)
 	}
 	controllerBefore, _ := benchharness.ReadUsage(platform.ControllerPID())
-	beforeFloor := requests()
+	beforeFloor := snap()
 	floorStart := time.Now()
 	floorIn, err := floorRun(ctx, kube, tenants, o.clients)
 	if err != nil {
 		return err
 	}
+	afterFloor := snap()
+	controllerAfter, _ := benchharness.ReadUsage(platform.ControllerPID())
+	fmt.Fprintf(os.Stderr, "Floor: %d tenants applied, all Deployments Available in %s\n", len(tenants), floorIn.Round(10*time.Millisecond))
+
 	if o.diagnose != "" {
 		list, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: floorTenantLabel})
 		if err != nil {
@@ -157,12 +161,6 @@ func run(o options) error {
 		if err := os.WriteFile(filepath.Join(o.diagnose, "timeline.floor.txt"), []byte(tl), 0o644); err != nil {
 			return err
 		}
-	}
-	afterFloor := requests()
-	controllerAfter, _ := benchharness.ReadUsage(platform.ControllerPID())
-	fmt.Fprintf(os.Stderr, "Floor: %d tenants applied, all Deployments Available in %s\n", len(tenants), floorIn.Round(10*time.Millisecond))
-
-	if o.diagnose != "" {
 		if err := writeDiagnosis(ctx, platform, o.diagnose, beforePlinth, afterPlinth, beforeFloor, afterFloor); err != nil {
 			return err
 		}
@@ -217,12 +215,13 @@ func tenant(i int) *v1alpha1.TenantCompute {
 	}
 }
 
-// plinthRun creates the TenantComputes in team-a and waits until all are Ready.
-func plinthRun(ctx context.Context, platform *localplatform.Platform, plinth clientset.Interface, o options) (plinthResult, error) {
+// plinthRun creates the TenantComputes in team-a and waits until all are Ready. With
+// --diagnose it starts the CPU profiles once the creates are done; profiled reports their end.
+func plinthRun(ctx context.Context, platform *localplatform.Platform, plinth clientset.Interface, o options) (_ plinthResult, profiled <-chan error, _ error) {
 	client := plinth.ComputeV1alpha1().TenantComputes("team-a")
 	before, err := benchharness.ReadUsage(platform.ControllerPID())
 	if err != nil {
-		return plinthResult{}, err
+		return plinthResult{}, nil, err
 	}
 	start := time.Now()
 	err = benchharness.Parallel(ctx, o.tenants, o.clients, func(ctx context.Context, i int) error {
@@ -230,15 +229,15 @@ func plinthRun(ctx context.Context, platform *localplatform.Platform, plinth cli
 		return err
 	})
 	if err != nil {
-		return plinthResult{}, err
+		return plinthResult{}, nil, err
 	}
 	var res plinthResult
 	res.createdIn = time.Since(start)
-	profiled := make(chan error, 1)
+	profiles := make(chan error, 1)
 	if o.diagnose != "" {
-		go func() { profiled <- platform.ProfileCPU(ctx, o.diagnose, 30*time.Second) }()
+		go func() { profiles <- platform.ProfileCPU(ctx, o.diagnose, 30*time.Second) }()
 	} else {
-		profiled <- nil
+		profiles <- nil
 	}
 	src := benchharness.Source{
 		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -252,15 +251,15 @@ func plinthRun(ctx context.Context, platform *localplatform.Platform, plinth cli
 		return tc.Status.Phase == v1alpha1.PhaseReady && meta.IsStatusConditionTrue(tc.Status.Conditions, v1alpha1.ConditionReady)
 	})
 	if err != nil {
-		return plinthResult{}, fmt.Errorf("TenantComputes: %w after %s", err, time.Since(start).Round(time.Second))
+		return plinthResult{}, nil, fmt.Errorf("TenantComputes: %w after %s", err, time.Since(start).Round(time.Second))
 	}
 	res.readyIn = time.Since(start)
 	after, err := benchharness.ReadUsage(platform.ControllerPID())
 	if err != nil {
-		return plinthResult{}, err
+		return plinthResult{}, nil, err
 	}
 	res.controller = benchharness.Usage{CPUSeconds: after.CPUSeconds - before.CPUSeconds, PeakRSSKiB: after.PeakRSSKiB}
-	return res, <-profiled
+	return res, profiles, nil
 }
 
 // capture lists what the provider made (everything with its tenant-id label) and turns it
@@ -360,13 +359,39 @@ func apply(ctx context.Context, kube kubernetes.Interface, obj floorObject) erro
 	return err
 }
 
-// writeDiagnosis writes kube-apiserver's requests during each run and plinth-controller's
-// reconciles so far into dir, beside the CPU profiles.
-func writeDiagnosis(ctx context.Context, platform *localplatform.Platform, dir string, beforePlinth, afterPlinth, beforeFloor, afterFloor benchharness.Counts) error {
-	if err := afterPlinth.Sub(beforePlinth).WriteFile(filepath.Join(dir, "kube-apiserver.requests.plinth.txt")); err != nil {
+// snapshot is what --diagnose reads before and after each run.
+type snapshot struct {
+	at       time.Time
+	requests benchharness.Counts // kube-apiserver's, by resource and verb
+	cpu      benchharness.Counts // seconds, by process
+}
+
+// takeSnapshot reads kube-apiserver's request counts and the CPU time of the platform's
+// processes and this one; what it cannot read it reports and leaves out.
+func takeSnapshot(ctx context.Context, cfg *rest.Config) snapshot {
+	s := snapshot{at: time.Now()}
+	var err error
+	if s.cpu, err = benchharness.ProcessCPU(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-compute: CPU times:", err)
+	}
+	if s.requests, err = benchharness.APIRequests(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-compute: kube-apiserver request counts:", err)
+	}
+	return s
+}
+
+// writeDiagnosis writes kube-apiserver's requests during each run, where each run spent the
+// machine's CPU, and plinth-controller's reconciles so far into dir, beside the CPU profiles.
+func writeDiagnosis(ctx context.Context, platform *localplatform.Platform, dir string, beforePlinth, afterPlinth, beforeFloor, afterFloor snapshot) error {
+	if err := afterPlinth.requests.Sub(beforePlinth.requests).WriteFile(filepath.Join(dir, "kube-apiserver.requests.plinth.txt")); err != nil {
 		return err
 	}
-	if err := afterFloor.Sub(beforeFloor).WriteFile(filepath.Join(dir, "kube-apiserver.requests.floor.txt")); err != nil {
+	if err := afterFloor.requests.Sub(beforeFloor.requests).WriteFile(filepath.Join(dir, "kube-apiserver.requests.floor.txt")); err != nil {
+		return err
+	}
+	cpu := cpuReport(afterPlinth.cpu.Sub(beforePlinth.cpu), afterPlinth.at.Sub(beforePlinth.at),
+		afterFloor.cpu.Sub(beforeFloor.cpu), afterFloor.at.Sub(beforeFloor.at), goruntime.NumCPU())
+	if err := os.WriteFile(filepath.Join(dir, "cpu.txt"), []byte(cpu), 0o644); err != nil {
 		return err
 	}
 	reconciles, err := benchharness.Reconciles(ctx, platform.ControllerURL())
@@ -378,6 +403,35 @@ func writeDiagnosis(ctx context.Context, platform *localplatform.Platform, dir s
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "plinth-controller.reconciles.txt"), []byte(reconcileReport(reconciles, seconds)), 0o644)
+}
+
+// cpuReport is each process's CPU time in both runs, most in the Plinth run first, and how
+// busy the machine's cores were.
+func cpuReport(plinth benchharness.Counts, plinthWall time.Duration, floor benchharness.Counts, floorWall time.Duration, cores int) string {
+	names := slices.Collect(maps.Keys(plinth))
+	for name := range floor {
+		if _, ok := plinth[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(plinth[b], plinth[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-26s %12s %12s\n", "CPU seconds", "Plinth run", "floor run")
+	var pt, ft float64
+	for _, name := range names {
+		fmt.Fprintf(&b, "%-26s %12.1f %12.1f\n", name, plinth[name], floor[name])
+		pt, ft = pt+plinth[name], ft+floor[name]
+	}
+	fmt.Fprintf(&b, "%-26s %12.1f %12.1f\n", "all", pt, ft)
+	fmt.Fprintf(&b, "%-26s %12.1f %12.1f\n", "wall seconds", plinthWall.Seconds(), floorWall.Seconds())
+	busy := func(cpu float64, wall time.Duration) float64 { return 100 * cpu / wall.Seconds() / float64(cores) }
+	fmt.Fprintf(&b, "%-26s %11.0f%% %11.0f%%\n", fmt.Sprintf("busy (of %d cores)", cores), busy(pt, plinthWall), busy(ft, floorWall))
+	return b.String()
 }
 
 // reconcileReport lists the reconciles by controller and result, then each controller's

@@ -77,3 +77,52 @@ func parsePeakRSS(status string) (int, error) {
 	}
 	return 0, fmt.Errorf("no VmHWM")
 }
+
+// ProcessCPU is the CPU time so far of this process and of its children (the local platform's
+// components, which it started), in seconds by command name; this process is "self". Read
+// twice, the difference is where a stretch of a benchmark spent the machine's CPU.
+func ProcessCPU() (Counts, error) {
+	self := os.Getpid()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	out := Counts{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		name, ppid, cpu, err := parseStat(string(stat))
+		if err != nil {
+			return nil, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		switch {
+		case pid == self:
+			out["self"] += cpu
+		case ppid == self:
+			out[name] += cpu
+		}
+	}
+	return out, nil
+}
+
+// parseStat is the command name, parent pid and CPU seconds of a /proc/PID/stat line.
+func parseStat(stat string) (name string, ppid int, cpu float64, err error) {
+	open, end := strings.Index(stat, "("), strings.LastIndex(stat, ")")
+	if open < 0 || end < open {
+		return "", 0, 0, fmt.Errorf("no command name")
+	}
+	if cpu, err = parseCPUSeconds(stat); err != nil {
+		return "", 0, 0, err
+	}
+	fields := strings.Fields(stat[end+2:])
+	if ppid, err = strconv.Atoi(fields[1]); err != nil {
+		return "", 0, 0, fmt.Errorf("ppid: %w", err)
+	}
+	return stat[open+1 : end], ppid, cpu, nil
+}

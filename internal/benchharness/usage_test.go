@@ -2,7 +2,9 @@ package benchharness
 
 import (
 	"os"
+	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestParseCPUSeconds(t *testing.T) {
@@ -54,5 +56,49 @@ func TestReadUsageOfThisProcess(t *testing.T) {
 	}
 	if _, err := ReadUsage(0); err == nil {
 		t.Error("no error for pid 0")
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	name, ppid, cpu, err := parseStat("4242 (kube-apiserver) S 77 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 123 0 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != "kube-apiserver" || ppid != 77 || cpu != 3 {
+		t.Errorf("got %q %d %v", name, ppid, cpu)
+	}
+	for name, bad := range map[string]string{
+		"no name":  "4242 S 77",
+		"bad ppid": "4242 (x) S pp 4242 4242 0 -1 4194560 100 0 0 0 250 50 0",
+		"short":    "4242 (x) S 77",
+	} {
+		if _, _, _, err := parseStat(bad); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestProcessCPUCountsChildren(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 5")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := ProcessCPU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got["self"]; !ok {
+			t.Fatalf("no self in %v", got)
+		}
+		if got["sh"] > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's CPU never showed: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
