@@ -164,6 +164,13 @@ func run(o options) error {
 		if err := writeDiagnosis(ctx, platform, o.diagnose, beforePlinth, afterPlinth, beforeFloor, afterFloor); err != nil {
 			return err
 		}
+		events, err := kube.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if err := eventReasons(events.Items).WriteFile(filepath.Join(o.diagnose, "events.txt")); err != nil {
+			return err
+		}
 	}
 	ratio := p.readyIn.Seconds() / floorIn.Seconds()
 	fmt.Printf("tenants=%d nodes=%d clients=%d created_in=%s plinth_ready_in=%s floor_ready_in=%s ratio=%.2f controller_cpu=%.1fs controller_peak_rss=%.0fMiB controller_cpu_during_floor=%.1fs\n",
@@ -403,6 +410,28 @@ func writeDiagnosis(ctx context.Context, platform *localplatform.Platform, dir s
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "plinth-controller.reconciles.txt"), []byte(reconcileReport(reconciles, seconds)), 0o644)
+}
+
+// eventReasons counts events by the run whose namespaces they are in (tenant-* for Plinth's,
+// floor-* for the floor's, else "other"), the kind of object and the reason: what Kubernetes'
+// controllers went through in each run.
+func eventReasons(events []corev1.Event) benchharness.Counts {
+	out := benchharness.Counts{}
+	for _, e := range events {
+		run := "other"
+		switch {
+		case strings.HasPrefix(e.Namespace, tenantNamespacePrefix):
+			run = "plinth"
+		case strings.HasPrefix(e.Namespace, floorNamespacePrefix):
+			run = "floor"
+		}
+		n := e.Count
+		if e.Series != nil && e.Series.Count > n {
+			n = e.Series.Count
+		}
+		out[run+" "+e.InvolvedObject.Kind+" "+e.Reason] += float64(max(n, 1))
+	}
+	return out
 }
 
 // cpuReport is each process's CPU time in both runs, most in the Plinth run first, and how

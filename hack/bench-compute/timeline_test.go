@@ -108,3 +108,20 @@ busy (of 2 cores)                   44%          55%
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestEventReasons(t *testing.T) {
+	ev := func(namespace, kind, reason string, count int32, series *corev1.EventSeries) corev1.Event {
+		return corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, InvolvedObject: corev1.ObjectReference{Kind: kind},
+			Reason: reason, Count: count, Series: series}
+	}
+	got := eventReasons([]corev1.Event{
+		ev("tenant-a", "ReplicaSet", "FailedCreate", 3, nil),
+		ev("tenant-b", "ReplicaSet", "FailedCreate", 0, nil),
+		ev("floor-a", "Pod", "Scheduled", 0, &corev1.EventSeries{Count: 4}),
+		ev("team-a", "TenantCompute", "Ready", 1, nil),
+	})
+	want := benchharness.Counts{"plinth ReplicaSet FailedCreate": 4, "floor Pod Scheduled": 4, "other TenantCompute Ready": 1}
+	if got.String() != want.String() {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

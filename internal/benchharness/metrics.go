@@ -104,7 +104,8 @@ func parseLabels(s string) (map[string]string, error) {
 	return labels, nil
 }
 
-// APIRequests are kube-apiserver's requests so far by group/resource/subresource and verb.
+// APIRequests are kube-apiserver's requests so far by group/resource/subresource and verb,
+// with the response code when it is not a success.
 func APIRequests(ctx context.Context, cfg *rest.Config) (Counts, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -114,9 +115,17 @@ func APIRequests(ctx context.Context, cfg *rest.Config) (Counts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return SumBy(string(data), "apiserver_request_total", func(l map[string]string) string {
-		return l["group"] + "/" + l["resource"] + "/" + l["subresource"] + " " + l["verb"]
-	})
+	return SumBy(string(data), "apiserver_request_total", requestKey)
+}
+
+// requestKey names a kube-apiserver request sample: "apps/deployments/status PUT", and
+// "/pods/ POST 403" for a failed one.
+func requestKey(l map[string]string) string {
+	key := l["group"] + "/" + l["resource"] + "/" + l["subresource"] + " " + l["verb"]
+	if code := l["code"]; code != "" && !strings.HasPrefix(code, "2") {
+		key += " " + code
+	}
+	return key
 }
 
 // Reconciles are plinth-controller's reconciles so far by controller and result, read from its

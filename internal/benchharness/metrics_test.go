@@ -20,13 +20,11 @@ apiserver_request_duration_seconds_bucket{group="apps",le="0.1"} 3
 `
 
 func TestSumBy(t *testing.T) {
-	got, err := SumBy(apiMetrics, "apiserver_request_total", func(l map[string]string) string {
-		return l["group"] + "/" + l["resource"] + "/" + l["subresource"] + " " + l["verb"]
-	})
+	got, err := SumBy(apiMetrics, "apiserver_request_total", requestKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counts{"apps/deployments/ APPLY": 502, "apps/deployments/status PUT": 1500, "/pods/ LIST": 7}
+	want := Counts{"apps/deployments/ APPLY": 500, "apps/deployments/ APPLY 409": 2, "apps/deployments/status PUT": 1500, "/pods/ LIST": 7}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
