@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -218,14 +219,12 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	ns := want.namespace.Name
 
 	liveNS, err := t.read.namespace(ctx, ns)
-	if err == nil && liveNS == nil {
-		// The informers see only labelled namespaces: ask the cluster before creating one.
-		liveNS, err = found(t.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}))
-	}
 	if err != nil {
 		return nil, err
 	}
 	if liveNS == nil {
+		// Not in the reader (the informers see only labelled namespaces): create it. A
+		// namespace that exists after all fails the create, and createNamespace reads it.
 		var created bool
 		if liveNS, created, err = createNamespace(ctx, t, tc, ns); err != nil {
 			return nil, err
@@ -244,23 +243,21 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	case !ownedBy(liveNS, tc):
 		return nil, compute.Permanentf("namespace %s already exists and was not made by the kubernetes provider for this TenantCompute", ns)
 	}
-	if err := p.apply(ctx, t, want.namespace, liveObject(liveNS)); err != nil {
-		return nil, err
-	}
-	if t.cluster == "" {
-		if err := p.grantSecrets(ctx, t, tc); err != nil {
-			return nil, err
-		}
-	}
 
+	// What changes is read from the caches first, in order; the requests that make the
+	// changes depend on nothing but the namespace, so they are sent at once: a first
+	// provision waits for the longest of them (the Role, then its RoleBinding), not for
+	// all of them one after the other.
+	steps := []func() error{func() error { return p.apply(ctx, t, want.namespace, liveObject(liveNS)) }}
+	if t.cluster == "" {
+		steps = append(steps, func() error { return p.grantSecrets(ctx, t, tc) })
+	}
 	liveD, err := t.read.deployment(ctx, ns, want.deployment.Name)
 	if err != nil {
 		return nil, err
 	}
 	out.changes = append(out.changes, deploymentChanges(liveD, want.deployment)...)
-	if err := p.apply(ctx, t, want.deployment, liveObject(liveD)); err != nil {
-		return nil, err
-	}
+	steps = append(steps, func() error { return p.apply(ctx, t, want.deployment, liveObject(liveD)) })
 
 	liveS, err := t.read.service(ctx, ns, want.deployment.Name)
 	if err != nil {
@@ -269,13 +266,10 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	switch {
 	case want.service != nil:
 		out.changes = append(out.changes, serviceChanges(liveS, want.service)...)
-		err = p.apply(ctx, t, want.service, liveObject(liveS))
+		steps = append(steps, func() error { return p.apply(ctx, t, want.service, liveObject(liveS)) })
 	case liveS != nil:
 		out.changes = append(out.changes, fmt.Sprintf("service %s/%s removed", ns, liveS.Name))
-		err = p.remove(ctx, t, "services", liveS)
-	}
-	if err != nil {
-		return nil, err
+		steps = append(steps, func() error { return p.remove(ctx, t, "services", liveS) })
 	}
 
 	liveI, err := t.read.ingress(ctx, ns, want.deployment.Name)
@@ -285,12 +279,12 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	switch {
 	case want.ingress != nil:
 		out.changes = append(out.changes, ingressChanges(liveI, want.ingress)...)
-		err = p.apply(ctx, t, want.ingress, liveObject(liveI))
+		steps = append(steps, func() error { return p.apply(ctx, t, want.ingress, liveObject(liveI)) })
 	case liveI != nil:
 		out.changes = append(out.changes, fmt.Sprintf("ingress %s/%s removed", ns, liveI.Name))
-		err = p.remove(ctx, t, "ingresses", liveI)
+		steps = append(steps, func() error { return p.remove(ctx, t, "ingresses", liveI) })
 	}
-	if err != nil {
+	if err := concurrently(steps...); err != nil {
 		return nil, err
 	}
 
@@ -518,4 +512,20 @@ func liveObject[T any, PT interface {
 		return nil
 	}
 	return obj
+}
+
+// concurrently runs the steps at once and returns the first step's error, in their order.
+func concurrently(steps ...func() error) error {
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Go(func() { errs[i] = step() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
