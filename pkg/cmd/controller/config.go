@@ -200,8 +200,17 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, tenants, published, quotas}, nil
+	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, withWorkers{tenants, o.ComputeWorkers}, published, quotas}, nil
 }
+
+// withWorkers runs a controller with a worker count of its own instead of --workers.
+type withWorkers struct {
+	Runnable
+	workers int
+}
+
+// Run runs the controller with its own worker count.
+func (w withWorkers) Run(ctx context.Context, _ int) error { return w.Runnable.Run(ctx, w.workers) }
 
 // Run builds the controllers, starts the caches, the event sink and the health server, and
 // runs the controllers while leading.

@@ -33,6 +33,10 @@ func TestNewBuildsEveryController(t *testing.T) {
 	var names []string
 	for _, c := range controllers {
 		names = append(names, c.Name())
+		// The tenant-compute controller runs with --compute-workers, not --workers.
+		if w, ok := c.(withWorkers); ok != (c.Name() == tenantcompute.Name) || ok && w.workers != cfg.Options.ComputeWorkers {
+			t.Errorf("controller %s: own worker count %v %d", c.Name(), ok, w.workers)
+		}
 	}
 	for _, want := range []string{tenantcompute.Name, computeprovider.Name} {
 		if !slices.Contains(names, want) {

@@ -29,9 +29,13 @@ import (
 
 // Options are plinth-controller's flags.
 type Options struct {
-	Kubeconfig          string
-	BindAddress         string
-	Workers             int
+	Kubeconfig  string
+	BindAddress string
+	Workers     int
+	// ComputeWorkers is the tenant-compute controller's own worker count: its reconciles wait
+	// on the provider's requests to target clusters, so more of them run at once than the
+	// other controllers need.
+	ComputeWorkers      int
 	DefaultRuntimeClass string
 	DNSDomain           string
 	IngressClassName    string
@@ -63,7 +67,7 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		BindAddress: ":10280", Workers: 4, DefaultRuntimeClass: "kubernetes", DNSDomain: "plinth.local",
+		BindAddress: ":10280", Workers: 4, ComputeWorkers: 16, DefaultRuntimeClass: "kubernetes", DNSDomain: "plinth.local",
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect: true, ResourceLock: resourcelock.LeasesResourceLock,
 			ResourceNamespace: "plinth-system", ResourceName: "plinth-controller",
@@ -82,6 +86,7 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the cluster; empty means in-cluster configuration.")
 	f.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address of /healthz, /readyz and /metrics.")
 	f.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
+	f.IntVar(&o.ComputeWorkers, "compute-workers", o.ComputeWorkers, "Concurrent reconciles of the tenant-compute controller, whose reconciles wait on the provider's requests to target clusters.")
 	f.StringVar(&o.DefaultRuntimeClass, "default-runtime-class", o.DefaultRuntimeClass, "Runtime class for workloads that name none after admission.")
 	f.StringVar(&o.DNSDomain, "dns-domain", o.DNSDomain, "Domain under which dns resources get host names.")
 	f.StringVar(&o.IngressClassName, "ingress-class", o.IngressClassName, "IngressClass of the Ingresses that route resources create; empty means the cluster's default class.")
@@ -116,6 +121,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, not %d", o.Workers))
+	}
+	if o.ComputeWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--compute-workers must be at least 1, not %d", o.ComputeWorkers))
 	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))

@@ -37,7 +37,7 @@ func TestInvalidFlagsAreAllReportedBeforeAnythingIsContacted(t *testing.T) {
 	defer server.Close()
 	cmd := NewCommand(context.Background())
 	cmd.SetArgs([]string{
-		"--kubeconfig", kubeconfigFor(t, server.URL), "--bind-address", "nonsense", "--workers", "0", "--kube-api-qps", "0",
+		"--kubeconfig", kubeconfigFor(t, server.URL), "--bind-address", "nonsense", "--workers", "0", "--compute-workers", "0", "--kube-api-qps", "0",
 		"--provisioners-config", "/nonexistent/provisioners.yaml", "--vm-poll-interval", "0s", "--compute-resync-period", "0s",
 		"--compute-quota-resync-period", "0s",
 		"--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "10s",
@@ -48,7 +48,7 @@ func TestInvalidFlagsAreAllReportedBeforeAnythingIsContacted(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid flags were accepted")
 	}
-	for _, want := range []string{"--bind-address", "--workers", "--kube-api-qps", "--provisioners-config", "--vm-poll-interval", "--compute-resync-period", "--compute-quota-resync-period", "leaderElection.leaseDuration"} {
+	for _, want := range []string{"--bind-address", "--workers", "--compute-workers", "--kube-api-qps", "--provisioners-config", "--vm-poll-interval", "--compute-resync-period", "--compute-quota-resync-period", "leaderElection.leaseDuration"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s: %v", want, err)
 		}
