@@ -107,26 +107,6 @@ const (
 	SecretSourceKubernetes = "kubernetes-secret"
 )
 
-// ReconcileRequestedAnnotation asks plinth-controller to check a TenantCompute against its
-// spec now, the way Flux's reconcile.fluxcd.io/requestedAt does: any new value (for example
-// the current time) triggers one Update, and status.lastHandledReconcileAt records it. Without
-// it, Ready tenants are checked on the controller's resync period.
-const ReconcileRequestedAnnotation = "compute.plinth.dev/reconcile-requested-at"
-
-// Labels plinth-controller's providers put on everything they create for a TenantCompute, so
-// that a change to those objects wakes the TenantCompute.
-const (
-	// LabelTenantComputeNamespace is the TenantCompute's namespace.
-	LabelTenantComputeNamespace = "compute.plinth.dev/namespace"
-	// LabelTenantComputeName is the TenantCompute's name.
-	LabelTenantComputeName = "compute.plinth.dev/name"
-	// LabelTenantID is the tenant ID.
-	LabelTenantID = "compute.plinth.dev/tenant-id"
-)
-
-// TenantNamespace is the namespace the kubernetes provider runs a tenant in.
-func TenantNamespace(tenantID string) string { return "tenant-" + tenantID }
-
 // Finalizer is held by plinth-controller until the provider has destroyed the compute.
 const Finalizer = "compute.plinth.dev/tenant-compute"
 
