@@ -6,8 +6,6 @@ package governancetest
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,12 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -31,7 +25,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/platform"
 	platforminstall "github.com/plinth-dev/plinth/pkg/apis/platform/install"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/embeddedetcd"
+	"github.com/plinth-dev/plinth/pkg/embeddedetcd/etcdtest"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/approval"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/approvalticket"
@@ -59,38 +53,14 @@ func init() {
 // Etcd is an in-process etcd that several Envs of one test can share: each Env keeps its
 // objects under its own key prefix.
 type Etcd struct {
-	config *storagebackend.Config
-	envs   atomic.Int32
+	*etcdtest.Etcd
 }
 
-// RunEtcd starts an etcd that stops when t ends: plinth-apiserver's embedded etcd, which
-// k8s.io/apiserver's testserver.RunEtcd would duplicate at the price of testify in go.mod.
+// RunEtcd starts an etcd that stops when t ends, storing objects as JSON of the served
+// versions, as plinth-apiserver stores them.
 func RunEtcd(t testing.TB) *Etcd {
 	t.Helper()
-	etcd, err := embeddedetcd.Start(context.Background(), embeddedetcd.Options{Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	config := storagebackend.NewDefaultConfig("/registry", nil)
-	config.Transport.ServerList = []string{etcd.ClientURL}
-	// Stored as JSON of the served versions, as plinth-apiserver stores them.
-	config.Codec = serializer.NewCodecFactory(scheme).LegacyCodec(governancev1alpha1.SchemeGroupVersion, platformv1alpha1.SchemeGroupVersion)
-	return &Etcd{config: config}
-}
-
-// optionsGetter gives every resource its own key prefix under the Env's prefix, without a
-// watch cache: reads see every write at once.
-type optionsGetter struct {
-	config *storagebackend.Config
-}
-
-func (o optionsGetter) GetRESTOptions(resource schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
-	return generic.RESTOptions{
-		StorageConfig:  o.config.ForResource(resource),
-		Decorator:      generic.UndecoratedStorage,
-		ResourcePrefix: "/" + resource.Group + "/" + resource.Resource,
-	}, nil
+	return &Etcd{etcdtest.Run(t, serializer.NewCodecFactory(scheme).LegacyCodec(governancev1alpha1.SchemeGroupVersion, platformv1alpha1.SchemeGroupVersion))}
 }
 
 // Env is the governance registry of one test.
@@ -110,9 +80,7 @@ type Env struct {
 // New builds the registry over etcd, wired as plinth-apiserver wires it.
 func (e *Etcd) New(t testing.TB) *Env {
 	t.Helper()
-	config := *e.config
-	config.Prefix = fmt.Sprintf("%s/env-%d", e.config.Prefix, e.envs.Add(1))
-	getter := optionsGetter{config: &config}
+	getter := e.OptionsGetter()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -151,10 +119,7 @@ var approverAuthorizer = authorizer.AuthorizerFunc(func(_ context.Context, a aut
 })
 
 // As is a request context of user (with groups) in namespace, as the server's filters make it.
-func As(namespace, name string, groups ...string) context.Context {
-	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
-	return genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: name, Groups: groups})
-}
+var As = etcdtest.As
 
 // VM is a ManagedVM request of service, as a tenant writes it.
 func VM(name, service string) *governance.ManagedVM {
