@@ -29,10 +29,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -246,14 +244,7 @@ func plinthRun(ctx context.Context, platform *localplatform.Platform, plinth cli
 	} else {
 		profiles <- nil
 	}
-	src := benchharness.Source{
-		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, opts)
-		},
-		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return client.Watch(ctx, opts)
-		},
-	}
+	src := benchharness.SourceOf(client, "")
 	err = benchharness.WaitReady(ctx, src, o.tenants, func(tc *v1alpha1.TenantCompute) bool {
 		return tc.Status.Phase == v1alpha1.PhaseReady && meta.IsStatusConditionTrue(tc.Status.Conditions, v1alpha1.ConditionReady)
 	})
@@ -312,18 +303,7 @@ func floorRun(ctx context.Context, kube kubernetes.Interface, tenants []floorTen
 		return 0, err
 	}
 	deployments := kube.AppsV1().Deployments("")
-	selected := func(opts metav1.ListOptions) metav1.ListOptions {
-		opts.LabelSelector = floorTenantLabel
-		return opts
-	}
-	src := benchharness.Source{
-		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return deployments.List(ctx, selected(opts))
-		},
-		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return deployments.Watch(ctx, selected(opts))
-		},
-	}
+	src := benchharness.SourceOf(deployments, floorTenantLabel)
 	if err := benchharness.WaitReady(ctx, src, len(tenants), available); err != nil {
 		return 0, fmt.Errorf("floor Deployments: %w after %s", err, time.Since(start).Round(time.Second))
 	}

@@ -16,8 +16,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/plinth-dev/plinth/internal/benchharness"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -73,14 +71,7 @@ func run(n, nodes int, timeout time.Duration, binDir string, minimal bool, diagn
 		profiled <- nil
 	}
 
-	src := benchharness.Source{
-		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, opts)
-		},
-		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return client.Watch(ctx, opts)
-		},
-	}
+	src := benchharness.SourceOf(client, "")
 	if err := benchharness.WaitReady(ctx, src, n, func(w *v1b1.Workload) bool {
 		return meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionReady)
 	}); err != nil {

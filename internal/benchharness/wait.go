@@ -19,6 +19,31 @@ type Source struct {
 	Watch cache.WatchFuncWithContext
 }
 
+// Lister is what SourceOf needs of a typed client: its List and Watch.
+type Lister[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// SourceOf is the Source of a typed client, every list and watch selecting with selector
+// (empty: everything).
+func SourceOf[L runtime.Object](c Lister[L], selector string) Source {
+	selected := func(opts metav1.ListOptions) metav1.ListOptions {
+		if selector != "" {
+			opts.LabelSelector = selector
+		}
+		return opts
+	}
+	return Source{
+		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.List(ctx, selected(opts))
+		},
+		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, selected(opts))
+		},
+	}
+}
+
 // WaitReady returns once at least n of the objects src lists and watches are ready and
 // selected. Readiness is watched, not polled: listing hundreds of objects several times a
 // second would load the servers being measured. After a watch error (a resourceVersion too
