@@ -162,9 +162,8 @@ func (ps *pass) update(ctx context.Context) {
 	// The compute the provider created is still there for this generation.
 	prov := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProvisioned)
 	ps.set(prov.Type, prov.Status, prov.Reason, prov.Message)
-	atRest := st.Phase == v1alpha1.PhaseReady || st.Phase == v1alpha1.PhaseStopped
 	repeat := st.Phase == v1alpha1.PhaseUpdating && !ps.specChanged && !ps.requested
-	if !ps.specChanged && !ps.requested && st.Phase != v1alpha1.PhaseUpdating && !(atRest && ps.c.due(ps.key, ps.now)) {
+	if !ps.specChanged && !ps.requested && st.Phase != v1alpha1.PhaseUpdating && !(ps.atRest && ps.c.due(ps.key, ps.now)) {
 		// Between checks: a tenant still coming up after its provision, or one at rest.
 		if st.Phase == v1alpha1.PhaseProvisioning {
 			ps.observe(ctx, st.Phase, reasonProvisionFailed, v1alpha1.PhaseProvisioning)
@@ -201,7 +200,7 @@ func (ps *pass) update(ctx context.Context) {
 	// A check that found nothing to change leaves a tenant at rest where it is; anything else
 	// is a rollout until the compute is back at rest.
 	onTheWay := v1alpha1.PhaseUpdating
-	if atRest && !ps.specChanged && res.Status == v1alpha1.UpdateStatusNoChanges {
+	if ps.atRest && !ps.specChanged && res.Status == v1alpha1.UpdateStatusNoChanges {
 		onTheWay = st.Phase
 	}
 	ps.observe(ctx, onTheWay, reasonUpdateFailed, v1alpha1.PhaseUpdating)
