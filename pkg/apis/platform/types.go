@@ -4,6 +4,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Condition types of a Cluster that plinth-apiserver reads.
+const (
+	// ConditionFluxAvailable says whether Flux's controllers serve the cluster.
+	ConditionFluxAvailable = "FluxAvailable"
+)
+
 // ClusterPhase is what the last probe of a target cluster found.
 type ClusterPhase string
 
@@ -39,6 +45,41 @@ type ClusterSpec struct {
 	Kubeconfig string
 	// Description tells approvers what the cluster is for.
 	Description string
+	// GitOps is how OCIArtifacts are delivered to the cluster.
+	GitOps ClusterGitOps
+}
+
+// GitOpsEngine is how artifacts are delivered to a cluster.
+type GitOpsEngine string
+
+const (
+	// GitOpsEngineKubectl: plinth-controller applies the manifests with server-side apply.
+	GitOpsEngineKubectl GitOpsEngine = "Kubectl"
+	// GitOpsEngineFlux: Flux on the cluster pulls the artifacts.
+	GitOpsEngineFlux GitOpsEngine = "Flux"
+)
+
+// ClusterGitOps is how OCIArtifacts are delivered to a cluster.
+type ClusterGitOps struct {
+	Engine          GitOpsEngine
+	RegistryEnabled bool
+	RegistryPort    int32
+	FluxInterval    *metav1.Duration
+	InstallFlux     bool
+}
+
+// ClusterGitOpsStatus is what plinth-controller found of a cluster's GitOps engine.
+type ClusterGitOpsStatus struct {
+	FluxComponents   []FluxComponent
+	Registry         string
+	RegistryEndpoint string
+}
+
+// FluxComponent is one Flux controller serving a cluster.
+type FluxComponent struct {
+	Name              string
+	Version           string
+	InstalledByPlinth bool
 }
 
 // ClusterStatus is what plinth-controller's probes found.
@@ -51,6 +92,7 @@ type ClusterStatus struct {
 	EncryptionKeyID    string
 	LastProbeTime      *metav1.Time
 	ObservedGeneration int64
+	GitOps             *ClusterGitOpsStatus
 	Conditions         []metav1.Condition
 }
 

@@ -20,10 +20,12 @@ package applyconfiguration
 
 import (
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/compute/v1alpha1"
+	applyconfigurationgitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/gitops/v1alpha1"
 	applyconfigurationgovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/governance/v1alpha1"
 	internal "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/internal"
 	applyconfigurationplatformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/platform/v1alpha1"
@@ -73,6 +75,40 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	case v1alpha1.SchemeGroupVersion.WithKind("UpdateResult"):
 		return &computev1alpha1.UpdateResultApplyConfiguration{}
 
+		// Group=gitops.plinth.dev, Version=v1alpha1
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("ArtifactTarget"):
+		return &applyconfigurationgitopsv1alpha1.ArtifactTargetApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("ArtifactTargetStatus"):
+		return &applyconfigurationgitopsv1alpha1.ArtifactTargetStatusApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("InventoryEntry"):
+		return &applyconfigurationgitopsv1alpha1.InventoryEntryApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
+		return &applyconfigurationgitopsv1alpha1.LocalObjectReferenceApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("OCIArtifact"):
+		return &applyconfigurationgitopsv1alpha1.OCIArtifactApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("OCIArtifactSpec"):
+		return &applyconfigurationgitopsv1alpha1.OCIArtifactSpecApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("OCIArtifactStatus"):
+		return &applyconfigurationgitopsv1alpha1.OCIArtifactStatusApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("OCIRegistry"):
+		return &applyconfigurationgitopsv1alpha1.OCIRegistryApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("OCIRegistrySpec"):
+		return &applyconfigurationgitopsv1alpha1.OCIRegistrySpecApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("OCIRegistryStatus"):
+		return &applyconfigurationgitopsv1alpha1.OCIRegistryStatusApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("ReconciliationRequest"):
+		return &applyconfigurationgitopsv1alpha1.ReconciliationRequestApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("ReconciliationRequestSpec"):
+		return &applyconfigurationgitopsv1alpha1.ReconciliationRequestSpecApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("ReconciliationRequestStatus"):
+		return &applyconfigurationgitopsv1alpha1.ReconciliationRequestStatusApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("ReconciliationTarget"):
+		return &applyconfigurationgitopsv1alpha1.ReconciliationTargetApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("ReconciliationTargetStatus"):
+		return &applyconfigurationgitopsv1alpha1.ReconciliationTargetStatusApplyConfiguration{}
+	case gitopsv1alpha1.SchemeGroupVersion.WithKind("RetentionPolicy"):
+		return &applyconfigurationgitopsv1alpha1.RetentionPolicyApplyConfiguration{}
+
 		// Group=governance.plinth.dev, Version=v1alpha1
 	case governancev1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):
 		return &applyconfigurationgovernancev1alpha1.ApprovalPolicyApplyConfiguration{}
@@ -114,10 +150,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		// Group=platform.plinth.dev, Version=v1alpha1
 	case platformv1alpha1.SchemeGroupVersion.WithKind("Cluster"):
 		return &applyconfigurationplatformv1alpha1.ClusterApplyConfiguration{}
+	case platformv1alpha1.SchemeGroupVersion.WithKind("ClusterGitOps"):
+		return &applyconfigurationplatformv1alpha1.ClusterGitOpsApplyConfiguration{}
+	case platformv1alpha1.SchemeGroupVersion.WithKind("ClusterGitOpsStatus"):
+		return &applyconfigurationplatformv1alpha1.ClusterGitOpsStatusApplyConfiguration{}
 	case platformv1alpha1.SchemeGroupVersion.WithKind("ClusterSpec"):
 		return &applyconfigurationplatformv1alpha1.ClusterSpecApplyConfiguration{}
 	case platformv1alpha1.SchemeGroupVersion.WithKind("ClusterStatus"):
 		return &applyconfigurationplatformv1alpha1.ClusterStatusApplyConfiguration{}
+	case platformv1alpha1.SchemeGroupVersion.WithKind("FluxComponent"):
+		return &applyconfigurationplatformv1alpha1.FluxComponentApplyConfiguration{}
 
 		// Group=score.dev, Version=v1b1
 	case v1b1.SchemeGroupVersion.WithKind("BindingOutputs"):

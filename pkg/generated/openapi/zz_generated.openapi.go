@@ -24,6 +24,7 @@ package openapi
 import (
 	apiscommon "github.com/plinth-dev/plinth/pkg/apis/common"
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -37,183 +38,205 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		apiscommon.RawObject{}.OpenAPIModelName():                     apiscommon.RawObject{}.OpenAPIDefinition(),
-		v1alpha1.ComputeProvider{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_ComputeProvider(ref),
-		v1alpha1.ComputeProviderList{}.OpenAPIModelName():             schema_pkg_apis_compute_v1alpha1_ComputeProviderList(ref),
-		v1alpha1.ComputeProviderSpec{}.OpenAPIModelName():             schema_pkg_apis_compute_v1alpha1_ComputeProviderSpec(ref),
-		v1alpha1.ComputeProviderStatus{}.OpenAPIModelName():           schema_pkg_apis_compute_v1alpha1_ComputeProviderStatus(ref),
-		v1alpha1.ContainerSpec{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_ContainerSpec(ref),
-		v1alpha1.ContainerStatus{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_ContainerStatus(ref),
-		v1alpha1.DNSConfig{}.OpenAPIModelName():                       schema_pkg_apis_compute_v1alpha1_DNSConfig(ref),
-		v1alpha1.Endpoint{}.OpenAPIModelName():                        schema_pkg_apis_compute_v1alpha1_Endpoint(ref),
-		v1alpha1.HealthCheckConfig{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_HealthCheckConfig(ref),
-		v1alpha1.NetworkConfig{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_NetworkConfig(ref),
-		v1alpha1.PortMapping{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_PortMapping(ref),
-		v1alpha1.ProvisionResult{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_ProvisionResult(ref),
-		v1alpha1.ResourceRequirements{}.OpenAPIModelName():            schema_pkg_apis_compute_v1alpha1_ResourceRequirements(ref),
-		v1alpha1.SecretReference{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_SecretReference(ref),
-		v1alpha1.TenantCompute{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_TenantCompute(ref),
-		v1alpha1.TenantComputeList{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_TenantComputeList(ref),
-		v1alpha1.TenantComputeSpec{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_TenantComputeSpec(ref),
-		v1alpha1.TenantComputeStatus{}.OpenAPIModelName():             schema_pkg_apis_compute_v1alpha1_TenantComputeStatus(ref),
-		v1alpha1.TenantIDClaim{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_TenantIDClaim(ref),
-		v1alpha1.TenantIDClaimList{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_TenantIDClaimList(ref),
-		v1alpha1.UpdateResult{}.OpenAPIModelName():                    schema_pkg_apis_compute_v1alpha1_UpdateResult(ref),
-		governancev1alpha1.AdoptionRequest{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_AdoptionRequest(ref),
-		governancev1alpha1.ApprovalPolicy{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
-		governancev1alpha1.ApprovalPolicyList{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
-		governancev1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
-		governancev1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
-		governancev1alpha1.ApprovalTicket{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
-		governancev1alpha1.ApprovalTicketList{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
-		governancev1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
-		governancev1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
-		governancev1alpha1.AuditLog{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
-		governancev1alpha1.AuditLogList{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
-		governancev1alpha1.AuditLogSpec{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
-		governancev1alpha1.DomainEvent{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
-		governancev1alpha1.DomainEventList{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
-		governancev1alpha1.DomainEventSpec{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
-		governancev1alpha1.DomainEventStatus{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
-		governancev1alpha1.LocalObjectReference{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
-		governancev1alpha1.ManagedVM{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
-		governancev1alpha1.ManagedVMList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
-		governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
-		governancev1alpha1.ManagedVMStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
-		governancev1alpha1.PendingAdoption{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
-		governancev1alpha1.PendingAdoptionList{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
-		governancev1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
-		governancev1alpha1.PendingAdoptionStatus{}.OpenAPIModelName(): schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
-		governancev1alpha1.PendingApproval{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
-		governancev1alpha1.System{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_System(ref),
-		governancev1alpha1.SystemList{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemList(ref),
-		governancev1alpha1.SystemService{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_SystemService(ref),
-		governancev1alpha1.SystemServiceList{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
-		governancev1alpha1.SystemServiceSpec{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
-		governancev1alpha1.SystemServiceStatus{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
-		governancev1alpha1.SystemSpec{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
-		governancev1alpha1.SystemStatus{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
-		governancev1alpha1.TargetReference{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
-		governancev1alpha1.TicketDecision{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
-		governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName():  schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
-		governancev1alpha1.TicketExecution{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_TicketExecution(ref),
-		governancev1alpha1.VMResources{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_VMResources(ref),
-		governancev1alpha1.VMRevision{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
-		governancev1alpha1.VMRevisionList{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
-		governancev1alpha1.VMRevisionSpec{}.OpenAPIModelName():        schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
-		platformv1alpha1.Cluster{}.OpenAPIModelName():                 schema_pkg_apis_platform_v1alpha1_Cluster(ref),
-		platformv1alpha1.ClusterCredentials{}.OpenAPIModelName():      schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref),
-		platformv1alpha1.ClusterList{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_ClusterList(ref),
-		platformv1alpha1.ClusterSpec{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref),
-		platformv1alpha1.ClusterStatus{}.OpenAPIModelName():           schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref),
-		v1b1.BindingOutputSource{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
-		v1b1.BindingOutputs{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_BindingOutputs(ref),
-		v1b1.BindingSummary{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_BindingSummary(ref),
-		v1b1.CertificatesReference{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_CertificatesReference(ref),
-		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
-		v1b1.Container{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_Container(ref),
-		v1b1.ContainerFile{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ContainerFile(ref),
-		v1b1.ContainerProbe{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_ContainerProbe(ref),
-		v1b1.ContainerProjection{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ContainerProjection(ref),
-		v1b1.ContainerResources{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_ContainerResources(ref),
-		v1b1.ContainerVolume{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ContainerVolume(ref),
-		v1b1.CredentialsReference{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_CredentialsReference(ref),
-		v1b1.EnvProjection{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_EnvProjection(ref),
-		v1b1.ExecProbe{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_ExecProbe(ref),
-		v1b1.HTTPGetProbe{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
-		v1b1.HTTPHeader{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_HTTPHeader(ref),
-		v1b1.ImageConstraints{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ImageConstraints(ref),
-		v1b1.IngressRule{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_IngressRule(ref),
-		v1b1.NetworkingProjection{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
-		v1b1.PlanBinding{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_PlanBinding(ref),
-		v1b1.PlanMetadata{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_PlanMetadata(ref),
-		v1b1.PlanWorkloadReference{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
-		v1b1.PlatformPolicy{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
-		v1b1.PlatformPolicyList{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
-		v1b1.PlatformPolicySpec{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
-		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():                schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
-		v1b1.PolicyConstraints{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
-		v1b1.PolicyDefaults{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
-		v1b1.ProvisionerInfo{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
-		v1b1.ResourceAmounts{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
-		v1b1.ResourceBinding{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ResourceBinding(ref),
-		v1b1.ResourceBindingList{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
-		v1b1.ResourceBindingSpec{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
-		v1b1.ResourceBindingStatus{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
-		v1b1.ResourceDefaults{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
-		v1b1.ResourceSpec{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_ResourceSpec(ref),
-		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():             schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
-		v1b1.RuntimeInfo{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
-		v1b1.SecretKeyReference{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
-		v1b1.ServicePort{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_ServicePort(ref),
-		v1b1.ServiceProjection{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ServiceProjection(ref),
-		v1b1.ServiceSpec{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_ServiceSpec(ref),
-		v1b1.Workload{}.OpenAPIModelName():                            schema_pkg_apis_score_v1b1_Workload(ref),
-		v1b1.WorkloadList{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadList(ref),
-		v1b1.WorkloadPlan{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
-		v1b1.WorkloadPlanList{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
-		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
-		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
-		v1b1.WorkloadProjection{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
-		v1b1.WorkloadReference{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_WorkloadReference(ref),
-		v1b1.WorkloadSource{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_WorkloadSource(ref),
-		v1b1.WorkloadSpec{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
-		v1b1.WorkloadStatus{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
-		resource.Quantity{}.OpenAPIModelName():                        schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                         schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                          schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                             schema_k8sio_apimachinery_pkg_version_Info(ref),
+		apiscommon.RawObject{}.OpenAPIModelName():                       apiscommon.RawObject{}.OpenAPIDefinition(),
+		v1alpha1.ComputeProvider{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_ComputeProvider(ref),
+		v1alpha1.ComputeProviderList{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_ComputeProviderList(ref),
+		v1alpha1.ComputeProviderSpec{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_ComputeProviderSpec(ref),
+		v1alpha1.ComputeProviderStatus{}.OpenAPIModelName():             schema_pkg_apis_compute_v1alpha1_ComputeProviderStatus(ref),
+		v1alpha1.ContainerSpec{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_ContainerSpec(ref),
+		v1alpha1.ContainerStatus{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_ContainerStatus(ref),
+		v1alpha1.DNSConfig{}.OpenAPIModelName():                         schema_pkg_apis_compute_v1alpha1_DNSConfig(ref),
+		v1alpha1.Endpoint{}.OpenAPIModelName():                          schema_pkg_apis_compute_v1alpha1_Endpoint(ref),
+		v1alpha1.HealthCheckConfig{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_HealthCheckConfig(ref),
+		v1alpha1.NetworkConfig{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_NetworkConfig(ref),
+		v1alpha1.PortMapping{}.OpenAPIModelName():                       schema_pkg_apis_compute_v1alpha1_PortMapping(ref),
+		v1alpha1.ProvisionResult{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_ProvisionResult(ref),
+		v1alpha1.ResourceRequirements{}.OpenAPIModelName():              schema_pkg_apis_compute_v1alpha1_ResourceRequirements(ref),
+		v1alpha1.SecretReference{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_SecretReference(ref),
+		v1alpha1.TenantCompute{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_TenantCompute(ref),
+		v1alpha1.TenantComputeList{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_TenantComputeList(ref),
+		v1alpha1.TenantComputeSpec{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_TenantComputeSpec(ref),
+		v1alpha1.TenantComputeStatus{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_TenantComputeStatus(ref),
+		v1alpha1.TenantIDClaim{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_TenantIDClaim(ref),
+		v1alpha1.TenantIDClaimList{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_TenantIDClaimList(ref),
+		v1alpha1.UpdateResult{}.OpenAPIModelName():                      schema_pkg_apis_compute_v1alpha1_UpdateResult(ref),
+		gitopsv1alpha1.ArtifactTarget{}.OpenAPIModelName():              schema_pkg_apis_gitops_v1alpha1_ArtifactTarget(ref),
+		gitopsv1alpha1.ArtifactTargetStatus{}.OpenAPIModelName():        schema_pkg_apis_gitops_v1alpha1_ArtifactTargetStatus(ref),
+		gitopsv1alpha1.InventoryEntry{}.OpenAPIModelName():              schema_pkg_apis_gitops_v1alpha1_InventoryEntry(ref),
+		gitopsv1alpha1.LocalObjectReference{}.OpenAPIModelName():        schema_pkg_apis_gitops_v1alpha1_LocalObjectReference(ref),
+		gitopsv1alpha1.OCIArtifact{}.OpenAPIModelName():                 schema_pkg_apis_gitops_v1alpha1_OCIArtifact(ref),
+		gitopsv1alpha1.OCIArtifactList{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_OCIArtifactList(ref),
+		gitopsv1alpha1.OCIArtifactSpec{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_OCIArtifactSpec(ref),
+		gitopsv1alpha1.OCIArtifactStatus{}.OpenAPIModelName():           schema_pkg_apis_gitops_v1alpha1_OCIArtifactStatus(ref),
+		gitopsv1alpha1.OCIRegistry{}.OpenAPIModelName():                 schema_pkg_apis_gitops_v1alpha1_OCIRegistry(ref),
+		gitopsv1alpha1.OCIRegistryList{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_OCIRegistryList(ref),
+		gitopsv1alpha1.OCIRegistrySpec{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_OCIRegistrySpec(ref),
+		gitopsv1alpha1.OCIRegistryStatus{}.OpenAPIModelName():           schema_pkg_apis_gitops_v1alpha1_OCIRegistryStatus(ref),
+		gitopsv1alpha1.ReconciliationRequest{}.OpenAPIModelName():       schema_pkg_apis_gitops_v1alpha1_ReconciliationRequest(ref),
+		gitopsv1alpha1.ReconciliationRequestList{}.OpenAPIModelName():   schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestList(ref),
+		gitopsv1alpha1.ReconciliationRequestSpec{}.OpenAPIModelName():   schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestSpec(ref),
+		gitopsv1alpha1.ReconciliationRequestStatus{}.OpenAPIModelName(): schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestStatus(ref),
+		gitopsv1alpha1.ReconciliationTarget{}.OpenAPIModelName():        schema_pkg_apis_gitops_v1alpha1_ReconciliationTarget(ref),
+		gitopsv1alpha1.ReconciliationTargetStatus{}.OpenAPIModelName():  schema_pkg_apis_gitops_v1alpha1_ReconciliationTargetStatus(ref),
+		gitopsv1alpha1.RetentionPolicy{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_RetentionPolicy(ref),
+		governancev1alpha1.AdoptionRequest{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_AdoptionRequest(ref),
+		governancev1alpha1.ApprovalPolicy{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
+		governancev1alpha1.ApprovalPolicyList{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
+		governancev1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
+		governancev1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
+		governancev1alpha1.ApprovalTicket{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
+		governancev1alpha1.ApprovalTicketList{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
+		governancev1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
+		governancev1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
+		governancev1alpha1.AuditLog{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
+		governancev1alpha1.AuditLogList{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
+		governancev1alpha1.AuditLogSpec{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
+		governancev1alpha1.DomainEvent{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
+		governancev1alpha1.DomainEventList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
+		governancev1alpha1.DomainEventSpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
+		governancev1alpha1.DomainEventStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
+		governancev1alpha1.LocalObjectReference{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
+		governancev1alpha1.ManagedVM{}.OpenAPIModelName():               schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
+		governancev1alpha1.ManagedVMList{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
+		governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
+		governancev1alpha1.ManagedVMStatus{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
+		governancev1alpha1.PendingAdoption{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
+		governancev1alpha1.PendingAdoptionList{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
+		governancev1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
+		governancev1alpha1.PendingAdoptionStatus{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
+		governancev1alpha1.PendingApproval{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
+		governancev1alpha1.System{}.OpenAPIModelName():                  schema_pkg_apis_governance_v1alpha1_System(ref),
+		governancev1alpha1.SystemList{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_SystemList(ref),
+		governancev1alpha1.SystemService{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_SystemService(ref),
+		governancev1alpha1.SystemServiceList{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
+		governancev1alpha1.SystemServiceSpec{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
+		governancev1alpha1.SystemServiceStatus{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
+		governancev1alpha1.SystemSpec{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
+		governancev1alpha1.SystemStatus{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
+		governancev1alpha1.TargetReference{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
+		governancev1alpha1.TicketDecision{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
+		governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
+		governancev1alpha1.TicketExecution{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_TicketExecution(ref),
+		governancev1alpha1.VMResources{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_VMResources(ref),
+		governancev1alpha1.VMRevision{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
+		governancev1alpha1.VMRevisionList{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
+		governancev1alpha1.VMRevisionSpec{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
+		platformv1alpha1.Cluster{}.OpenAPIModelName():                   schema_pkg_apis_platform_v1alpha1_Cluster(ref),
+		platformv1alpha1.ClusterCredentials{}.OpenAPIModelName():        schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref),
+		platformv1alpha1.ClusterGitOps{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_ClusterGitOps(ref),
+		platformv1alpha1.ClusterGitOpsStatus{}.OpenAPIModelName():       schema_pkg_apis_platform_v1alpha1_ClusterGitOpsStatus(ref),
+		platformv1alpha1.ClusterList{}.OpenAPIModelName():               schema_pkg_apis_platform_v1alpha1_ClusterList(ref),
+		platformv1alpha1.ClusterSpec{}.OpenAPIModelName():               schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref),
+		platformv1alpha1.ClusterStatus{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref),
+		platformv1alpha1.FluxComponent{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_FluxComponent(ref),
+		v1b1.BindingOutputSource{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
+		v1b1.BindingOutputs{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_BindingOutputs(ref),
+		v1b1.BindingSummary{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_BindingSummary(ref),
+		v1b1.CertificatesReference{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_CertificatesReference(ref),
+		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
+		v1b1.Container{}.OpenAPIModelName():                             schema_pkg_apis_score_v1b1_Container(ref),
+		v1b1.ContainerFile{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_ContainerFile(ref),
+		v1b1.ContainerProbe{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_ContainerProbe(ref),
+		v1b1.ContainerProjection{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ContainerProjection(ref),
+		v1b1.ContainerResources{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ContainerResources(ref),
+		v1b1.ContainerVolume{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ContainerVolume(ref),
+		v1b1.CredentialsReference{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_CredentialsReference(ref),
+		v1b1.EnvProjection{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_EnvProjection(ref),
+		v1b1.ExecProbe{}.OpenAPIModelName():                             schema_pkg_apis_score_v1b1_ExecProbe(ref),
+		v1b1.HTTPGetProbe{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
+		v1b1.HTTPHeader{}.OpenAPIModelName():                            schema_pkg_apis_score_v1b1_HTTPHeader(ref),
+		v1b1.ImageConstraints{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_ImageConstraints(ref),
+		v1b1.IngressRule{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_IngressRule(ref),
+		v1b1.NetworkingProjection{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
+		v1b1.PlanBinding{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_PlanBinding(ref),
+		v1b1.PlanMetadata{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_PlanMetadata(ref),
+		v1b1.PlanWorkloadReference{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
+		v1b1.PlatformPolicy{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
+		v1b1.PlatformPolicyList{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
+		v1b1.PlatformPolicySpec{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
+		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
+		v1b1.PolicyConstraints{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
+		v1b1.PolicyDefaults{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
+		v1b1.ProvisionerInfo{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
+		v1b1.ResourceAmounts{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
+		v1b1.ResourceBinding{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ResourceBinding(ref),
+		v1b1.ResourceBindingList{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
+		v1b1.ResourceBindingSpec{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
+		v1b1.ResourceBindingStatus{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
+		v1b1.ResourceDefaults{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
+		v1b1.ResourceSpec{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_ResourceSpec(ref),
+		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
+		v1b1.RuntimeInfo{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
+		v1b1.SecretKeyReference{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
+		v1b1.ServicePort{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_ServicePort(ref),
+		v1b1.ServiceProjection{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ServiceProjection(ref),
+		v1b1.ServiceSpec{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_ServiceSpec(ref),
+		v1b1.Workload{}.OpenAPIModelName():                              schema_pkg_apis_score_v1b1_Workload(ref),
+		v1b1.WorkloadList{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_WorkloadList(ref),
+		v1b1.WorkloadPlan{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
+		v1b1.WorkloadPlanList{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
+		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
+		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
+		v1b1.WorkloadProjection{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
+		v1b1.WorkloadReference{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_WorkloadReference(ref),
+		v1b1.WorkloadSource{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadSource(ref),
+		v1b1.WorkloadSpec{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
+		v1b1.WorkloadStatus{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
+		resource.Quantity{}.OpenAPIModelName():                          schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                       schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                           schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                            schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		version.Info{}.OpenAPIModelName():                               schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -1550,6 +1573,1104 @@ func schema_pkg_apis_compute_v1alpha1_UpdateResult(ref common.ReferenceCallback)
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_ArtifactTarget(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ArtifactTarget is one Cluster an OCIArtifact is delivered to.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster names a Cluster (platform.plinth.dev). Its spec.gitOps.engine decides how the artifact is delivered.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is where the Flux OCIRepository and Kustomization are created on the target (engine Flux). Defaults to flux-system.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetNamespace, when set, is the namespace every namespaced object of the artifact is applied in, overriding the manifests' own (Flux's spec.targetNamespace).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is the directory in the artifact to apply, relative, for example ./ or ./base. Defaults to ./.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"prune": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Prune deletes from the target the objects a new version no longer contains. Defaults to true.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cluster"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_ArtifactTargetStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ArtifactTargetStatus is the delivery of an OCIArtifact to one Cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the target Cluster.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"engine": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Engine is the cluster's GitOps engine the delivery used: Flux or Kubectl.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ready says whether the target applied the pushed version and it is healthy.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is what the target last applied: Flux's Kustomization lastAppliedRevision (<tag>@sha256:<digest>) or, for the Kubectl engine, the same form for what plinth-controller applied.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says what is missing when not Ready, in one sentence.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ociRepository": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OCIRepository is the namespace/name of the Flux OCIRepository on the target (engine Flux).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kustomization": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kustomization is the namespace/name of the Flux Kustomization on the target (engine Flux).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastHandledReconcileAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastHandledReconcileAt is the last reconcile request the target handled.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inventory": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Inventory lists the objects applied on the target (engine Kubectl), in Flux's inventory form, so that the next version prunes what it drops.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(gitopsv1alpha1.InventoryEntry{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"cluster", "ready"},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.InventoryEntry{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_InventoryEntry(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InventoryEntry is one applied object, as Flux's Kustomization inventory records it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"id": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ID is <namespace>_<name>_<group>_<kind>.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the object's API version (without the group).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"id", "version"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_LocalObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LocalObjectReference names an object in the same namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the object's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_OCIArtifact(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIArtifact is a versioned bundle of Kubernetes manifests that plinth-controller validates, packages in Flux's artifact format (as flux push artifact does), pushes to an OCIRegistry and delivers to target Clusters: through Flux (an OCIRepository and a Kustomization on the target) or by applying the manifests itself (server-side apply with pruning). A pushed version is immutable; a new version is a change of spec.version.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is what to package, where to push it and where to deliver it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(gitopsv1alpha1.OCIArtifactSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by plinth-controller.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(gitopsv1alpha1.OCIArtifactStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.OCIArtifactSpec{}.OpenAPIModelName(), gitopsv1alpha1.OCIArtifactStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_OCIArtifactList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIArtifactList is a list of OCI artifacts.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the artifacts.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(gitopsv1alpha1.OCIArtifact{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.OCIArtifact{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_OCIArtifactSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIArtifactSpec is what to package, where to push it and where to deliver it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"registryRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RegistryRef names the OCIRegistry, in the artifact's namespace, to push to.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(gitopsv1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the artifact's logical name, for example workloads/app: lowercase path segments of letters, digits and separators.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"repository": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Repository is the repository path in the registry, for example plinth/workloads/app. Defaults to spec.name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is a semantic version (1.0.3, v1.2.0-rc.1) or latest. Pushing a version is final: the same version with other content is refused with 409 Conflict (except latest, which moves).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"tag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tag is the registry tag the version is pushed as. Defaults to spec.version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"manifests": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Manifests are the Kubernetes objects to package, inline. Each needs apiVersion, kind and metadata.name; no two may have the same kind, namespace and name. Exactly one of manifests and configMapRef is set.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(apiscommon.RawObject{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"configMapRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConfigMapRef names a ConfigMap in the artifact's namespace whose data keys ending in .yaml, .yml or .json are the files of the artifact (the seed's SourcePath, a local directory, has no meaning on a server). plinth-controller reads it at each push.",
+							Ref:         ref(gitopsv1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"targets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"cluster",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Targets are the Clusters to deliver the artifact to, each at most once.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(gitopsv1alpha1.ArtifactTarget{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"registryRef", "name", "version"},
+			},
+		},
+		Dependencies: []string{
+			apiscommon.RawObject{}.OpenAPIModelName(), gitopsv1alpha1.ArtifactTarget{}.OpenAPIModelName(), gitopsv1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_OCIArtifactStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIArtifactStatus is what plinth-controller pushed and delivered.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"registryEndpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RegistryEndpoint is the endpoint of the registry the artifact was pushed to.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "URL is where the pushed version is: oci://<endpoint>/<repository>:<tag>.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Digest is the digest of the pushed OCI manifest, sha256:<hex>.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the revision annotation of the pushed artifact (org.opencontainers.image.revision): <version>@sha256:<hex of the packaged content>.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"pushedVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PushedVersion is the version the digest belongs to.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"pushedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PushedAt is when that version was pushed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"targets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"cluster",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Targets is the delivery to each target Cluster.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(gitopsv1alpha1.ArtifactTargetStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation the status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lastHandledReconcileAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt value plinth-controller handled, as Flux's objects report it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Pushed (the version is in the registry), Delivered (every target applied it) and Ready (both).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.ArtifactTargetStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_OCIRegistry(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIRegistry is an OCI registry that plinth-controller runs on localhost: the code of the registry:3 image (distribution v3), listening on spec.endpoint and storing blobs and manifests on the filesystem, where they survive restarts. OCIArtifacts are pushed to it and Flux's source-controller pulls from it. A Cluster with spec.gitOps.registryEnabled owns one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is where the registry listens and stores its data.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(gitopsv1alpha1.OCIRegistrySpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by plinth-controller.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(gitopsv1alpha1.OCIRegistryStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.OCIRegistrySpec{}.OpenAPIModelName(), gitopsv1alpha1.OCIRegistryStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_OCIRegistryList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIRegistryList is a list of OCI registries.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the registries.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(gitopsv1alpha1.OCIRegistry{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.OCIRegistry{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_OCIRegistrySpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIRegistrySpec is where a registry listens and stores its data.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"endpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Endpoint is where the registry listens and where clients reach it: localhost:<port>, with the same port as spec.port. Defaults to localhost:<port>. Immutable.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"port": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Port is the TCP port the registry listens on, 1024-65535. Defaults to the endpoint's port. Immutable.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"dataPath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DataPath is the absolute directory the registry stores blobs and manifests in. It must be under one of plinth-controller's --registry-data-roots. At most one of dataPath and volumeName may be set; with neither, the data lives in a volume named after the registry. Immutable.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"volumeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "VolumeName names a volume for the registry's data: a directory of that name under plinth-controller's volume directory (the local analogue of a container volume), or a PersistentVolumeClaim of that name when the registry runs as a Deployment. Immutable.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"retention": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Retention limits how many versions each repository keeps.",
+							Ref:         ref(gitopsv1alpha1.RetentionPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"deleteDataOnDelete": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeleteDataOnDelete removes the registry's data when the OCIRegistry is deleted. By default the data is kept, so that a registry created again with the same storage serves it again.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.RetentionPolicy{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_OCIRegistryStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIRegistryStatus is what plinth-controller observed of a registry.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is NotProvisioned, Provisioning (starting; /v2/ does not answer yet), Running (/v2/ answers on the endpoint) or Error (see lastError).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastError describes the last failure: the port is taken, the data directory cannot be written, the disk is full. Empty while the registry is Running.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "URL is the registry's base URL, http://<endpoint>.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"storagePath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StoragePath is the directory the registry's data is in.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation the status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions has Ready: True while the registry answers on /v2/.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_ReconciliationRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReconciliationRequest is a record of \"reconcile now\": plinth-controller sets Flux's reconcile.fluxcd.io/requestedAt annotation on each target (as flux reconcile does), waits until each reports the request handled and is Ready, and records the outcome per target. plinth-controller creates Automatic ones after pushing a new version; people create Manual ones. The spec is immutable: a request is a record.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is what to reconcile.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(gitopsv1alpha1.ReconciliationRequestSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by plinth-controller.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(gitopsv1alpha1.ReconciliationRequestStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.ReconciliationRequestSpec{}.OpenAPIModelName(), gitopsv1alpha1.ReconciliationRequestStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReconciliationRequestList is a list of reconciliation requests.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the requests.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(gitopsv1alpha1.ReconciliationRequest{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.ReconciliationRequest{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReconciliationRequestSpec is what to reconcile, and when it was asked.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"targets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Targets are the objects to reconcile, at least one and each at most once.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(gitopsv1alpha1.ReconciliationTarget{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Mode is Manual (a person asked) or Automatic (plinth-controller asked after a push). Defaults to Manual.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"requestedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestedAt is when the reconciliation was asked; it is the value written to each target's reconcile.fluxcd.io/requestedAt annotation. Defaults to the time of creation.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"timeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Timeout is how long the targets have to handle the request and be Ready before the request Fails. Defaults to 5m.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"targets"},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.ReconciliationTarget{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), v1.MicroTime{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReconciliationRequestStatus is the outcome of a request.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Pending, InProgress, Succeeded or Failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Targets is the outcome per target, in the order of spec.targets.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(gitopsv1alpha1.ReconciliationTargetStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the request Succeeded or Failed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation the status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions has Ready: True when the request Succeeded.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			gitopsv1alpha1.ReconciliationTargetStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_ReconciliationTarget(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReconciliationTarget names one object to reconcile.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster names the Cluster the object is on.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is OCIRepository or Kustomization (Flux objects on the cluster), or OCIArtifact (an OCIArtifact in the request's namespace, redelivered to the cluster by its engine).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the object's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the Flux object's namespace on the cluster. Defaults to flux-system for Flux kinds; must be empty for OCIArtifact.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cluster", "kind", "name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_ReconciliationTargetStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReconciliationTargetStatus is the outcome of a request for one target.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the target's Cluster.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is the target's kind.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the target's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the target's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"handledAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HandledAt is when plinth-controller saw the target report the request handled (its status.lastHandledReconcileAt equal to the request's value).",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ready says whether the target was Ready after handling the request.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the revision the target reported after handling the request (an OCIRepository's artifact revision, a Kustomization's lastAppliedRevision).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says what happened, in one sentence.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cluster", "kind", "name", "ready"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_gitops_v1alpha1_RetentionPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RetentionPolicy says which versions a registry keeps.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"keepVersions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "KeepVersions is how many versions each repository keeps, the newest by semver (the tag \"latest\" is never counted or removed); older tags are deleted after each push. 0 or unset keeps every version.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -3785,6 +4906,105 @@ func schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref common.ReferenceCa
 	}
 }
 
+func schema_pkg_apis_platform_v1alpha1_ClusterGitOps(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterGitOps is how OCIArtifacts are delivered to a cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"engine": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Engine is Kubectl (plinth-controller applies the manifests with server-side apply and prunes) or Flux (Flux's source-controller and kustomize-controller on the cluster pull the artifacts). Defaults to Kubectl.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"registryEnabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RegistryEnabled makes plinth-controller create and run an OCIRegistry for the cluster on localhost:<registryPort>, owned by the Cluster.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"registryPort": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RegistryPort is the localhost port of the cluster's registry, 1024-65535. Defaults to 5000 when registryEnabled is set.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"fluxInterval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FluxInterval is how often Flux checks the cluster's OCIRepositories and Kustomizations, a duration greater than zero such as 30s or 1m. Defaults to 1m.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"installFlux": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstallFlux lets plinth-controller install Flux's source-controller and kustomize-controller (v1.9.6, from the manifests it ships) when engine is Flux and the cluster has none. Without it, a cluster without Flux reports FluxAvailable False.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Duration{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_platform_v1alpha1_ClusterGitOpsStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterGitOpsStatus is what plinth-controller found of a cluster's GitOps engine.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"fluxComponents": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "FluxComponents are the Flux controllers found serving the cluster, with their versions: source-controller and kustomize-controller.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(platformv1alpha1.FluxComponent{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"registry": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Registry is the namespace/name of the OCIRegistry the Cluster owns (registryEnabled).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"registryEndpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RegistryEndpoint is that registry's endpoint, localhost:<port>.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			platformv1alpha1.FluxComponent{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_platform_v1alpha1_ClusterList(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3856,9 +5076,18 @@ func schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref common.ReferenceCallback)
 							Format:      "",
 						},
 					},
+					"gitOps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GitOps is how OCIArtifacts are delivered to the cluster (the seed's ClusterConfig GitOps fields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(platformv1alpha1.ClusterGitOps{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			platformv1alpha1.ClusterGitOps{}.OpenAPIModelName()},
 	}
 }
 
@@ -3936,6 +5165,12 @@ func schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref common.ReferenceCallbac
 							Format:      "int64",
 						},
 					},
+					"gitOps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GitOps is what plinth-controller found of the cluster's GitOps engine and registry.",
+							Ref:         ref(platformv1alpha1.ClusterGitOpsStatus{}.OpenAPIModelName()),
+						},
+					},
 					"conditions": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -3946,7 +5181,7 @@ func schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are CredentialsValid (the kubeconfig decrypts and loads), Reachable (the API server answers and is ready) and KubeVirtAvailable (KubeVirt serves VirtualMachines).",
+							Description: "Conditions are CredentialsValid (the kubeconfig decrypts and loads), Reachable (the API server answers and is ready), KubeVirtAvailable (KubeVirt serves VirtualMachines) and, with engine Flux, FluxAvailable (Flux's controllers serve the cluster).",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -3961,7 +5196,43 @@ func schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref common.ReferenceCallbac
 			},
 		},
 		Dependencies: []string{
-			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			platformv1alpha1.ClusterGitOpsStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_platform_v1alpha1_FluxComponent(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FluxComponent is one Flux controller serving a cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the controller, source-controller or kustomize-controller.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the controller's version, for example v1.9.6; empty when it cannot be told.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"installedByPlinth": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstalledByPlinth says whether plinth-controller installed it (spec.gitOps.installFlux).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
 	}
 }
 

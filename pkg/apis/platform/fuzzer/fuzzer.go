@@ -3,11 +3,30 @@
 package fuzzer
 
 import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/randfill"
+
+	"github.com/plinth-dev/plinth/pkg/apis/platform"
 )
 
-// Funcs returns the fuzz functions of the platform.plinth.dev group: the defaults of
-// randfill suffice, since the group has no defaulted fields.
+// Funcs returns the fuzz functions of the platform.plinth.dev group. v1alpha1 fills the GitOps
+// defaults on decode, so values start defaulted.
 var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
-	return nil
+	return []interface{}{
+		func(g *platform.ClusterGitOps, c randfill.Continue) {
+			c.FillNoCustom(g)
+			if g.Engine == "" {
+				g.Engine = platform.GitOpsEngineKubectl
+			}
+			if g.FluxInterval == nil {
+				g.FluxInterval = &metav1.Duration{Duration: time.Minute}
+			}
+			if g.RegistryEnabled && g.RegistryPort == 0 {
+				g.RegistryPort = 5000
+			}
+		},
+	}
 }

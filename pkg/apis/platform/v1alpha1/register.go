@@ -25,7 +25,7 @@ var (
 func init() {
 	// Generated conversion and defaulting functions register themselves in their own init;
 	// addKnownTypes comes first.
-	localSchemeBuilder.Register(addKnownTypes, addFieldLabelConversions)
+	localSchemeBuilder.Register(addKnownTypes, addFieldLabelConversions, addDefaultingFuncs)
 }
 
 // Resource takes an unqualified resource and returns a group-qualified GroupResource.

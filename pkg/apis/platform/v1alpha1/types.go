@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -29,7 +31,25 @@ const (
 	ConditionReachable = "Reachable"
 	// ConditionKubeVirtAvailable says whether KubeVirt serves VirtualMachines on the cluster.
 	ConditionKubeVirtAvailable = "KubeVirtAvailable"
+	// ConditionFluxAvailable says whether Flux's source-controller and kustomize-controller
+	// serve the cluster (engine Flux only).
+	ConditionFluxAvailable = "FluxAvailable"
 )
+
+// GitOpsEngine is how artifacts are delivered to a cluster (the seed's GitOpsEngine).
+type GitOpsEngine string
+
+const (
+	// GitOpsEngineKubectl means plinth-controller applies the manifests itself, with
+	// server-side apply, and prunes what a new version drops.
+	GitOpsEngineKubectl GitOpsEngine = "Kubectl"
+	// GitOpsEngineFlux means Flux on the cluster pulls the artifacts: plinth-controller creates
+	// an OCIRepository and a Kustomization there.
+	GitOpsEngineFlux GitOpsEngine = "Flux"
+)
+
+// DefaultFluxInterval is how often Flux checks an OCIRepository unless the Cluster says.
+const DefaultFluxInterval = time.Minute
 
 // +genclient
 // +genclient:nonNamespaced
@@ -68,6 +88,36 @@ type ClusterSpec struct {
 	// Description tells approvers what the cluster is for.
 	// +optional
 	Description string `json:"description,omitempty"`
+	// GitOps is how OCIArtifacts are delivered to the cluster (the seed's ClusterConfig GitOps
+	// fields).
+	// +optional
+	GitOps ClusterGitOps `json:"gitOps,omitempty"`
+}
+
+// ClusterGitOps is how OCIArtifacts are delivered to a cluster.
+type ClusterGitOps struct {
+	// Engine is Kubectl (plinth-controller applies the manifests with server-side apply and
+	// prunes) or Flux (Flux's source-controller and kustomize-controller on the cluster pull
+	// the artifacts). Defaults to Kubectl.
+	// +optional
+	Engine GitOpsEngine `json:"engine,omitempty"`
+	// RegistryEnabled makes plinth-controller create and run an OCIRegistry for the cluster on
+	// localhost:<registryPort>, owned by the Cluster.
+	// +optional
+	RegistryEnabled bool `json:"registryEnabled,omitempty"`
+	// RegistryPort is the localhost port of the cluster's registry, 1024-65535. Defaults to
+	// 5000 when registryEnabled is set.
+	// +optional
+	RegistryPort int32 `json:"registryPort,omitempty"`
+	// FluxInterval is how often Flux checks the cluster's OCIRepositories and Kustomizations,
+	// a duration greater than zero such as 30s or 1m. Defaults to 1m.
+	// +optional
+	FluxInterval *metav1.Duration `json:"fluxInterval,omitempty"`
+	// InstallFlux lets plinth-controller install Flux's source-controller and
+	// kustomize-controller (v1.9.6, from the manifests it ships) when engine is Flux and the
+	// cluster has none. Without it, a cluster without Flux reports FluxAvailable False.
+	// +optional
+	InstallFlux bool `json:"installFlux,omitempty"`
 }
 
 // ClusterStatus is what plinth-controller's probes found.
@@ -103,12 +153,44 @@ type ClusterStatus struct {
 	// ObservedGeneration is the generation whose kubeconfig the last probe used.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// GitOps is what plinth-controller found of the cluster's GitOps engine and registry.
+	// +optional
+	GitOps *ClusterGitOpsStatus `json:"gitOps,omitempty"`
 	// Conditions are CredentialsValid (the kubeconfig decrypts and loads), Reachable (the API
-	// server answers and is ready) and KubeVirtAvailable (KubeVirt serves VirtualMachines).
+	// server answers and is ready), KubeVirtAvailable (KubeVirt serves VirtualMachines) and,
+	// with engine Flux, FluxAvailable (Flux's controllers serve the cluster).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterGitOpsStatus is what plinth-controller found of a cluster's GitOps engine.
+type ClusterGitOpsStatus struct {
+	// FluxComponents are the Flux controllers found serving the cluster, with their versions:
+	// source-controller and kustomize-controller.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	FluxComponents []FluxComponent `json:"fluxComponents,omitempty"`
+	// Registry is the namespace/name of the OCIRegistry the Cluster owns (registryEnabled).
+	// +optional
+	Registry string `json:"registry,omitempty"`
+	// RegistryEndpoint is that registry's endpoint, localhost:<port>.
+	// +optional
+	RegistryEndpoint string `json:"registryEndpoint,omitempty"`
+}
+
+// FluxComponent is one Flux controller serving a cluster.
+type FluxComponent struct {
+	// Name is the controller, source-controller or kustomize-controller.
+	Name string `json:"name"`
+	// Version is the controller's version, for example v1.9.6; empty when it cannot be told.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// InstalledByPlinth says whether plinth-controller installed it (spec.gitOps.installFlux).
+	// +optional
+	InstalledByPlinth bool `json:"installedByPlinth,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -32,6 +32,16 @@ func (in ClusterCredentials) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterGitOps) OpenAPIModelName() string {
+	return "dev.plinth.platform.v1alpha1.ClusterGitOps"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterGitOpsStatus) OpenAPIModelName() string {
+	return "dev.plinth.platform.v1alpha1.ClusterGitOpsStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterList) OpenAPIModelName() string {
 	return "dev.plinth.platform.v1alpha1.ClusterList"
 }
@@ -44,4 +54,9 @@ func (in ClusterSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterStatus) OpenAPIModelName() string {
 	return "dev.plinth.platform.v1alpha1.ClusterStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FluxComponent) OpenAPIModelName() string {
+	return "dev.plinth.platform.v1alpha1.FluxComponent"
 }

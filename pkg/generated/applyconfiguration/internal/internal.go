@@ -59,6 +59,36 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: com.github.plinth-dev.plinth.pkg.apis.gitops.v1alpha1.OCIArtifact
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
+- name: com.github.plinth-dev.plinth.pkg.apis.gitops.v1alpha1.OCIRegistry
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
+- name: com.github.plinth-dev.plinth.pkg.apis.gitops.v1alpha1.ReconciliationRequest
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.plinth-dev.plinth.pkg.apis.governance.v1alpha1.ApprovalPolicy
   scalar: untyped
   list:

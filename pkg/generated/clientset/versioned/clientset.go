@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1"
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
@@ -34,6 +35,7 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	ComputeV1alpha1() computev1alpha1.ComputeV1alpha1Interface
+	GitopsV1alpha1() gitopsv1alpha1.GitopsV1alpha1Interface
 	GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface
 	PlatformV1alpha1() platformv1alpha1.PlatformV1alpha1Interface
 	ScoreV1b1() scorev1b1.ScoreV1b1Interface
@@ -43,6 +45,7 @@ type Interface interface {
 type Clientset struct {
 	*discovery.DiscoveryClient
 	computeV1alpha1    *computev1alpha1.ComputeV1alpha1Client
+	gitopsV1alpha1     *gitopsv1alpha1.GitopsV1alpha1Client
 	governanceV1alpha1 *governancev1alpha1.GovernanceV1alpha1Client
 	platformV1alpha1   *platformv1alpha1.PlatformV1alpha1Client
 	scoreV1b1          *scorev1b1.ScoreV1b1Client
@@ -51,6 +54,11 @@ type Clientset struct {
 // ComputeV1alpha1 retrieves the ComputeV1alpha1Client
 func (c *Clientset) ComputeV1alpha1() computev1alpha1.ComputeV1alpha1Interface {
 	return c.computeV1alpha1
+}
+
+// GitopsV1alpha1 retrieves the GitopsV1alpha1Client
+func (c *Clientset) GitopsV1alpha1() gitopsv1alpha1.GitopsV1alpha1Interface {
+	return c.gitopsV1alpha1
 }
 
 // GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
@@ -116,6 +124,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.gitopsV1alpha1, err = gitopsv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.governanceV1alpha1, err = governancev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -150,6 +162,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.computeV1alpha1 = computev1alpha1.New(c)
+	cs.gitopsV1alpha1 = gitopsv1alpha1.New(c)
 	cs.governanceV1alpha1 = governancev1alpha1.New(c)
 	cs.platformV1alpha1 = platformv1alpha1.New(c)
 	cs.scoreV1b1 = scorev1b1.New(c)

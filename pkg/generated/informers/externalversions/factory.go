@@ -26,6 +26,7 @@ import (
 
 	versioned "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	compute "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/compute"
+	gitops "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops"
 	governance "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance"
 	internalinterfaces "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/internalinterfaces"
 	platform "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform"
@@ -329,6 +330,7 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Compute() compute.Interface
+	Gitops() gitops.Interface
 	Governance() governance.Interface
 	Platform() platform.Interface
 	Score() score.Interface
@@ -336,6 +338,10 @@ type SharedInformerFactory interface {
 
 func (f *sharedInformerFactory) Compute() compute.Interface {
 	return compute.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Gitops() gitops.Interface {
+	return gitops.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Governance() governance.Interface {

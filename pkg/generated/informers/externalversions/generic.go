@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -60,6 +61,14 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Compute().V1alpha1().ComputeProviders().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("tenantcomputes"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Compute().V1alpha1().TenantComputes().Informer()}, nil
+
+		// Group=gitops.plinth.dev, Version=v1alpha1
+	case gitopsv1alpha1.SchemeGroupVersion.WithResource("ociartifacts"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Gitops().V1alpha1().OCIArtifacts().Informer()}, nil
+	case gitopsv1alpha1.SchemeGroupVersion.WithResource("ociregistries"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Gitops().V1alpha1().OCIRegistries().Informer()}, nil
+	case gitopsv1alpha1.SchemeGroupVersion.WithResource("reconciliationrequests"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Gitops().V1alpha1().ReconciliationRequests().Informer()}, nil
 
 		// Group=governance.plinth.dev, Version=v1alpha1
 	case governancev1alpha1.SchemeGroupVersion.WithResource("approvalpolicies"):

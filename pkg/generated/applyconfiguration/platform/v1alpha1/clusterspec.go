@@ -33,6 +33,9 @@ type ClusterSpecApplyConfiguration struct {
 	Kubeconfig *string `json:"kubeconfig,omitempty"`
 	// Description tells approvers what the cluster is for.
 	Description *string `json:"description,omitempty"`
+	// GitOps is how OCIArtifacts are delivered to the cluster (the seed's ClusterConfig GitOps
+	// fields).
+	GitOps *ClusterGitOpsApplyConfiguration `json:"gitOps,omitempty"`
 }
 
 // ClusterSpecApplyConfiguration constructs a declarative configuration of the ClusterSpec type for use with
@@ -54,5 +57,13 @@ func (b *ClusterSpecApplyConfiguration) WithKubeconfig(value string) *ClusterSpe
 // If called multiple times, the Description field is set to the value of the last call.
 func (b *ClusterSpecApplyConfiguration) WithDescription(value string) *ClusterSpecApplyConfiguration {
 	b.Description = &value
+	return b
+}
+
+// WithGitOps sets the GitOps field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GitOps field is set to the value of the last call.
+func (b *ClusterSpecApplyConfiguration) WithGitOps(value *ClusterGitOpsApplyConfiguration) *ClusterSpecApplyConfiguration {
+	b.GitOps = value
 	return b
 }

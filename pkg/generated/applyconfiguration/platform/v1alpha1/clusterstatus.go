@@ -51,8 +51,11 @@ type ClusterStatusApplyConfiguration struct {
 	LastProbeTime *v1.Time `json:"lastProbeTime,omitempty"`
 	// ObservedGeneration is the generation whose kubeconfig the last probe used.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	// GitOps is what plinth-controller found of the cluster's GitOps engine and registry.
+	GitOps *ClusterGitOpsStatusApplyConfiguration `json:"gitOps,omitempty"`
 	// Conditions are CredentialsValid (the kubeconfig decrypts and loads), Reachable (the API
-	// server answers and is ready) and KubeVirtAvailable (KubeVirt serves VirtualMachines).
+	// server answers and is ready), KubeVirtAvailable (KubeVirt serves VirtualMachines) and,
+	// with engine Flux, FluxAvailable (Flux's controllers serve the cluster).
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
@@ -125,6 +128,14 @@ func (b *ClusterStatusApplyConfiguration) WithLastProbeTime(value v1.Time) *Clus
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.
 func (b *ClusterStatusApplyConfiguration) WithObservedGeneration(value int64) *ClusterStatusApplyConfiguration {
 	b.ObservedGeneration = &value
+	return b
+}
+
+// WithGitOps sets the GitOps field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GitOps field is set to the value of the last call.
+func (b *ClusterStatusApplyConfiguration) WithGitOps(value *ClusterGitOpsStatusApplyConfiguration) *ClusterStatusApplyConfiguration {
+	b.GitOps = value
 	return b
 }
 

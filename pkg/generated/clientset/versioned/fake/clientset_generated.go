@@ -23,6 +23,8 @@ import (
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1"
 	fakecomputev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1/fake"
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1"
+	fakegitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1/fake"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	fakegovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1/fake"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
@@ -145,6 +147,11 @@ var (
 // ComputeV1alpha1 retrieves the ComputeV1alpha1Client
 func (c *Clientset) ComputeV1alpha1() computev1alpha1.ComputeV1alpha1Interface {
 	return &fakecomputev1alpha1.FakeComputeV1alpha1{Fake: &c.Fake}
+}
+
+// GitopsV1alpha1 retrieves the GitopsV1alpha1Client
+func (c *Clientset) GitopsV1alpha1() gitopsv1alpha1.GitopsV1alpha1Interface {
+	return &fakegitopsv1alpha1.FakeGitopsV1alpha1{Fake: &c.Fake}
 }
 
 // GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client

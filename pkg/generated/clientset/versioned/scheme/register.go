@@ -20,6 +20,7 @@ package scheme
 
 import (
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -35,6 +36,7 @@ var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
 	computev1alpha1.AddToScheme,
+	gitopsv1alpha1.AddToScheme,
 	governancev1alpha1.AddToScheme,
 	platformv1alpha1.AddToScheme,
 	scorev1b1.AddToScheme,
