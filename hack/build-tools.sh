@@ -2,7 +2,8 @@
 # Builds the real Kubernetes binaries the tests and the local platform use, from the Go module
 # proxy only, into _output/bin: kubectl, kube-apiserver and kube-controller-manager from
 # k8s.io/kubernetes (hack/tools module), kube-scheduler likewise, etcd (hack/tools/etcd) and
-# kwok (hack/tools/kwok), which turns fake nodes Ready so Pods run without containers. Each is rebuilt only
+# kwok (hack/tools/kwok), which turns fake nodes Ready so Pods run without containers, and Flux's
+# source-controller and kustomize-controller (hack/tools/<name>). Each is rebuilt only
 # when missing or older than its module's go.mod.
 #   hack/build-tools.sh kubectl [kube-apiserver kube-controller-manager etcd]
 set -o errexit -o nounset -o pipefail
@@ -25,6 +26,8 @@ declare -A PACKAGES=(
     [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
     [etcd]=go.etcd.io/etcd/server/v3
     [kwok]=sigs.k8s.io/kwok/cmd/kwok
+    [source-controller]=github.com/fluxcd/source-controller
+    [kustomize-controller]=github.com/fluxcd/kustomize-controller
 )
 # etcd and kwok have their own modules (hack/tools/etcd, hack/tools/kwok): k8s.io/kubernetes pins
 # etcd's v3.7 client libraries while the server Plinth runs is v3.6, and kwok pins its own k8s.io
@@ -32,6 +35,15 @@ declare -A PACKAGES=(
 declare -A MODULES=(
     [etcd]=hack/tools/etcd
     [kwok]=hack/tools/kwok
+    [source-controller]=hack/tools/source-controller
+    [kustomize-controller]=hack/tools/kustomize-controller
+)
+# Flux's controllers (v1.9.6, the newest line that builds with this Go; see FACTS.md) have their
+# own modules for their replace lines. kustomize imports Go's plugin package unless this tag is
+# set, which forces external linking and keeps dead code.
+declare -A TAGS=(
+    [source-controller]=kustomize_disable_go_plugin_support
+    [kustomize-controller]=kustomize_disable_go_plugin_support
 )
 
 for tool in "$@"; do
@@ -45,7 +57,7 @@ for tool in "$@"; do
         continue
     fi
     echo "building ${tool} from ${pkg}"
-    (cd "${module}" && CGO_ENABLED=0 go build -trimpath -ldflags "${LDFLAGS}" -o "${BIN}/${tool}" "${pkg}")
+    (cd "${module}" && CGO_ENABLED=0 go build -trimpath -tags "${TAGS[$tool]:-}" -ldflags "${LDFLAGS}" -o "${BIN}/${tool}" "${pkg}")
 done
 
 # kwok needs stages that say how fake nodes and pods progress; use the ones kwok ships ("fast":
