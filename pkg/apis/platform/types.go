@@ -65,7 +65,6 @@ type ClusterGitOps struct {
 	RegistryEnabled bool
 	RegistryPort    int32
 	FluxInterval    *metav1.Duration
-	InstallFlux     bool
 }
 
 // ClusterGitOpsStatus is what plinth-controller found of a cluster's GitOps engine.
@@ -77,9 +76,8 @@ type ClusterGitOpsStatus struct {
 
 // FluxComponent is one Flux controller serving a cluster.
 type FluxComponent struct {
-	Name              string
-	Version           string
-	InstalledByPlinth bool
+	Name    string
+	Version string
 }
 
 // ClusterStatus is what plinth-controller's probes found.

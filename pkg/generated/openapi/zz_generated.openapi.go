@@ -4915,7 +4915,7 @@ func schema_pkg_apis_platform_v1alpha1_ClusterGitOps(ref common.ReferenceCallbac
 				Properties: map[string]spec.Schema{
 					"engine": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Engine is Kubectl (plinth-controller applies the manifests with server-side apply and prunes) or Flux (Flux's source-controller and kustomize-controller on the cluster pull the artifacts). Defaults to Kubectl.",
+							Description: "Engine is Kubectl (plinth-controller applies the manifests with server-side apply and prunes) or Flux (Flux's source-controller and kustomize-controller on the cluster pull the artifacts; a cluster without them reports FluxAvailable False). Defaults to Kubectl.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -4938,13 +4938,6 @@ func schema_pkg_apis_platform_v1alpha1_ClusterGitOps(ref common.ReferenceCallbac
 						SchemaProps: spec.SchemaProps{
 							Description: "FluxInterval is how often Flux checks the cluster's OCIRepositories and Kustomizations, a duration greater than zero such as 30s or 1m. Defaults to 1m.",
 							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
-						},
-					},
-					"installFlux": {
-						SchemaProps: spec.SchemaProps{
-							Description: "InstallFlux lets plinth-controller install Flux's source-controller and kustomize-controller (v1.9.6, from the manifests it ships) when engine is Flux and the cluster has none. Without it, a cluster without Flux reports FluxAvailable False.",
-							Type:        []string{"boolean"},
-							Format:      "",
 						},
 					},
 				},
@@ -5219,13 +5212,6 @@ func schema_pkg_apis_platform_v1alpha1_FluxComponent(ref common.ReferenceCallbac
 						SchemaProps: spec.SchemaProps{
 							Description: "Version is the controller's version, for example v1.9.6; empty when it cannot be told.",
 							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"installedByPlinth": {
-						SchemaProps: spec.SchemaProps{
-							Description: "InstalledByPlinth says whether plinth-controller installed it (spec.gitOps.installFlux).",
-							Type:        []string{"boolean"},
 							Format:      "",
 						},
 					},

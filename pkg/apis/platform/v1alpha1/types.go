@@ -98,7 +98,7 @@ type ClusterSpec struct {
 type ClusterGitOps struct {
 	// Engine is Kubectl (plinth-controller applies the manifests with server-side apply and
 	// prunes) or Flux (Flux's source-controller and kustomize-controller on the cluster pull
-	// the artifacts). Defaults to Kubectl.
+	// the artifacts; a cluster without them reports FluxAvailable False). Defaults to Kubectl.
 	// +optional
 	Engine GitOpsEngine `json:"engine,omitempty"`
 	// RegistryEnabled makes plinth-controller create and run an OCIRegistry for the cluster on
@@ -113,11 +113,6 @@ type ClusterGitOps struct {
 	// a duration greater than zero such as 30s or 1m. Defaults to 1m.
 	// +optional
 	FluxInterval *metav1.Duration `json:"fluxInterval,omitempty"`
-	// InstallFlux lets plinth-controller install Flux's source-controller and
-	// kustomize-controller (v1.9.6, from the manifests it ships) when engine is Flux and the
-	// cluster has none. Without it, a cluster without Flux reports FluxAvailable False.
-	// +optional
-	InstallFlux bool `json:"installFlux,omitempty"`
 }
 
 // ClusterStatus is what plinth-controller's probes found.
@@ -188,9 +183,6 @@ type FluxComponent struct {
 	// Version is the controller's version, for example v1.9.6; empty when it cannot be told.
 	// +optional
 	Version string `json:"version,omitempty"`
-	// InstalledByPlinth says whether plinth-controller installed it (spec.gitOps.installFlux).
-	// +optional
-	InstalledByPlinth bool `json:"installedByPlinth,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -30,7 +30,7 @@ import (
 type ClusterGitOpsApplyConfiguration struct {
 	// Engine is Kubectl (plinth-controller applies the manifests with server-side apply and
 	// prunes) or Flux (Flux's source-controller and kustomize-controller on the cluster pull
-	// the artifacts). Defaults to Kubectl.
+	// the artifacts; a cluster without them reports FluxAvailable False). Defaults to Kubectl.
 	Engine *platformv1alpha1.GitOpsEngine `json:"engine,omitempty"`
 	// RegistryEnabled makes plinth-controller create and run an OCIRegistry for the cluster on
 	// localhost:<registryPort>, owned by the Cluster.
@@ -41,10 +41,6 @@ type ClusterGitOpsApplyConfiguration struct {
 	// FluxInterval is how often Flux checks the cluster's OCIRepositories and Kustomizations,
 	// a duration greater than zero such as 30s or 1m. Defaults to 1m.
 	FluxInterval *v1.Duration `json:"fluxInterval,omitempty"`
-	// InstallFlux lets plinth-controller install Flux's source-controller and
-	// kustomize-controller (v1.9.6, from the manifests it ships) when engine is Flux and the
-	// cluster has none. Without it, a cluster without Flux reports FluxAvailable False.
-	InstallFlux *bool `json:"installFlux,omitempty"`
 }
 
 // ClusterGitOpsApplyConfiguration constructs a declarative configuration of the ClusterGitOps type for use with
@@ -82,13 +78,5 @@ func (b *ClusterGitOpsApplyConfiguration) WithRegistryPort(value int32) *Cluster
 // If called multiple times, the FluxInterval field is set to the value of the last call.
 func (b *ClusterGitOpsApplyConfiguration) WithFluxInterval(value v1.Duration) *ClusterGitOpsApplyConfiguration {
 	b.FluxInterval = &value
-	return b
-}
-
-// WithInstallFlux sets the InstallFlux field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the InstallFlux field is set to the value of the last call.
-func (b *ClusterGitOpsApplyConfiguration) WithInstallFlux(value bool) *ClusterGitOpsApplyConfiguration {
-	b.InstallFlux = &value
 	return b
 }

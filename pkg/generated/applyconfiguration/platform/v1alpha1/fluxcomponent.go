@@ -27,8 +27,6 @@ type FluxComponentApplyConfiguration struct {
 	Name *string `json:"name,omitempty"`
 	// Version is the controller's version, for example v1.9.6; empty when it cannot be told.
 	Version *string `json:"version,omitempty"`
-	// InstalledByPlinth says whether plinth-controller installed it (spec.gitOps.installFlux).
-	InstalledByPlinth *bool `json:"installedByPlinth,omitempty"`
 }
 
 // FluxComponentApplyConfiguration constructs a declarative configuration of the FluxComponent type for use with
@@ -50,13 +48,5 @@ func (b *FluxComponentApplyConfiguration) WithName(value string) *FluxComponentA
 // If called multiple times, the Version field is set to the value of the last call.
 func (b *FluxComponentApplyConfiguration) WithVersion(value string) *FluxComponentApplyConfiguration {
 	b.Version = &value
-	return b
-}
-
-// WithInstalledByPlinth sets the InstalledByPlinth field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the InstalledByPlinth field is set to the value of the last call.
-func (b *FluxComponentApplyConfiguration) WithInstalledByPlinth(value bool) *FluxComponentApplyConfiguration {
-	b.InstalledByPlinth = &value
 	return b
 }
