@@ -1,0 +1,141 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/plinth-dev/plinth/pkg/credentials"
+	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
+)
+
+// ClusterClients is the Clients of the registered Clusters: each Cluster's kubeconfig, from a
+// credentials.Provider, becomes a dynamic client and a discovery-backed REST mapper, kept
+// while the Cluster's name, UID and generation stay the same. A new kubeconfig bumps the
+// generation, so the next call builds new clients from it; a Cluster deleted and registered
+// again has a new UID.
+type ClusterClients struct {
+	creds    credentials.Provider
+	clusters platformlisters.ClusterLister
+
+	mu    sync.Mutex
+	cache map[string]cachedClients
+}
+
+type cachedClients struct {
+	uid        types.UID
+	generation int64
+	dynamic    dynamic.Interface
+	mapper     *resettingMapper
+}
+
+var _ Clients = &ClusterClients{}
+
+// NewClients returns the clients of the Clusters clusters lists, built from the kubeconfigs
+// creds gives.
+func NewClients(creds credentials.Provider, clusters platformlisters.ClusterLister) *ClusterClients {
+	return &ClusterClients{creds: creds, clusters: clusters, cache: map[string]cachedClients{}}
+}
+
+// For returns a dynamic client and a REST mapper of the named Cluster. The mapper reads the
+// cluster's discovery once and again whenever a kind is not found, so CustomResourceDefinitions
+// created after the first call (by an artifact itself) are mapped.
+func (c *ClusterClients) For(ctx context.Context, cluster string) (dynamic.Interface, meta.RESTMapper, error) {
+	current, err := c.clusters.Get(cluster)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("cluster %s is not registered", cluster)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	cached, ok := c.cache[cluster]
+	c.mu.Unlock()
+	if ok && cached.uid == current.UID && cached.generation == current.Generation {
+		return cached.dynamic, cached.mapper, nil
+	}
+	cfg, err := c.creds.GetRESTConfig(ctx, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a client of cluster %s: %w", cluster, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a discovery client of cluster %s: %w", cluster, err)
+	}
+	mapper := &resettingMapper{DeferredDiscoveryRESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
+	c.mu.Lock()
+	c.cache[cluster] = cachedClients{uid: current.UID, generation: current.Generation, dynamic: dyn, mapper: mapper}
+	c.mu.Unlock()
+	return dyn, mapper, nil
+}
+
+// Forget drops a Cluster's clients, when the Cluster is deleted.
+func (c *ClusterClients) Forget(cluster string) {
+	c.mu.Lock()
+	delete(c.cache, cluster)
+	c.mu.Unlock()
+}
+
+// resettingMapper reads discovery again when a kind or resource is not found and asks once
+// more. The deferred mapper alone does not: once its memory-cached discovery is fresh it
+// answers "no match" for a CRD created since, until something resets it.
+type resettingMapper struct {
+	*restmapper.DeferredDiscoveryRESTMapper
+}
+
+// retry calls f, and again after a reset when f found no match.
+func retry[T any](m *resettingMapper, f func() (T, error)) (T, error) {
+	v, err := f()
+	if meta.IsNoMatchError(err) {
+		m.Reset()
+		return f()
+	}
+	return v, err
+}
+
+// KindFor implements meta.RESTMapper.
+func (m *resettingMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return retry(m, func() (schema.GroupVersionKind, error) { return m.DeferredDiscoveryRESTMapper.KindFor(resource) })
+}
+
+// KindsFor implements meta.RESTMapper.
+func (m *resettingMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	return retry(m, func() ([]schema.GroupVersionKind, error) { return m.DeferredDiscoveryRESTMapper.KindsFor(resource) })
+}
+
+// ResourceFor implements meta.RESTMapper.
+func (m *resettingMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	return retry(m, func() (schema.GroupVersionResource, error) { return m.DeferredDiscoveryRESTMapper.ResourceFor(input) })
+}
+
+// ResourcesFor implements meta.RESTMapper.
+func (m *resettingMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	return retry(m, func() ([]schema.GroupVersionResource, error) {
+		return m.DeferredDiscoveryRESTMapper.ResourcesFor(input)
+	})
+}
+
+// RESTMapping implements meta.RESTMapper.
+func (m *resettingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	return retry(m, func() (*meta.RESTMapping, error) { return m.DeferredDiscoveryRESTMapper.RESTMapping(gk, versions...) })
+}
+
+// RESTMappings implements meta.RESTMapper.
+func (m *resettingMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	return retry(m, func() ([]*meta.RESTMapping, error) {
+		return m.DeferredDiscoveryRESTMapper.RESTMappings(gk, versions...)
+	})
+}
