@@ -3,6 +3,7 @@
 package validation
 
 import (
+	"fmt"
 	"strings"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	cv "github.com/plinth-dev/plinth/pkg/apis/common/validation"
+	gitopsvalidation "github.com/plinth-dev/plinth/pkg/apis/gitops/validation"
 	"github.com/plinth-dev/plinth/pkg/apis/platform"
 	"github.com/plinth-dev/plinth/pkg/kubeconfig"
 )
@@ -29,6 +32,7 @@ func ValidateCluster(c *platform.Cluster) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(c, false, apimachineryvalidation.NameIsDNSLabel, field.NewPath("metadata"))
 	errs = append(errs, kubeconfig.Check([]byte(c.Spec.Kubeconfig), field.NewPath("spec", "kubeconfig"))...)
 	errs = append(errs, noSealedCopies(c)...)
+	errs = append(errs, validateGitOps(&c.Spec.GitOps, field.NewPath("spec", "gitOps"))...)
 	return append(errs, validateDescription(c.Spec.Description)...)
 }
 
@@ -57,6 +61,7 @@ func ValidateClusterUpdate(c, old *platform.Cluster) field.ErrorList {
 		errs = append(errs, kubeconfig.Check([]byte(c.Spec.Kubeconfig), field.NewPath("spec", "kubeconfig"))...)
 	}
 	errs = append(errs, noSealedCopies(c)...)
+	errs = append(errs, validateGitOps(&c.Spec.GitOps, field.NewPath("spec", "gitOps"))...)
 	return append(errs, validateDescription(c.Spec.Description)...)
 }
 
@@ -78,6 +83,28 @@ func ValidateClusterStatusUpdate(c, old *platform.Cluster) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("observedGeneration"), c.Status.ObservedGeneration, "must not be negative"))
 	}
 	return append(errs, metav1validation.ValidateConditions(c.Status.Conditions, path.Child("conditions"))...)
+}
+
+// validateGitOps checks how artifacts reach the cluster: a known engine, a registry port above
+// the privileged range (the registry listens on localhost:<registryPort>), required with
+// registryEnabled, and a Flux interval greater than zero (the seed's rule). An empty engine is
+// accepted as the default, Kubectl: the API's defaulting always sets one, and Clusters stored
+// before the field existed have none.
+func validateGitOps(g *platform.ClusterGitOps, path *field.Path) field.ErrorList {
+	errs := cv.OptionalEnum(g.Engine, path.Child("engine"), platform.GitOpsEngineKubectl, platform.GitOpsEngineFlux)
+	// The port becomes the spec.port of the OCIRegistry the Cluster owns: the same range.
+	portRange := fmt.Sprintf("between %d and %d", gitopsvalidation.MinRegistryPort, gitopsvalidation.MaxRegistryPort)
+	port := path.Child("registryPort")
+	switch {
+	case g.RegistryPort == 0 && g.RegistryEnabled:
+		errs = append(errs, field.Required(port, "a registry port "+portRange+" is required with registryEnabled"))
+	case g.RegistryPort != 0 && (g.RegistryPort < gitopsvalidation.MinRegistryPort || g.RegistryPort > gitopsvalidation.MaxRegistryPort):
+		errs = append(errs, field.Invalid(port, g.RegistryPort, "must be "+portRange))
+	}
+	if g.FluxInterval != nil && g.FluxInterval.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("fluxInterval"), g.FluxInterval.Duration.String(), "must be greater than zero"))
+	}
+	return errs
 }
 
 func validateDescription(d string) field.ErrorList {

@@ -3,8 +3,10 @@ package validation
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -87,6 +89,44 @@ func TestValidateClusterStatusUpdate(t *testing.T) {
 		errs := ValidateClusterStatusUpdate(c, old)
 		if len(errs) == 0 || !strings.HasPrefix(errs[0].Field, tc.field) {
 			t.Errorf("%s: %v, want an error on %s", name, errs, tc.field)
+		}
+	}
+}
+
+// TestValidateClusterGitOps covers spec.gitOps on create and on update: a known engine, a
+// registry port in 1024-65535 and present with registryEnabled, a Flux interval above zero.
+func TestValidateClusterGitOps(t *testing.T) {
+	flux := cluster(t)
+	flux.Spec.GitOps = platform.ClusterGitOps{Engine: platform.GitOpsEngineFlux, RegistryEnabled: true, RegistryPort: 5000,
+		FluxInterval: &metav1.Duration{Duration: 30 * time.Second}}
+	if errs := ValidateCluster(flux); len(errs) > 0 {
+		t.Fatalf("a Flux cluster with a registry: %v", errs)
+	}
+	kubectl := cluster(t)
+	kubectl.Spec.GitOps = platform.ClusterGitOps{Engine: platform.GitOpsEngineKubectl, RegistryPort: 65535}
+	if errs := ValidateCluster(kubectl); len(errs) > 0 {
+		t.Fatalf("a Kubectl cluster with a port and no registry: %v", errs)
+	}
+	for name, tc := range map[string]struct {
+		mutate func(*platform.ClusterGitOps)
+		field  string
+		typ    field.ErrorType
+	}{
+		"engine":                   {func(g *platform.ClusterGitOps) { g.Engine = "Argo" }, "spec.gitOps.engine", field.ErrorTypeNotSupported},
+		"engine in lower case":     {func(g *platform.ClusterGitOps) { g.Engine = "flux" }, "spec.gitOps.engine", field.ErrorTypeNotSupported},
+		"registry without port":    {func(g *platform.ClusterGitOps) { g.RegistryPort = 0 }, "spec.gitOps.registryPort", field.ErrorTypeRequired},
+		"privileged registry port": {func(g *platform.ClusterGitOps) { g.RegistryPort = 80 }, "spec.gitOps.registryPort", field.ErrorTypeInvalid},
+		"registry port too large":  {func(g *platform.ClusterGitOps) { g.RegistryPort = 65536 }, "spec.gitOps.registryPort", field.ErrorTypeInvalid},
+		"negative registry port":   {func(g *platform.ClusterGitOps) { g.RegistryPort = -1 }, "spec.gitOps.registryPort", field.ErrorTypeInvalid},
+		"zero interval":            {func(g *platform.ClusterGitOps) { g.FluxInterval.Duration = 0 }, "spec.gitOps.fluxInterval", field.ErrorTypeInvalid},
+		"negative interval":        {func(g *platform.ClusterGitOps) { g.FluxInterval.Duration = -time.Minute }, "spec.gitOps.fluxInterval", field.ErrorTypeInvalid},
+	} {
+		c := flux.DeepCopy()
+		tc.mutate(&c.Spec.GitOps)
+		for op, errs := range map[string]field.ErrorList{"create": ValidateCluster(c), "update": ValidateClusterUpdate(c, flux)} {
+			if len(errs) != 1 || errs[0].Field != tc.field || errs[0].Type != tc.typ {
+				t.Errorf("%s on %s: %v, want one %s error on %s", name, op, errs, tc.typ, tc.field)
+			}
 		}
 	}
 }
