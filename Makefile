@@ -1,5 +1,5 @@
 # Plinth: a Kubernetes aggregated API server for platform APIs.
-#   make run     the local platform: etcd, kube-apiserver, kube-controller-manager and
+#   make run     the local platform: etcd, kube-apiserver, kube-controller-manager, Flux and
 #                plinth-apiserver behind an APIService (make run-standalone: plinth alone)
 #   make test    unit and integration tests against real etcd, plinth-apiserver and kubectl
 #   make verify  generated code is current, gofmt, go vet
@@ -13,7 +13,10 @@ KUBE_PORT   ?= 16443
 PLINTH_PORT ?= 18443
 CONTROLLER_PORT ?= 18280
 KWOK_PORT   ?= 18281
+REGISTRY_PORT ?= 5000
 KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd kwok
+# Flux's controllers v1.9.6, which the local platform runs against its kube-apiserver.
+FLUX_TOOLS  := source-controller kustomize-controller
 GOTESTFLAGS ?=
 
 .PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller bench-compute verify generate clean clean-all
@@ -26,16 +29,17 @@ build:
 	$(GO) build -o $(BIN)/plinth-local-up ./hack/local-up
 
 # Real Kubernetes binaries built from the Go module proxy (hack/tools): kubectl, kube-apiserver,
-# kube-controller-manager and kube-scheduler v1.37.1, etcd v3.6, kwok v0.8; rebuilt only when
-# their go.mod changes.
+# kube-controller-manager and kube-scheduler v1.37.1, etcd v3.6, kwok v0.8, Flux's
+# source-controller and kustomize-controller with their CRDs; rebuilt only when their go.mod
+# changes.
 tools:
-	hack/build-tools.sh $(KUBE_TOOLS)
+	hack/build-tools.sh $(KUBE_TOOLS) $(FLUX_TOOLS)
 
 run: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR)/local (make clean removes it)"
 	$(BIN)/plinth-local-up --dir $(PLINTH_DIR)/local --etcd-port $(ETCD_PORT) --etcd-peer-port $(ETCD_PEER_PORT) \
 		--kube-port $(KUBE_PORT) --plinth-port $(PLINTH_PORT) --controller-port $(CONTROLLER_PORT) --kwok-port $(KWOK_PORT) \
-		--provisioners-config artifacts/controller/provisioners.yaml
+		--registry-port $(REGISTRY_PORT) --provisioners-config artifacts/controller/provisioners.yaml
 
 run-standalone: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR) (make clean removes it)"

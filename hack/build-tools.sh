@@ -3,8 +3,8 @@
 # proxy only, into _output/bin: kubectl, kube-apiserver and kube-controller-manager from
 # k8s.io/kubernetes (hack/tools module), kube-scheduler likewise, etcd (hack/tools/etcd) and
 # kwok (hack/tools/kwok), which turns fake nodes Ready so Pods run without containers, and Flux's
-# source-controller and kustomize-controller (hack/tools/<name>). Each is rebuilt only
-# when missing or older than its module's go.mod.
+# source-controller and kustomize-controller (hack/tools/<name>, with their CRDs in
+# _output/flux-crds). Each is rebuilt only when missing or older than its module's go.mod.
 #   hack/build-tools.sh kubectl [kube-apiserver kube-controller-manager etcd]
 set -o errexit -o nounset -o pipefail
 
@@ -45,6 +45,11 @@ declare -A TAGS=(
     [source-controller]=kustomize_disable_go_plugin_support
     [kustomize-controller]=kustomize_disable_go_plugin_support
 )
+# Flux's controllers run as processes, not in pods: their leader election needs the namespace
+# that a pod reads from its service-account mount. This patch (see the file) makes
+# controller-runtime fall back to RUNTIME_NAMESPACE.
+LEADER_ELECTION_PATCH="${ROOT}/hack/tools/leader-election-namespace.sed"
+declare -A PATCHED=([source-controller]=1 [kustomize-controller]=1)
 
 for tool in "$@"; do
     pkg=${PACKAGES[$tool]:-}
@@ -53,11 +58,33 @@ for tool in "$@"; do
         exit 2
     fi
     module="${ROOT}/${MODULES[$tool]:-hack/tools}"
-    if [ -x "${BIN}/${tool}" ] && [ "${BIN}/${tool}" -nt "${module}/go.mod" ]; then
+    patched=${PATCHED[$tool]:-}
+    if [ -x "${BIN}/${tool}" ] && [ "${BIN}/${tool}" -nt "${module}/go.mod" ] &&
+        { [ -z "${patched}" ] || [ "${BIN}/${tool}" -nt "${LEADER_ELECTION_PATCH}" ]; }; then
         continue
     fi
     echo "building ${tool} from ${pkg}"
-    (cd "${module}" && CGO_ENABLED=0 go build -trimpath -tags "${TAGS[$tool]:-}" -ldflags "${LDFLAGS}" -o "${BIN}/${tool}" "${pkg}")
+    modfile=()
+    if [ -n "${patched}" ]; then
+        # go build -overlay refuses files in the module cache: build against a patched copy of
+        # controller-runtime instead, through a copy of the module's go.mod that replaces it.
+        work="${ROOT}/_output/flux-build/${tool}"
+        runtime_dir=$(cd "${module}" && go list -m -f '{{.Dir}}' sigs.k8s.io/controller-runtime)
+        rm -rf "${work}"
+        mkdir -p "${work}"
+        cp -r "${runtime_dir}" "${work}/controller-runtime"
+        chmod -R u+w "${work}/controller-runtime"
+        patched_file="${work}/controller-runtime/pkg/leaderelection/leader_election.go"
+        sed -i -f "${LEADER_ELECTION_PATCH}" "${patched_file}"
+        if cmp -s "${runtime_dir}/pkg/leaderelection/leader_election.go" "${patched_file}"; then
+            echo "${LEADER_ELECTION_PATCH} does not apply to ${runtime_dir}" >&2
+            exit 1
+        fi
+        cp "${module}/go.mod" "${module}/go.sum" "${work}/"
+        echo "replace sigs.k8s.io/controller-runtime => ${work}/controller-runtime" >> "${work}/go.mod"
+        modfile=(-modfile "${work}/go.mod")
+    fi
+    (cd "${module}" && CGO_ENABLED=0 go build "${modfile[@]}" -trimpath -tags "${TAGS[$tool]:-}" -ldflags "${LDFLAGS}" -o "${BIN}/${tool}" "${pkg}")
 done
 
 # kwok needs stages that say how fake nodes and pods progress; use the ones kwok ships ("fast":
@@ -72,4 +99,22 @@ for tool in "$@"; do
         done
         chmod u+w "${ROOT}/_output/kwok-stages/"*
     fi
+done
+
+# Flux's controllers need their CRDs, which their modules ship in config/crd/bases: copied to
+# _output/flux-crds/<tool>/ with the module's version in a file named VERSION (the local platform
+# labels the CRDs with it, as Flux's release manifests label them). Module files are read-only.
+for tool in "$@"; do
+    case "${tool}" in source-controller | kustomize-controller) ;; *) continue ;; esac
+    crds="${ROOT}/_output/flux-crds/${tool}"
+    module="${ROOT}/${MODULES[$tool]}"
+    if [ -f "${crds}/VERSION" ] && [ "${crds}/VERSION" -nt "${module}/go.mod" ]; then
+        continue
+    fi
+    read -r version dir < <(cd "${module}" && go list -m -f '{{.Version}} {{.Dir}}' "${PACKAGES[$tool]}")
+    rm -rf "${crds}"
+    mkdir -p "${crds}"
+    cp "${dir}/config/crd/bases/"*.yaml "${crds}/"
+    chmod u+w "${crds}/"*
+    echo "${version}" > "${crds}/VERSION"
 done

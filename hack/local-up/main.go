@@ -1,5 +1,6 @@
 // Command local-up is `make run`: it starts the local platform (etcd, kube-apiserver,
-// kube-controller-manager, plinth-apiserver behind an APIService), prints one line with the
+// kube-controller-manager, plinth-apiserver behind an APIService, plinth-controller, Flux's
+// controllers), prints one line with the
 // admin kubeconfig, reports and restarts a component that dies, and stops everything in order
 // on Ctrl-C, within ten seconds. Its children die with it even when it is killed.
 package main
@@ -28,6 +29,7 @@ func main() {
 	flag.IntVar(&cfg.PlinthPort, "plinth-port", 18443, "plinth-apiserver secure port")
 	flag.IntVar(&cfg.ControllerPort, "controller-port", 18280, "plinth-controller health and metrics port")
 	flag.IntVar(&cfg.KwokPort, "kwok-port", 18281, "kwok's own server port")
+	flag.IntVar(&cfg.RegistryPort, "registry-port", 5000, "localhost port of Cluster local's OCI registry (run by plinth-controller; Flux pulls from it)")
 	flag.IntVar(&cfg.Nodes, "nodes", 3, "fake nodes that run pods")
 	flag.StringVar(&cfg.ProvisionersConfig, "provisioners-config", filepath.Join("artifacts", "controller", "provisioners.yaml"), "plinth-controller's template provisioners file")
 	flag.Parse()
@@ -46,6 +48,6 @@ func main() {
 	<-ctx.Done()
 	// A second Ctrl-C kills local-up at once; its children die with it.
 	stop()
-	fmt.Fprintln(os.Stderr, "plinth: stopping plinth-controller, plinth-apiserver, kwok, kube-scheduler, kube-controller-manager, kube-apiserver, etcd")
+	fmt.Fprintln(os.Stderr, "plinth: stopping plinth-controller, plinth-apiserver, Flux, kwok, kube-scheduler, kube-controller-manager, kube-apiserver, etcd")
 	platform.Stop()
 }

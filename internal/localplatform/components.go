@@ -14,8 +14,13 @@ import (
 // run starts a component binary under supervision: its deaths and returns are reported on
 // the platform's output, and ready (if any) tells when a restarted one serves again.
 func (p *Platform) run(name string, ready func(context.Context) error, args ...string) (*supervisor.Process, error) {
+	return p.runEnv(name, nil, ready, args...)
+}
+
+// runEnv is run with KEY=value settings added to the component's environment.
+func (p *Platform) runEnv(name string, env []string, ready func(context.Context) error, args ...string) (*supervisor.Process, error) {
 	return supervisor.Start(supervisor.Spec{
-		Name: name, Path: p.bin(name), Args: args, LogDir: p.LogDir(), Ready: ready,
+		Name: name, Path: p.bin(name), Args: args, Env: env, LogDir: p.LogDir(), Ready: ready,
 		Report: func(msg string) { fmt.Fprintf(p.cfg.Progress, "plinth: %s\n", msg) },
 	})
 }

@@ -17,6 +17,8 @@ var Identities = []Identity{
 	// The controller's service account, authenticated by certificate so the local platform
 	// needs no token machinery; RBAC matches it like the real service account.
 	{User: ControllerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:plinth-system"}, Namespace: "plinth-system"},
+	// Flux's controllers (flux.go), bound to cluster-admin there.
+	{User: FluxUser},
 }
 
 // ControllerUser is plinth-controller's service account identity.

@@ -12,6 +12,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 )
 
 // The simulated KubeVirt of the local cluster: CRDs and RBAC first, then, once the CRDs are
@@ -97,13 +101,16 @@ status:
 }
 
 // registerLocalCluster registers the local kube-apiserver as the target Cluster "local", with a
-// self-contained kubeconfig of the plinth:targets identity, unless it is registered already.
+// self-contained kubeconfig of the plinth:targets identity, unless it is registered already
+// (an earlier registration, and what its admin changed since, is kept). Its GitOps engine is
+// Flux, which the platform runs, with a registry on localhost:<RegistryPort>.
 func (p *Platform) registerLocalCluster(ctx context.Context) error {
 	kubeconfig, err := p.TargetKubeconfig(p.kubeURL)
 	if err != nil {
 		return err
 	}
-	manifest, err := ClusterManifest(LocalCluster, "The local platform's own kube-apiserver, with a simulated KubeVirt.", kubeconfig)
+	manifest, err := GitOpsClusterManifest(LocalCluster, "The local platform's own kube-apiserver, with a simulated KubeVirt and Flux.", kubeconfig,
+		LocalGitOps(p.cfg.RegistryPort))
 	if err != nil {
 		return err
 	}
@@ -116,14 +123,34 @@ func (p *Platform) registerLocalCluster(ctx context.Context) error {
 	return nil
 }
 
-// ClusterManifest is the YAML of a Cluster with the given kubeconfig.
+// ClusterManifest is the YAML of a Cluster with the given kubeconfig and the default GitOps
+// settings (engine Kubectl, no registry).
 func ClusterManifest(name, description string, kubeconfig []byte) (string, error) {
+	return GitOpsClusterManifest(name, description, kubeconfig, platformv1alpha1.ClusterGitOps{})
+}
+
+// GitOpsClusterManifest is the YAML of a Cluster with the given kubeconfig and spec.gitOps
+// (left out when zero).
+func GitOpsClusterManifest(name, description string, kubeconfig []byte, gitOps platformv1alpha1.ClusterGitOps) (string, error) {
+	spec := map[string]any{"description": description, "kubeconfig": string(kubeconfig)}
+	if gitOps != (platformv1alpha1.ClusterGitOps{}) {
+		spec["gitOps"] = gitOps
+	}
 	data, err := json.Marshal(map[string]any{
 		"apiVersion": "platform.plinth.dev/v1alpha1", "kind": "Cluster",
 		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"description": description, "kubeconfig": string(kubeconfig)},
+		"spec":     spec,
 	})
 	return string(data), err
+}
+
+// LocalGitOps is Cluster local's spec.gitOps: engine Flux (the platform runs Flux's
+// controllers), its own registry on localhost:<registryPort>, Flux's interval 1m.
+func LocalGitOps(registryPort int) platformv1alpha1.ClusterGitOps {
+	return platformv1alpha1.ClusterGitOps{
+		Engine: platformv1alpha1.GitOpsEngineFlux, RegistryEnabled: true, RegistryPort: int32(registryPort),
+		FluxInterval: &metav1.Duration{Duration: time.Minute},
+	}
 }
 
 // replacedLocally are the artifacts the local platform replaces: no pod runs plinth-apiserver

@@ -1,12 +1,13 @@
 // Package localplatform runs Plinth the way a cluster runs it, on one machine and without
-// containers: etcd, kube-apiserver (RBAC, front-proxy), kube-controller-manager, and
+// containers: etcd, kube-apiserver (RBAC, front-proxy), kube-controller-manager,
 // plinth-apiserver registered through APIService objects with delegated authentication and
-// authorization. `make run` and the integration tests both start it from here.
+// authorization, plinth-controller, and Flux's source-controller and kustomize-controller.
+// `make run` and the integration tests both start it from here.
 //
 // This file brings the platform up and down; pki.go and identities.go make its certificates
 // and users, components.go and plinth.go start its processes (kept running by the supervisor
-// package), manifests.go installs what a cluster admin would apply, ready.go waits, and
-// clients.go talks to it.
+// package), flux.go installs and starts Flux, manifests.go installs what a cluster admin would
+// apply, ready.go waits, and clients.go talks to it.
 package localplatform
 
 import (
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +33,9 @@ type Config struct {
 	ArtifactsDir string
 	// Ports; zero values are not allowed.
 	EtcdPort, EtcdPeerPort, KubePort, PlinthPort, ControllerPort, KwokPort int
+	// RegistryPort is the localhost port of Cluster local's OCI registry, which plinth-controller
+	// runs (the Cluster has spec.gitOps.registryEnabled); zero picks a free one.
+	RegistryPort int
 	// Nodes is how many fake (kwok) nodes run pods; zero means 3.
 	Nodes int
 	// ProvisionersConfig is plinth-controller's template provisioners file, if any.
@@ -59,6 +64,8 @@ type Platform struct {
 	kwok       *supervisor.Process
 	plinth     *supervisor.Process
 	controller *supervisor.Process
+	fluxProcs  []*supervisor.Process // in the order of FluxControllers
+	flux       fluxAddrs
 	pkiDir     string
 	kubeURL    string
 	admin      kubernetes.Interface
@@ -108,7 +115,16 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	}()
 	// A port still held (say, by a platform that is still shutting down) would make the
 	// readiness checks below talk to the wrong process.
-	for _, port := range []int{cfg.EtcdPort, cfg.EtcdPeerPort, cfg.KubePort, cfg.PlinthPort, cfg.ControllerPort, cfg.KwokPort} {
+	if p.cfg.RegistryPort == 0 {
+		ports, err := FreePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		p.cfg.RegistryPort = ports[0]
+	}
+	// The registry's port too: plinth-controller starts the registry later, and a port held by
+	// something else would only show as the OCIRegistry's Error then.
+	for _, port := range []int{cfg.EtcdPort, cfg.EtcdPeerPort, cfg.KubePort, cfg.PlinthPort, cfg.ControllerPort, cfg.KwokPort, p.cfg.RegistryPort} {
 		if err := portFree(port); err != nil {
 			return nil, err
 		}
@@ -131,6 +147,14 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	// comes first.
 	p.step("the simulated KubeVirt")
 	if err := p.installKubeVirt(ctx); err != nil {
+		return nil, err
+	}
+	// Flux starts early and is waited for last: its start-up overlaps the rest.
+	p.step("Flux's %s", strings.Join(FluxControllers, " and "))
+	if err := p.installFlux(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.startFlux(); err != nil {
 		return nil, err
 	}
 	p.step("kube-controller-manager, kube-scheduler and kwok")
@@ -159,7 +183,10 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	if err := waitFor(ctx, "role aggregation", 60*time.Second, p.kcm, p.rolesAggregated); err != nil {
 		return nil, err
 	}
-	p.step("registering this cluster as target Cluster %q", LocalCluster)
+	if err := p.fluxReady(ctx); err != nil {
+		return nil, err
+	}
+	p.step("registering this cluster as target Cluster %q (GitOps engine Flux, registry on localhost:%d)", LocalCluster, p.cfg.RegistryPort)
 	if err := p.registerLocalCluster(ctx); err != nil {
 		return nil, err
 	}
@@ -179,15 +206,15 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 
 // Stop shuts the platform down within StopTimeout. Supervision ends first, so that no
 // component comes back while the others go. Then kube-apiserver's clients, plinth-apiserver
-// among them (so that kube-apiserver does not wait on its watches), get SIGTERM together,
+// and Flux among them (so that kube-apiserver does not wait on its watches), get SIGTERM together,
 // then kube-apiserver, then etcd; a group still running at the end of its share of the time
 // is killed.
 func (p *Platform) Stop() {
 	supervisor.StopAll(StopTimeout,
-		[]*supervisor.Process{p.controller, p.plinth, p.kwok, p.scheduler, p.kcm},
+		append([]*supervisor.Process{p.controller, p.plinth, p.kwok, p.scheduler, p.kcm}, p.fluxProcs...),
 		[]*supervisor.Process{p.kube},
 		[]*supervisor.Process{p.etcd})
-	p.controller, p.plinth, p.kwok, p.scheduler, p.kcm, p.kube, p.etcd = nil, nil, nil, nil, nil, nil, nil
+	p.controller, p.plinth, p.kwok, p.scheduler, p.kcm, p.kube, p.etcd, p.fluxProcs = nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 func (p *Platform) step(format string, args ...interface{}) {

@@ -60,14 +60,14 @@ func TestLocalUpChildrenDoNotOutliveIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := framework.FreePorts(6)
+	ports, err := framework.FreePorts(7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir, root := t.TempDir(), framework.RepoRoot()
 	args := []string{"--dir", dir, "--bin-dir", framework.BinDir(), "--artifacts", filepath.Join(root, "artifacts", "deploy"),
 		"--provisioners-config", filepath.Join(root, "artifacts", "controller", "provisioners.yaml")}
-	for i, flag := range []string{"--etcd-port", "--etcd-peer-port", "--kube-port", "--plinth-port", "--controller-port", "--kwok-port"} {
+	for i, flag := range []string{"--etcd-port", "--etcd-peer-port", "--kube-port", "--plinth-port", "--controller-port", "--kwok-port", "--registry-port"} {
 		args = append(args, flag, strconv.Itoa(ports[i]))
 	}
 
@@ -153,8 +153,10 @@ func startLocalUp(t *testing.T, bin string, args []string) *localUp {
 	for _, name := range l.children {
 		names = append(names, name)
 	}
-	if len(l.children) != 7 || !strings.Contains(" "+strings.Join(names, " ")+" ", " etcd ") {
-		t.Fatalf("plinth-local-up's children: %v, want etcd and six others", l.children)
+	// etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, plinth-apiserver,
+	// plinth-controller, source-controller and kustomize-controller.
+	if len(l.children) != 9 || !strings.Contains(" "+strings.Join(names, " ")+" ", " etcd ") {
+		t.Fatalf("plinth-local-up's children: %v, want etcd and eight others", l.children)
 	}
 	return l
 }

@@ -25,6 +25,10 @@ type Spec struct {
 	// Path and Args are the command line.
 	Path string
 	Args []string
+	// Env are KEY=value settings added to the environment the child inherits, overriding
+	// inherited ones of the same key (Flux's controllers take their kubeconfig only from
+	// KUBECONFIG).
+	Env []string
 	// LogDir receives the child's standard output and error, appended across restarts.
 	LogDir string
 	// Report receives one sentence when the child dies, and one when a restarted child is back.
@@ -98,6 +102,10 @@ func Start(spec Spec) (*Process, error) {
 func (p *Process) spawn() (*exec.Cmd, error) {
 	fmt.Fprintf(p.log, "\n==== %s %s %v\n", time.Now().Format(time.RFC3339), p.spec.Path, p.spec.Args)
 	cmd := exec.Command(p.spec.Path, p.spec.Args...)
+	if len(p.spec.Env) > 0 {
+		// exec uses the last value of a key given twice.
+		cmd.Env = append(os.Environ(), p.spec.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	cmd.SysProcAttr = sysProcAttr()
 	// Under the lock, so that Stop either sees this incarnation and signals it, or this

@@ -111,6 +111,38 @@ func TestReportsBackOnlyWhenReady(t *testing.T) {
 	}
 }
 
+// TestChildGetsItsEnvironment: Env is added to the inherited environment, wins over an
+// inherited value of the same key, and is given again to a restarted child.
+func TestChildGetsItsEnvironment(t *testing.T) {
+	t.Setenv("PLINTH_SUPERVISOR_TEST", "inherited")
+	t.Setenv("PLINTH_SUPERVISOR_KEPT", "kept")
+	out := filepath.Join(t.TempDir(), "env")
+	p, r := start(t, Spec{Name: "env", Path: "sh",
+		Args:    []string{"-c", `echo "$PLINTH_SUPERVISOR_TEST $PLINTH_SUPERVISOR_KEPT" >> ` + out + `; exec sleep 60`},
+		Env:     []string{"PLINTH_SUPERVISOR_TEST=set"},
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond}})
+	lines := func(n int) []string {
+		t.Helper()
+		var got []string
+		if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			data, _ := os.ReadFile(out)
+			got = strings.Split(strings.TrimSpace(string(data)), "\n")
+			return len(got) >= n && got[0] != "", nil
+		}); err != nil {
+			t.Fatalf("the child wrote %q, want %d lines", got, n)
+		}
+		return got
+	}
+	if got := lines(1); got[0] != "set kept" {
+		t.Errorf("the child saw %q, want \"set kept\"", got[0])
+	}
+	_ = syscall.Kill(p.PID(), syscall.SIGKILL)
+	r.next(t, 5*time.Second) // died
+	if got := lines(2); got[1] != "set kept" {
+		t.Errorf("the restarted child saw %q, want \"set kept\"", got[1])
+	}
+}
+
 func TestBacksOffAChildThatKeepsDying(t *testing.T) {
 	_, r := start(t, Spec{Name: "crasher", Path: "sh", Args: []string{"-c", "exit 3"},
 		Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Steps: 100, Cap: 160 * time.Millisecond}})

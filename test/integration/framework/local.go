@@ -34,7 +34,8 @@ func EnsurePlatformBinaries() error {
 		return toolsOnce.err
 	}
 	toolsOnce.done = true
-	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "build-tools.sh"), "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok")
+	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "build-tools.sh"), "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok",
+		"source-controller", "kustomize-controller")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		toolsOnce.err = err
 		return &buildError{what: "Kubernetes tools", out: string(out), err: err}
@@ -131,14 +132,15 @@ func StartLocalPlatformWith(t testing.TB, configure func(*localplatform.Config))
 	// A port chosen free can be taken by an outgoing connection before the component binds
 	// it; the platform refuses to start then, and a new set of ports is tried.
 	for attempt := 1; ; attempt++ {
-		ports, err := FreePorts(6)
+		ports, err := FreePorts(7)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg := localplatform.Config{
 			Dir: dir, BinDir: BinDir(), ArtifactsDir: filepath.Join(RepoRoot(), "artifacts", "deploy"),
 			EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
-			EtcdUnsafeNoFsync: true, ProvisionersConfig: filepath.Join(RepoRoot(), "artifacts", "controller", "provisioners.yaml"),
+			RegistryPort: ports[6], EtcdUnsafeNoFsync: true,
+			ProvisionersConfig: filepath.Join(RepoRoot(), "artifacts", "controller", "provisioners.yaml"),
 		}
 		if configure != nil {
 			configure(&cfg)
