@@ -1,0 +1,246 @@
+package flux
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+)
+
+// FieldManager is the server-side apply field manager of the Flux objects.
+const FieldManager = "plinth-gitops"
+
+// The kinds the engine creates, as the target serves them.
+var (
+	OCIRepositoryKind = sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind)
+	KustomizationKind = kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind)
+)
+
+type engine struct {
+	clients delivery.Clients
+}
+
+// New returns the engine of Clusters with engine Flux, reaching them through clients.
+func New(clients delivery.Clients) delivery.Engine {
+	return &engine{clients: clients}
+}
+
+// Deliver validates and applies the OCIRepository and the Kustomization of art on the target,
+// and reports what Flux has applied: Ready once the Kustomization is Ready with art's revision
+// applied. A failure Flux reports (the pull or the apply failed; Flux retries by itself) is
+// in the status, not an error; an error means the objects are invalid, the cluster cannot be
+// reached, Flux's kinds are not served there, or the names are taken by another artifact.
+func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
+	repo, kustomization := Objects(art, target)
+	status := gitopsv1alpha1.ArtifactTargetStatus{
+		Cluster: target.Cluster.Name, Engine: string(platformv1alpha1.GitOpsEngineFlux),
+		OCIRepository: key(repo.Namespace, repo.Name), Kustomization: key(kustomization.Namespace, kustomization.Name),
+	}
+	fail := func(err error) (gitopsv1alpha1.ArtifactTargetStatus, error) {
+		status.Message = sentence(err.Error())
+		return status, err
+	}
+	if errs := append(ValidateOCIRepository(repo, art.Tag), ValidateKustomization(kustomization, repo)...); len(errs) > 0 {
+		return fail(fmt.Errorf("the Flux objects for cluster %s are not valid: %w", target.Cluster.Name, errs.ToAggregate()))
+	}
+	repos, kustomizations, err := e.resources(ctx, target.Cluster.Name, repo.Namespace)
+	if err != nil {
+		return fail(err)
+	}
+	owner := delivery.ArtifactAnnotation(art.Namespace, art.Name)
+	if err := claim(ctx, repos, repo.Name, owner); err != nil {
+		return fail(err)
+	}
+	if err := claim(ctx, kustomizations, kustomization.Name, owner); err != nil {
+		return fail(err)
+	}
+	var appliedRepo sourcev1.OCIRepository
+	if err := apply(ctx, repos, repo, &appliedRepo); err != nil {
+		return fail(err)
+	}
+	var applied kustomizev1.Kustomization
+	if err := apply(ctx, kustomizations, kustomization, &applied); err != nil {
+		return fail(err)
+	}
+	return Observe(status, art, &appliedRepo, &applied), nil
+}
+
+// Remove deletes the target's Kustomization, then its OCIRepository: Flux's finalizer on the
+// Kustomization prunes what it applied when prune is set. The names are last's, or those
+// Deliver would use. Objects created for another artifact are left alone, and what is gone,
+// or a cluster where Flux's kinds are not served, needs nothing removed.
+func (e *engine) Remove(ctx context.Context, namespace, name string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus) error {
+	repoKey := key(Namespace(target), ObjectName(namespace, name))
+	kustomizationKey := repoKey
+	if last != nil && last.OCIRepository != "" {
+		repoKey = last.OCIRepository
+	}
+	if last != nil && last.Kustomization != "" {
+		kustomizationKey = last.Kustomization
+	}
+	owner := delivery.ArtifactAnnotation(namespace, name)
+	for _, obj := range []struct {
+		kind schema.GroupVersionKind
+		key  string
+	}{{KustomizationKind, kustomizationKey}, {OCIRepositoryKind, repoKey}} {
+		ns, objName, _ := strings.Cut(obj.key, "/")
+		client, err := e.resource(ctx, target.Cluster.Name, obj.kind, ns)
+		if apimeta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		current, err := client.Get(ctx, objName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s %s on cluster %s: %w", obj.kind.Kind, obj.key, target.Cluster.Name, err)
+		}
+		if current.GetAnnotations()[gitopsv1alpha1.AnnotationArtifact] != owner {
+			continue
+		}
+		uid := current.GetUID()
+		err = client.Delete(ctx, objName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting %s %s on cluster %s: %w", obj.kind.Kind, obj.key, target.Cluster.Name, err)
+		}
+	}
+	return nil
+}
+
+// Observe is the target's status from what Flux reports on the objects: Ready when the
+// Kustomization is Ready for its current generation with art's revision applied; otherwise
+// the message of the first Flux object that is not Ready, the OCIRepository first (a source
+// that cannot be pulled explains a Kustomization that cannot apply).
+func Observe(status gitopsv1alpha1.ArtifactTargetStatus, art delivery.Artifact, repo *sourcev1.OCIRepository, kustomization *kustomizev1.Kustomization) gitopsv1alpha1.ArtifactTargetStatus {
+	want := art.Revision()
+	status.Revision = kustomization.Status.LastAppliedRevision
+	status.LastHandledReconcileAt = kustomization.Status.LastHandledReconcileAt
+	repoReady := apimeta.FindStatusCondition(repo.Status.Conditions, fluxmeta.ReadyCondition)
+	ready := apimeta.FindStatusCondition(kustomization.Status.Conditions, fluxmeta.ReadyCondition)
+	current := kustomization.Status.ObservedGeneration == kustomization.Generation
+	switch {
+	case ready != nil && ready.Status == metav1.ConditionTrue && current && status.Revision == want:
+		status.Ready = true
+		status.Message = fmt.Sprintf("Flux applied revision %s.", want)
+	case repoReady != nil && repoReady.Status == metav1.ConditionFalse:
+		status.Message = conditionMessage(sourcev1.OCIRepositoryKind, status.OCIRepository, repoReady)
+	case ready != nil && ready.Status == metav1.ConditionFalse:
+		status.Message = conditionMessage(kustomizev1.KustomizationKind, status.Kustomization, ready)
+	case status.Revision != "" && status.Revision != want:
+		status.Message = fmt.Sprintf("Flux has not applied revision %s yet; the last applied is %s.", want, status.Revision)
+	default:
+		status.Message = fmt.Sprintf("Flux has not applied revision %s yet.", want)
+	}
+	return status
+}
+
+// conditionMessage is a Flux object's failing Ready condition in one sentence.
+func conditionMessage(kind, key string, c *metav1.Condition) string {
+	return sentence(fmt.Sprintf("%s %s is not ready (%s): %s", kind, key, c.Reason, c.Message))
+}
+
+// resources are the clients of the target's OCIRepositories and Kustomizations in namespace.
+func (e *engine) resources(ctx context.Context, cluster, namespace string) (repos, kustomizations dynamic.ResourceInterface, err error) {
+	if repos, err = e.resource(ctx, cluster, OCIRepositoryKind, namespace); err != nil {
+		return nil, nil, err
+	}
+	if kustomizations, err = e.resource(ctx, cluster, KustomizationKind, namespace); err != nil {
+		return nil, nil, err
+	}
+	return repos, kustomizations, nil
+}
+
+// resource is the client of kind in namespace on the cluster; a cluster that does not serve
+// the kind has no Flux (or an older one), which the error says.
+func (e *engine) resource(ctx context.Context, cluster string, kind schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+	client, mapper, err := e.clients.For(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
+	if apimeta.IsNoMatchError(err) {
+		return nil, &notServedError{cluster: cluster, kind: kind, err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finding %s on cluster %s: %w", kind.Kind, cluster, err)
+	}
+	return client.Resource(mapping.Resource).Namespace(namespace), nil
+}
+
+// notServedError is a Flux kind the target cluster does not serve. It is a no-match error,
+// so that callers can tell it with meta.IsNoMatchError.
+type notServedError struct {
+	cluster string
+	kind    schema.GroupVersionKind
+	err     error
+}
+
+func (e *notServedError) Error() string {
+	return fmt.Sprintf("cluster %s does not serve Flux's %s %s: Flux is not installed there", e.cluster, e.kind.GroupVersion(), e.kind.Kind)
+}
+
+func (e *notServedError) Unwrap() error { return e.err }
+
+// claim refuses to take over name when it exists and was not created for the artifact owner:
+// ObjectName joins namespace and name with '-', so team-a/app and team/a-app meet.
+func claim(ctx context.Context, client dynamic.ResourceInterface, name, owner string) error {
+	current, err := client.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if got := current.GetAnnotations()[gitopsv1alpha1.AnnotationArtifact]; got != owner {
+		if got == "" {
+			got = "no OCIArtifact"
+		}
+		return fmt.Errorf("%s %s/%s exists for %s, not for %s", current.GetKind(), current.GetNamespace(), name, got, owner)
+	}
+	return nil
+}
+
+// apply applies obj with server-side apply, taking over fields another manager set (the
+// engine owns these objects), and reads the result, with Flux's status, into into.
+func apply(ctx context.Context, client dynamic.ResourceInterface, obj runtime.Object, into runtime.Object) error {
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	applied, err := client.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return fromUnstructured(applied, into)
+}
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+// sentence makes s one sentence: a capital first letter and a final period.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
