@@ -21,13 +21,15 @@ func TestValidateOCIRepository(t *testing.T) {
 		"url not on localhost":     {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://registry.example.com/workloads/app" }, "spec.url"},
 		"url without a repository": {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000" }, "spec.url"},
 		"url with a tag":           {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000/workloads/app:1.0.0" }, "spec.url"},
-		"url with a digest":        {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000/workloads/app@sha256:" + strings.Repeat("a", 64) }, "spec.url"},
-		"url with capitals":        {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000/Workloads/App" }, "spec.url"},
-		"zero interval":            {func(r *sourcev1.OCIRepository) { r.Spec.Interval.Duration = 0 }, "spec.interval"},
-		"negative interval":        {func(r *sourcev1.OCIRepository) { r.Spec.Interval.Duration = -1 }, "spec.interval"},
-		"no ref":                   {func(r *sourcev1.OCIRepository) { r.Spec.Reference = nil }, "spec.ref.tag"},
-		"no tag":                   {func(r *sourcev1.OCIRepository) { r.Spec.Reference = &sourcev1.OCIRepositoryRef{SemVer: ">=1.0.0"} }, "spec.ref.tag"},
-		"another tag":              {func(r *sourcev1.OCIRepository) { r.Spec.Reference.Tag = "1.0.1" }, "spec.ref.tag"},
+		"url with a digest": {func(r *sourcev1.OCIRepository) {
+			r.Spec.URL = "oci://localhost:5000/workloads/app@sha256:" + strings.Repeat("a", 64)
+		}, "spec.url"},
+		"url with capitals": {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000/Workloads/App" }, "spec.url"},
+		"zero interval":     {func(r *sourcev1.OCIRepository) { r.Spec.Interval.Duration = 0 }, "spec.interval"},
+		"negative interval": {func(r *sourcev1.OCIRepository) { r.Spec.Interval.Duration = -1 }, "spec.interval"},
+		"no ref":            {func(r *sourcev1.OCIRepository) { r.Spec.Reference = nil }, "spec.ref.tag"},
+		"no tag":            {func(r *sourcev1.OCIRepository) { r.Spec.Reference = &sourcev1.OCIRepositoryRef{SemVer: ">=1.0.0"} }, "spec.ref.tag"},
+		"another tag":       {func(r *sourcev1.OCIRepository) { r.Spec.Reference.Tag = "1.0.1" }, "spec.ref.tag"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			repo := good.DeepCopy()
@@ -56,9 +58,11 @@ func TestValidateKustomization(t *testing.T) {
 		field  string
 	}{
 		"a GitRepository source": {func(k *kustomizev1.Kustomization, _ *sourcev1.OCIRepository) { k.Spec.SourceRef.Kind = "GitRepository" }, "spec.sourceRef.kind"},
-		"another source API":     {func(k *kustomizev1.Kustomization, _ *sourcev1.OCIRepository) { k.Spec.SourceRef.APIVersion = "source.toolkit.fluxcd.io/v1beta2" }, "spec.sourceRef.apiVersion"},
-		"another OCIRepository":  {func(k *kustomizev1.Kustomization, _ *sourcev1.OCIRepository) { k.Spec.SourceRef.Name = "other" }, "spec.sourceRef.name"},
-		"sourceRef elsewhere":    {func(k *kustomizev1.Kustomization, _ *sourcev1.OCIRepository) { k.Spec.SourceRef.Namespace = "team-a" }, "spec.sourceRef.namespace"},
+		"another source API": {func(k *kustomizev1.Kustomization, _ *sourcev1.OCIRepository) {
+			k.Spec.SourceRef.APIVersion = "source.toolkit.fluxcd.io/v1beta2"
+		}, "spec.sourceRef.apiVersion"},
+		"another OCIRepository": {func(k *kustomizev1.Kustomization, _ *sourcev1.OCIRepository) { k.Spec.SourceRef.Name = "other" }, "spec.sourceRef.name"},
+		"sourceRef elsewhere":   {func(k *kustomizev1.Kustomization, _ *sourcev1.OCIRepository) { k.Spec.SourceRef.Namespace = "team-a" }, "spec.sourceRef.namespace"},
 		"source elsewhere": {func(k *kustomizev1.Kustomization, r *sourcev1.OCIRepository) {
 			r.Namespace = "team-a"
 			k.Spec.SourceRef.Namespace = ""
