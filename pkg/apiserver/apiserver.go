@@ -12,6 +12,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	computeinstall "github.com/plinth-dev/plinth/pkg/apis/compute/install"
+	gitopsinstall "github.com/plinth-dev/plinth/pkg/apis/gitops/install"
 	governanceinstall "github.com/plinth-dev/plinth/pkg/apis/governance/install"
 	platforminstall "github.com/plinth-dev/plinth/pkg/apis/platform/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
@@ -41,6 +42,7 @@ func init() {
 	governanceinstall.Install(Scheme)
 	platforminstall.Install(Scheme)
 	computeinstall.Install(Scheme)
+	gitopsinstall.Install(Scheme)
 
 	// The generic server needs the meta/v1 option types registered in the empty group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
@@ -135,6 +137,9 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	if err := c.installCompute(genericServer); err != nil {
+		return nil, err
+	}
+	if err := c.installGitOps(genericServer); err != nil {
 		return nil, err
 	}
 	return s, nil

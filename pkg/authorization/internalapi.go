@@ -37,6 +37,11 @@ var InternalAPIs = []Resource{
 	// not by platform administrators, whatever RBAC grants them.
 	{Group: "platform.plinth.dev", Resource: "clusters", Subresource: "credentials", UsersOnly: true},
 	{Group: "governance.plinth.dev", Resource: "approvaltickets", Subresource: "execution", UsersOnly: true},
+	// GitOps delivery runs registries on the platform's machines and applies artifacts to any
+	// registered Cluster with plinth-controller's credentials: platform administrators only.
+	{Group: "gitops.plinth.dev", Resource: "ociregistries"},
+	{Group: "gitops.plinth.dev", Resource: "ociartifacts"},
+	{Group: "gitops.plinth.dev", Resource: "reconciliationrequests"},
 }
 
 // InternalAPIAuthorizer denies every verb on internal resources (and their subresources) to

@@ -42,6 +42,12 @@ func TestInternalAPIAuthorizer(t *testing.T) {
 		{"tenant reports a ticket's execution", request(alice, "governance.plinth.dev", "approvaltickets", "execution"), authorizer.DecisionDeny},
 		{"tenant decides a ticket: RBAC decides", request(alice, "governance.plinth.dev", "approvaltickets", "approval"), authorizer.DecisionNoOpinion},
 		{"controller reports a ticket's execution: RBAC decides", request(controller, "governance.plinth.dev", "approvaltickets", "execution"), authorizer.DecisionNoOpinion},
+		{"tenant on OCI registries", request(alice, "gitops.plinth.dev", "ociregistries", ""), authorizer.DecisionDeny},
+		{"tenant on OCI artifacts", request(alice, "gitops.plinth.dev", "ociartifacts", ""), authorizer.DecisionDeny},
+		{"tenant on an OCI artifact's status", request(alice, "gitops.plinth.dev", "ociartifacts", "status"), authorizer.DecisionDeny},
+		{"tenant on reconciliation requests", request(alice, "gitops.plinth.dev", "reconciliationrequests", ""), authorizer.DecisionDeny},
+		{"platform admin on OCI artifacts: RBAC decides", request(dana, "gitops.plinth.dev", "ociartifacts", ""), authorizer.DecisionNoOpinion},
+		{"controller on reconciliation requests: RBAC decides", request(controller, "gitops.plinth.dev", "reconciliationrequests", "status"), authorizer.DecisionNoOpinion},
 		{"same resource name, other group", request(alice, "example.com", "resourcebindings", ""), authorizer.DecisionNoOpinion},
 		{"non-resource request", authorizer.AttributesRecord{User: alice, Verb: "get", Path: "/apis/score.dev/v1b1"}, authorizer.DecisionNoOpinion},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/compute"
+	"github.com/plinth-dev/plinth/pkg/apis/gitops"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
@@ -24,7 +26,7 @@ import (
 // kube-apiserver: nothing another plugin refuses is charged to a quota.
 func TestAdmissionPluginOrder(t *testing.T) {
 	a := NewOptions(io.Discard).Recommended.Admission
-	want := []string{"NamespaceLifecycle", "PlatformPolicy", "ComputeProvider", "MutatingAdmissionPolicy",
+	want := []string{"NamespaceLifecycle", "PlatformPolicy", "ComputeProvider", "GitOpsTargets", "MutatingAdmissionPolicy",
 		"MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
 	if !slices.Equal(a.RecommendedPluginOrder, want) {
 		t.Errorf("plugin order %v, want %v", a.RecommendedPluginOrder, want)
@@ -82,5 +84,15 @@ func TestStandaloneAdmissionChecksProviders(t *testing.T) {
 	admin := &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}}
 	if err := validate(tc, admin); !apierrors.IsInvalid(err) {
 		t.Errorf("system:masters places a TenantCompute on Cluster prod: %v, want the provider's 422 only", err)
+	}
+
+	// GitOpsTargets is in the chain: an OCIArtifact for a Cluster that does not exist is refused.
+	artifact := &gitops.OCIArtifact{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "plinth-system"},
+		Spec: gitops.OCIArtifactSpec{Targets: []gitops.ArtifactTarget{{Cluster: "prod"}}}}
+	a := admission.NewAttributesRecord(artifact, nil, gitops.Kind("OCIArtifact").WithVersion(""), artifact.Namespace, artifact.Name,
+		gitops.Resource("ociartifacts").WithVersion(""), "", admission.Create, &metav1.CreateOptions{}, false, admin)
+	if err := chain.(admission.ValidationInterface).Validate(context.Background(), a, nil); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), "spec.targets[0].cluster") {
+		t.Errorf("an OCIArtifact for Cluster prod, which does not exist: %v, want 422", err)
 	}
 }
