@@ -21,6 +21,8 @@ var warnings = sets.New(
 	"PermissionDenied", "NetworkUnavailable", "Failed", "Refused", "ExecutionFailed", "ClusterNotFound",
 	"ClusterDegraded", "Unreachable", "Unhealthy", "CredentialsInvalid", "UnknownEncryptionKey",
 	"ProvisionFailed", "UpdateFailed", "ArchiveFailed", "DestroyFailed", "CheckFailed", "ComputeFailed", "NotRunning", "ProviderConflict",
+	"FluxNotInstalled", "FluxNotRunning", "ClusterUnreachable", "Forbidden", "RegistryConflict",
+	"TargetNotFound", "TimedOut", "ReconciliationFailed",
 )
 
 // Type is the event type of a reason: Warning for the reasons that need attention.
