@@ -1,0 +1,332 @@
+// Package reconciliationrequest is plinth-controller's "reconcile now": for a
+// ReconciliationRequest it sets Flux's reconcile.fluxcd.io/requestedAt annotation, with the
+// request's time as the value, on each target (as flux reconcile does), then follows the
+// targets until each reports that value as handled (status.lastHandledReconcileAt) and is
+// Ready, and records the outcome per target and as a phase: Pending, InProgress, then
+// Succeeded or Failed. Targets are Flux's OCIRepositories and Kustomizations on a Cluster
+// (through the dynamic client of the Cluster) and OCIArtifacts in the request's namespace,
+// whose controller honours the same annotation for its delivery to the Cluster, whatever the
+// Cluster's engine. A finished request is a record and is never touched again.
+package reconciliationrequest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	gitopsclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1"
+	gitopsinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops/v1alpha1"
+	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
+	gitopslisters "github.com/plinth-dev/plinth/pkg/generated/listers/gitops/v1alpha1"
+	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+)
+
+// Name names the controller in logs, metrics and events.
+const Name = "reconciliationrequest"
+
+// DefaultPollInterval is how often the targets of a request in progress are read unless
+// Options say otherwise: Flux reconciles a source or a Kustomization within seconds.
+const DefaultPollInterval = 2 * time.Second
+
+// Reasons of the Ready condition, also the events' reasons.
+const (
+	ReasonInProgress          = "InProgress"
+	ReasonSucceeded           = "Succeeded"
+	ReasonTargetNotFound      = "TargetNotFound"
+	ReasonClusterNotFound     = "ClusterNotFound"
+	ReasonClusterUnreachable  = "ClusterUnreachable"
+	ReasonFluxNotInstalled    = "FluxNotInstalled"
+	ReasonForbidden           = "Forbidden"
+	ReasonReconciliationError = "ReconciliationFailed"
+	ReasonTimedOut            = "TimedOut"
+)
+
+// Options tune the controller.
+type Options struct {
+	// PollInterval is how often the targets of a request in progress are read; zero means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// Clock tells the time for timeouts and timestamps; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller carries out ReconciliationRequests.
+type Controller struct {
+	*loop.Loop
+	client    gitopsclient.GitopsV1alpha1Interface
+	recorder  events.EventRecorder
+	requests  gitopslisters.ReconciliationRequestLister
+	artifacts gitopslisters.OCIArtifactLister
+	clusters  platformlisters.ClusterLister
+	clients   delivery.Clients
+	poll      time.Duration
+	clock     clock.PassiveClock
+}
+
+// NewController returns the controller. It is woken by requests being created (their spec
+// is immutable; its own status writes do not wake it) and polls the targets of a request in
+// progress every opts.PollInterval: Flux's objects live on other clusters, with no informer
+// here. It reads OCIArtifacts and Clusters from their informers.
+func NewController(client gitopsclient.GitopsV1alpha1Interface, recorder events.EventRecorder,
+	requests gitopsinformers.ReconciliationRequestInformer, artifacts gitopsinformers.OCIArtifactInformer,
+	clusters platforminformers.ClusterInformer, clients delivery.Clients, opts Options) (*Controller, error) {
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := &Controller{
+		client: client, recorder: recorder, clients: clients, poll: opts.PollInterval, clock: opts.Clock,
+		requests: requests.Lister(), artifacts: artifacts.Lister(), clusters: clusters.Lister(),
+	}
+	c.Loop = loop.New(Name, c.reconcile, requests.Informer(), artifacts.Informer(), clusters.Informer())
+	if err := c.WatchGenerations(requests.Informer()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// RequestValue is the reconcile.fluxcd.io/requestedAt value of a request: its
+// spec.requestedAt (its creation time unless set) in RFC 3339 with as many fractional
+// digits as it has, in UTC. Targets report it back in status.lastHandledReconcileAt.
+func RequestValue(req *gitopsv1alpha1.ReconciliationRequest) string {
+	at := req.CreationTimestamp.Time
+	if req.Spec.RequestedAt != nil {
+		at = req.Spec.RequestedAt.Time
+	}
+	return at.UTC().Format(time.RFC3339Nano)
+}
+
+// Finished says whether a request has ended: a finished request is a record, never changed.
+func Finished(req *gitopsv1alpha1.ReconciliationRequest) bool {
+	return req.Status.Phase == gitopsv1alpha1.ReconciliationSucceeded || req.Status.Phase == gitopsv1alpha1.ReconciliationFailed
+}
+
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
+	req, err := c.requests.ReconciliationRequests(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if Finished(req) || req.DeletionTimestamp != nil {
+		return nil
+	}
+	value := RequestValue(req)
+	status := req.Status.DeepCopy()
+	status.ObservedGeneration = req.Generation
+	alignTargets(status, req.Spec.Targets)
+	now := c.clock.Now()
+	deadline := c.deadline(req)
+
+	var failure *targetError
+	switch status.Phase {
+	case "", gitopsv1alpha1.ReconciliationPending:
+		status.Phase = gitopsv1alpha1.ReconciliationPending
+		if now.After(deadline) {
+			failure = &targetError{reason: ReasonTimedOut, message: fmt.Sprintf("The request was not passed on before its timeout of %s.", timeout(req))}
+			break
+		}
+		for i := range req.Spec.Targets {
+			err := c.request(ctx, req, i, value)
+			var te *targetError
+			if errors.As(err, &te) {
+				status.Targets[i].Message = te.message
+				failure = te
+				break
+			}
+			if err != nil {
+				return err
+			}
+			status.Targets[i].Message = "Asked to reconcile."
+		}
+		if failure == nil {
+			status.Phase = gitopsv1alpha1.ReconciliationInProgress
+			c.setReady(status, req, metav1.ConditionUnknown, ReasonInProgress,
+				fmt.Sprintf("Asked %s to reconcile at %s; waiting for %s to handle it and be Ready.", count(len(req.Spec.Targets)), value, them(len(req.Spec.Targets))))
+		}
+	case gitopsv1alpha1.ReconciliationInProgress:
+		var waiting []string
+		for i, t := range req.Spec.Targets {
+			obs, err := c.observe(ctx, req, i)
+			var te *targetError
+			if errors.As(err, &te) {
+				status.Targets[i].Ready = false
+				status.Targets[i].Message = te.message
+				failure = te
+				break
+			}
+			if err != nil {
+				return err
+			}
+			record(&status.Targets[i], obs, value, now)
+			switch {
+			case obs.failed(value):
+				failure = &targetError{reason: ReasonReconciliationError, message: fmt.Sprintf("%s handled the request and is not Ready: %s", describe(t), status.Targets[i].Message)}
+			case !status.Targets[i].Ready:
+				waiting = append(waiting, describe(t))
+			}
+			if failure != nil {
+				break
+			}
+		}
+		switch {
+		case failure != nil:
+		case len(waiting) == 0:
+			status.Phase = gitopsv1alpha1.ReconciliationSucceeded
+			status.CompletionTime = &metav1.Time{Time: now}
+			c.setReady(status, req, metav1.ConditionTrue, ReasonSucceeded,
+				fmt.Sprintf("%s handled the request made at %s and %s Ready.", capitalize(count(len(req.Spec.Targets))), value, isAre(len(req.Spec.Targets))))
+		case now.After(deadline):
+			failure = &targetError{reason: ReasonTimedOut, message: fmt.Sprintf("Not handled and Ready within %s: %s.", timeout(req), strings.Join(waiting, ", "))}
+		}
+	}
+	if failure != nil {
+		status.Phase = gitopsv1alpha1.ReconciliationFailed
+		status.CompletionTime = &metav1.Time{Time: now}
+		c.setReady(status, req, metav1.ConditionFalse, failure.reason, failure.message)
+	}
+	if err := c.writeStatus(ctx, req, status); err != nil {
+		return err
+	}
+	if status.Phase == gitopsv1alpha1.ReconciliationInProgress {
+		// Not later than the deadline, so that a request times out on time.
+		c.EnqueueAfter(key, max(min(c.poll, deadline.Sub(now)), 0)+time.Millisecond)
+	}
+	return nil
+}
+
+// deadline is when a request in progress fails: its timeout after its requested time.
+func (c *Controller) deadline(req *gitopsv1alpha1.ReconciliationRequest) time.Time {
+	at := req.CreationTimestamp.Time
+	if req.Spec.RequestedAt != nil {
+		at = req.Spec.RequestedAt.Time
+	}
+	return at.Add(timeout(req))
+}
+
+func timeout(req *gitopsv1alpha1.ReconciliationRequest) time.Duration {
+	if req.Spec.Timeout != nil && req.Spec.Timeout.Duration > 0 {
+		return req.Spec.Timeout.Duration
+	}
+	return gitopsv1alpha1.DefaultReconciliationTimeout
+}
+
+// alignTargets gives status one entry per spec target, in spec order, keeping what an entry
+// for the same target recorded.
+func alignTargets(status *gitopsv1alpha1.ReconciliationRequestStatus, targets []gitopsv1alpha1.ReconciliationTarget) {
+	aligned := make([]gitopsv1alpha1.ReconciliationTargetStatus, len(targets))
+	for i, t := range targets {
+		aligned[i] = gitopsv1alpha1.ReconciliationTargetStatus{Cluster: t.Cluster, Kind: t.Kind, Name: t.Name, Namespace: t.Namespace}
+		if i < len(status.Targets) {
+			if s := status.Targets[i]; s.Cluster == t.Cluster && s.Kind == t.Kind && s.Name == t.Name && s.Namespace == t.Namespace {
+				aligned[i] = s
+			}
+		}
+	}
+	status.Targets = aligned
+}
+
+// record writes what a target reported into its status entry: handledAt is when the
+// controller first saw the request handled, and stays.
+func record(s *gitopsv1alpha1.ReconciliationTargetStatus, obs observation, value string, now time.Time) {
+	handled := obs.handled(value)
+	if handled && s.HandledAt == nil {
+		s.HandledAt = &metav1.Time{Time: now}
+	}
+	s.Ready = handled && obs.ready == metav1.ConditionTrue
+	s.Revision = obs.revision
+	switch {
+	case handled && obs.message != "":
+		s.Message = obs.message
+	case handled:
+		s.Message = "Handled the request."
+	case obs.lastHandled == "":
+		s.Message = "Waiting for the request to be handled."
+	default:
+		s.Message = fmt.Sprintf("Waiting for the request to be handled; the last handled was made at %s.", obs.lastHandled)
+	}
+}
+
+func (c *Controller) setReady(status *gitopsv1alpha1.ReconciliationRequestStatus, req *gitopsv1alpha1.ReconciliationRequest,
+	s metav1.ConditionStatus, reason, message string) {
+	apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: gitopsv1alpha1.ConditionReady, Status: s, Reason: reason, Message: message,
+		ObservedGeneration: req.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now()),
+	})
+}
+
+// writeStatus stores status when it changed and records the Ready condition's transitions as
+// events.
+func (c *Controller) writeStatus(ctx context.Context, req *gitopsv1alpha1.ReconciliationRequest, status *gitopsv1alpha1.ReconciliationRequestStatus) error {
+	if apiequality.Semantic.DeepEqual(req.Status, *status) {
+		return nil
+	}
+	updated := req.DeepCopy()
+	updated.Status = *status
+	if _, err := c.client.ReconciliationRequests(req.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if req.Status.Phase != status.Phase {
+		klog.FromContext(ctx).V(2).Info("Reconciliation request phase changed", "request", klog.KObj(req), "from", req.Status.Phase, "to", status.Phase)
+	}
+	transition.Condition(c.recorder, updated, req.Status.Conditions, status.Conditions, gitopsv1alpha1.ConditionReady, ReasonSucceeded, "Reconcile")
+	return nil
+}
+
+// describe names a target in messages: <Kind> <namespace>/<name> on cluster <cluster>.
+func describe(t gitopsv1alpha1.ReconciliationTarget) string {
+	name := t.Name
+	if t.Namespace != "" {
+		name = t.Namespace + "/" + t.Name
+	}
+	return fmt.Sprintf("%s %s on cluster %s", t.Kind, name, t.Cluster)
+}
+
+func count(n int) string {
+	if n == 1 {
+		return "1 target"
+	}
+	return fmt.Sprintf("%d targets", n)
+}
+
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
