@@ -34,9 +34,9 @@ var FluxControllers = []string{"source-controller", "kustomize-controller"}
 // fluxCRDsDir is where hack/build-tools.sh puts each controller's CRDs and version.
 func (p *Platform) fluxCRDsDir() string { return filepath.Join(p.cfg.BinDir, "..", "flux-crds") }
 
-// installFlux installs Flux's CRDs, its namespace and its identity's binding to cluster-admin,
-// and waits until the CRDs are established: the controllers exit when a kind they watch is
-// not served.
+// installFlux installs Flux's CRDs, its namespace, its identity's binding to cluster-admin and
+// what plinth-controller needs of Flux on Cluster local (as the plinth:targets group), and waits
+// until the CRDs are established: the controllers exit when a kind they watch is not served.
 func (p *Platform) installFlux(ctx context.Context) error {
 	var manifest strings.Builder
 	var crds []string
@@ -62,6 +62,38 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[2]s}
+---
+# plinth-controller, as a member of plinth:targets, finds Flux (its CRDs, Leases and
+# Deployments), and creates, follows and deletes the OCIRepositories and Kustomizations that
+# deliver OCIArtifacts, and annotates them for ReconciliationRequests.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: plinth:target-flux
+rules:
+- apiGroups: [source.toolkit.fluxcd.io]
+  resources: [ocirepositories]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [kustomize.toolkit.fluxcd.io]
+  resources: [kustomizations]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [get, list, watch]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: plinth:target-flux
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: plinth:target-flux}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "plinth:targets"}
 `, FluxNamespace, FluxUser)
 	if err := p.kubectlStdin(ctx, manifest.String(), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
 		return err
