@@ -1,0 +1,476 @@
+package kubectl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
+)
+
+var (
+	namespacesGVR  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	crdsGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	widgetsGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	rolesGVR       = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+)
+
+// fakeClients gives every cluster the same fake client and mapper, or err.
+type fakeClients struct {
+	client dynamic.Interface
+	mapper meta.RESTMapper
+	err    error
+}
+
+func (f *fakeClients) For(context.Context, string) (dynamic.Interface, meta.RESTMapper, error) {
+	return f.client, f.mapper, f.err
+}
+
+// mapper serves the kinds of the tests; Widgets only when widgets is set (their CRD applied).
+func mapper(widgets bool) meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	add := func(gvr schema.GroupVersionResource, kind string, scope meta.RESTScope) {
+		m.AddSpecific(gvr.GroupVersion().WithKind(kind), gvr, gvr.GroupVersion().WithResource(strings.ToLower(kind)), scope)
+	}
+	add(namespacesGVR, "Namespace", meta.RESTScopeRoot)
+	add(configMapsGVR, "ConfigMap", meta.RESTScopeNamespace)
+	add(deploymentsGVR, "Deployment", meta.RESTScopeNamespace)
+	add(crdsGVR, "CustomResourceDefinition", meta.RESTScopeRoot)
+	add(rolesGVR, "ClusterRole", meta.RESTScopeRoot)
+	if widgets {
+		add(widgetsGVR, "Widget", meta.RESTScopeNamespace)
+	}
+	return m
+}
+
+// newCluster is a fake target holding objects. Server-side apply creates the object or
+// replaces what it declares, as the server does for a sole manager.
+func newCluster(t *testing.T, objects ...runtime.Object) (*dynamicfake.FakeDynamicClient, *fakeClients) {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		namespacesGVR: "NamespaceList", configMapsGVR: "ConfigMapList", deploymentsGVR: "DeploymentList",
+		crdsGVR: "CustomResourceDefinitionList", widgetsGVR: "WidgetList", rolesGVR: "ClusterRoleList",
+	}, objects...)
+	tracker := client.Tracker()
+	uids := 0
+	client.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		patch := action.(clienttesting.PatchAction)
+		if patch.GetPatchType() != types.ApplyPatchType {
+			return false, nil, nil
+		}
+		applied := &unstructured.Unstructured{}
+		if err := json.Unmarshal(patch.GetPatch(), &applied.Object); err != nil {
+			return true, nil, err
+		}
+		gvr, ns := patch.GetResource(), patch.GetNamespace()
+		existing, err := tracker.Get(gvr, ns, patch.GetName())
+		if apierrors.IsNotFound(err) {
+			uids++
+			applied.SetUID(types.UID(fmt.Sprintf("uid-%d", uids)))
+			return true, applied, tracker.Create(gvr, applied, ns)
+		}
+		if err != nil {
+			return true, nil, err
+		}
+		applied.SetUID(existing.(metav1.Object).GetUID())
+		return true, applied, tracker.Update(gvr, applied, ns)
+	})
+	return client, &fakeClients{client: client, mapper: mapper(true)}
+}
+
+func object(apiVersion, kind, namespace, name string) manifests.Object {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": apiVersion, "kind": kind}}
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return manifests.Object{Unstructured: u, File: "000-" + strings.ToLower(kind) + "-" + name + ".yaml#1"}
+}
+
+func artifact(objs ...manifests.Object) delivery.Artifact {
+	return delivery.Artifact{Namespace: "team-a", Name: "app", URL: "oci://localhost:5000/team-a/app", Tag: "1.0.0",
+		Digest: "sha256:aaaa", Objects: objs}
+}
+
+func target(prune bool, previous *gitopsv1alpha1.ArtifactTargetStatus) delivery.Target {
+	return delivery.Target{
+		Spec:     gitopsv1alpha1.ArtifactTarget{Cluster: "east", Namespace: "flux-system", Path: "./", Prune: ptr.To(prune)},
+		Cluster:  &platformv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}, Spec: platformv1alpha1.ClusterSpec{GitOps: platformv1alpha1.ClusterGitOps{Engine: platformv1alpha1.GitOpsEngineKubectl}}},
+		Previous: previous,
+	}
+}
+
+var label = delivery.ArtifactLabel("team-a", "app")
+
+func get(t *testing.T, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := client.Resource(gvr).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("%s %s/%s: %v", gvr.Resource, namespace, name, err)
+	}
+	return u
+}
+
+func exists(t *testing.T, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string) bool {
+	t.Helper()
+	_, err := client.Resource(gvr).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// applied lists the objects applied, in order, as resource/namespace/name.
+func applied(client *dynamicfake.FakeDynamicClient) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.ApplyPatchType {
+			out = append(out, p.GetResource().Resource+"/"+p.GetNamespace()+"/"+p.GetName())
+		}
+	}
+	return out
+}
+
+func deleted(client *dynamicfake.FakeDynamicClient) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if d, ok := a.(clienttesting.DeleteAction); ok {
+			out = append(out, d.GetResource().Resource+"/"+d.GetNamespace()+"/"+d.GetName())
+		}
+	}
+	return out
+}
+
+func TestDeliverAppliesEveryObject(t *testing.T) {
+	client, clients := newCluster(t)
+	art := artifact(
+		object("apps/v1", "Deployment", "shop", "web"),
+		object("example.com/v1", "Widget", "", "w"),
+		object("v1", "ConfigMap", "", "settings"),
+		object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com"),
+		object("v1", "Namespace", "ignored", "shop"),
+		object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader"),
+	)
+	tg := target(true, nil)
+	tg.ReconcileRequest = "2026-11-23T10:00:00Z"
+	status, err := New(clients).Deliver(context.Background(), art, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Namespaces first, CustomResourceDefinitions next, then the artifact's order; namespaced
+	// objects without a namespace in default; cluster-scoped ones without any.
+	wantApplied := []string{
+		"namespaces//shop", "customresourcedefinitions//widgets.example.com",
+		"deployments/shop/web", "widgets/default/w", "configmaps/default/settings", "clusterroles//reader",
+	}
+	if diff := cmp.Diff(wantApplied, applied(client)); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+	for _, a := range client.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok {
+			opts := p.(clienttesting.PatchActionImpl).PatchOptions
+			if opts.FieldManager != FieldManager || opts.Force == nil || !*opts.Force {
+				t.Errorf("%s applied with %+v, want field manager %s forcing conflicts", p.GetName(), opts, FieldManager)
+			}
+		}
+	}
+	web := get(t, client, deploymentsGVR, "shop", "web")
+	if web.GetLabels()[gitopsv1alpha1.LabelArtifact] != label || web.GetAnnotations()[gitopsv1alpha1.AnnotationArtifact] != "team-a/app" {
+		t.Errorf("labels %v annotations %v", web.GetLabels(), web.GetAnnotations())
+	}
+	want := gitopsv1alpha1.ArtifactTargetStatus{
+		Cluster: "east", Engine: "Kubectl", Ready: true, Revision: "1.0.0@sha256:aaaa",
+		Message: "Applied revision 1.0.0@sha256:aaaa: 6 objects.", LastHandledReconcileAt: "2026-11-23T10:00:00Z",
+		Inventory: []gitopsv1alpha1.InventoryEntry{
+			{ID: "_shop__Namespace", Version: "v1"},
+			{ID: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"},
+			{ID: "shop_web_apps_Deployment", Version: "v1"},
+			{ID: "default_w_example.com_Widget", Version: "v1"},
+			{ID: "default_settings__ConfigMap", Version: "v1"},
+			{ID: "_reader_rbac.authorization.k8s.io_ClusterRole", Version: "v1"},
+		},
+	}
+	if diff := cmp.Diff(want, status); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	// The artifact's own objects are not changed.
+	if art.Objects[0].GetLabels() != nil || art.Objects[4].GetNamespace() != "ignored" {
+		t.Error("Deliver changed the artifact's objects")
+	}
+}
+
+func TestDeliverToATargetNamespace(t *testing.T) {
+	client, clients := newCluster(t)
+	tg := target(true, nil)
+	tg.Spec.TargetNamespace = "staging"
+	status, err := New(clients).Deliver(context.Background(), artifact(
+		object("apps/v1", "Deployment", "shop", "web"),
+		object("v1", "ConfigMap", "", "settings"),
+		object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader"),
+	), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"deployments/staging/web", "configmaps/staging/settings", "clusterroles//reader"}; !slices.Equal(applied(client), want) {
+		t.Errorf("applied %v, want %v", applied(client), want)
+	}
+	if status.Inventory[0].ID != "staging_web_apps_Deployment" || status.Inventory[2].ID != "_reader_rbac.authorization.k8s.io_ClusterRole" {
+		t.Errorf("inventory %v", status.Inventory)
+	}
+}
+
+// A kind the cluster does not serve, or an object the server refuses: not Ready, the message
+// names the object and its file, and the inventory keeps what was applied and what was there.
+func TestDeliverFailsOnABadObject(t *testing.T) {
+	previous := &gitopsv1alpha1.ArtifactTargetStatus{Cluster: "east", Ready: true, Revision: "0.9.0@sha256:old",
+		LastHandledReconcileAt: "earlier",
+		Inventory:              []gitopsv1alpha1.InventoryEntry{{ID: "shop_old_apps_Deployment", Version: "v1"}}}
+
+	t.Run("kind not served", func(t *testing.T) {
+		client, clients := newCluster(t)
+		clients.mapper = mapper(false)
+		status, err := New(clients).Deliver(context.Background(), artifact(
+			object("v1", "ConfigMap", "shop", "settings"),
+			object("example.com/v1", "Widget", "shop", "w"),
+			object("apps/v1", "Deployment", "shop", "web"),
+		), target(true, previous))
+		if err == nil {
+			t.Fatal("delivered a kind the cluster does not serve")
+		}
+		if status.Ready || !strings.HasPrefix(status.Message, "Applying Widget shop/w (000-widget-w.yaml#1) on cluster east failed: ") ||
+			!strings.HasSuffix(status.Message, ".") {
+			t.Errorf("status %+v", status)
+		}
+		if status.Revision != "0.9.0@sha256:old" || status.LastHandledReconcileAt != "earlier" {
+			t.Errorf("revision %q, last handled %q: want the previous ones", status.Revision, status.LastHandledReconcileAt)
+		}
+		wantInventory := []gitopsv1alpha1.InventoryEntry{{ID: "shop_settings__ConfigMap", Version: "v1"}, {ID: "shop_old_apps_Deployment", Version: "v1"}}
+		if diff := cmp.Diff(wantInventory, status.Inventory); diff != "" {
+			t.Errorf("inventory (-want +got):\n%s", diff)
+		}
+		if exists(t, client, deploymentsGVR, "shop", "web") || len(deleted(client)) != 0 {
+			t.Error("went on after the failure")
+		}
+	})
+
+	t.Run("refused by the server", func(t *testing.T) {
+		client, clients := newCluster(t)
+		client.PrependReactor("patch", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web",
+				nil)
+		})
+		status, err := New(clients).Deliver(context.Background(), artifact(object("apps/v1", "Deployment", "shop", "web")), target(true, previous))
+		if err == nil || status.Ready || !strings.Contains(status.Message, "Deployment shop/web") || !strings.Contains(status.Message, "is invalid") {
+			t.Errorf("status %+v, err %v", status, err)
+		}
+	})
+
+	t.Run("cluster unreachable", func(t *testing.T) {
+		_, clients := newCluster(t)
+		clients.err = errors.New("cluster east is not registered")
+		status, err := New(clients).Deliver(context.Background(), artifact(object("v1", "ConfigMap", "shop", "settings")), target(true, previous))
+		if err == nil || status.Ready || status.Message != "Cluster east is not registered." || len(status.Inventory) != 1 {
+			t.Errorf("status %+v, err %v", status, err)
+		}
+	})
+}
+
+func labelled(u *unstructured.Unstructured, artifactLabel string) *unstructured.Unstructured {
+	u.SetLabels(map[string]string{gitopsv1alpha1.LabelArtifact: artifactLabel})
+	return u
+}
+
+func existing(gvr schema.GroupVersionResource, kind, namespace, name, artifactLabel string) *unstructured.Unstructured {
+	o := object(gvr.GroupVersion().String(), kind, namespace, name)
+	return labelled(o.Unstructured, artifactLabel)
+}
+
+// A new version that drops objects prunes them: only those still carrying this artifact's
+// label, custom resources before their CustomResourceDefinition, Namespaces last.
+func TestDeliverPrunesWhatTheNewVersionDrops(t *testing.T) {
+	client, clients := newCluster(t,
+		existing(deploymentsGVR, "Deployment", "shop", "web", label),
+		existing(configMapsGVR, "ConfigMap", "shop", "settings", label),
+		existing(configMapsGVR, "ConfigMap", "shop", "taken", delivery.ArtifactLabel("team-b", "other")),
+		existing(namespacesGVR, "Namespace", "", "old", label),
+		existing(crdsGVR, "CustomResourceDefinition", "", "widgets.example.com", label),
+		existing(widgetsGVR, "Widget", "shop", "w", label),
+	)
+	previous := &gitopsv1alpha1.ArtifactTargetStatus{Cluster: "east", Ready: true, Revision: "0.9.0@sha256:old", Inventory: []gitopsv1alpha1.InventoryEntry{
+		{ID: "_old__Namespace", Version: "v1"},
+		{ID: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"},
+		{ID: "shop_web_apps_Deployment", Version: "v1"},
+		{ID: "shop_settings__ConfigMap", Version: "v1"},
+		{ID: "shop_w_example.com_Widget", Version: "v1"},
+		{ID: "shop_taken__ConfigMap", Version: "v1"},
+		{ID: "shop_gone__ConfigMap", Version: "v1"},
+	}}
+	status, err := New(clients).Deliver(context.Background(), artifact(object("v1", "ConfigMap", "shop", "settings")), target(true, previous))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDeleted := []string{"widgets/shop/w", "deployments/shop/web", "customresourcedefinitions//widgets.example.com", "namespaces//old"}
+	if diff := cmp.Diff(wantDeleted, deleted(client)); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if !exists(t, client, configMapsGVR, "shop", "taken") || !exists(t, client, configMapsGVR, "shop", "settings") {
+		t.Error("deleted what it should have kept")
+	}
+	want := []gitopsv1alpha1.InventoryEntry{{ID: "shop_settings__ConfigMap", Version: "v1"}}
+	if !status.Ready || !cmp.Equal(want, status.Inventory) {
+		t.Errorf("status %+v", status)
+	}
+}
+
+func TestDeliverWithoutPruneKeepsWhatTheNewVersionDrops(t *testing.T) {
+	client, clients := newCluster(t, existing(deploymentsGVR, "Deployment", "shop", "web", label))
+	previous := &gitopsv1alpha1.ArtifactTargetStatus{Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "shop_web_apps_Deployment", Version: "v1"}}}
+	status, err := New(clients).Deliver(context.Background(), artifact(object("v1", "ConfigMap", "shop", "settings")), target(false, previous))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted(client)) != 0 || !exists(t, client, deploymentsGVR, "shop", "web") {
+		t.Error("pruned with prune off")
+	}
+	if !status.Ready || len(status.Inventory) != 1 {
+		t.Errorf("status %+v", status)
+	}
+}
+
+// A prune that fails leaves the target not Ready with what is not pruned yet in the inventory.
+func TestDeliverPruneFailure(t *testing.T) {
+	client, clients := newCluster(t,
+		existing(deploymentsGVR, "Deployment", "shop", "web", label),
+		existing(configMapsGVR, "ConfigMap", "shop", "old", label),
+	)
+	client.PrependReactor("delete", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(deploymentsGVR.GroupResource(), "web", errors.New("no"))
+	})
+	previous := &gitopsv1alpha1.ArtifactTargetStatus{Revision: "0.9.0@sha256:old", Inventory: []gitopsv1alpha1.InventoryEntry{
+		{ID: "shop_old__ConfigMap", Version: "v1"}, {ID: "shop_web_apps_Deployment", Version: "v1"},
+	}}
+	status, err := New(clients).Deliver(context.Background(), artifact(object("v1", "ConfigMap", "shop", "settings")), target(true, previous))
+	if err == nil || status.Ready || !strings.HasPrefix(status.Message, "Pruning Deployment shop/web on cluster east failed") {
+		t.Fatalf("status %+v, err %v", status, err)
+	}
+	// Deleted in reverse order: the Deployment first, which failed; the ConfigMap is still due.
+	want := []gitopsv1alpha1.InventoryEntry{
+		{ID: "shop_settings__ConfigMap", Version: "v1"}, {ID: "shop_web_apps_Deployment", Version: "v1"}, {ID: "shop_old__ConfigMap", Version: "v1"},
+	}
+	if diff := cmp.Diff(want, status.Inventory); diff != "" {
+		t.Errorf("inventory (-want +got):\n%s", diff)
+	}
+	if status.Revision != "0.9.0@sha256:old" {
+		t.Errorf("revision %q", status.Revision)
+	}
+}
+
+// Applying again changes nothing but keeps the reconcile request it last handled.
+func TestDeliverAgainIsIdempotent(t *testing.T) {
+	client, clients := newCluster(t)
+	e := New(clients)
+	art := artifact(object("v1", "ConfigMap", "shop", "settings"))
+	tg := target(true, nil)
+	tg.ReconcileRequest = "r1"
+	first, err := e.Deliver(context.Background(), art, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := get(t, client, configMapsGVR, "shop", "settings").GetUID()
+	again := target(true, &first)
+	second, err := e.Deliver(context.Background(), art, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("second delivery (-first +second):\n%s", diff)
+	}
+	if get(t, client, configMapsGVR, "shop", "settings").GetUID() != uid || len(deleted(client)) != 0 {
+		t.Error("the object was replaced")
+	}
+}
+
+func TestRemove(t *testing.T) {
+	last := &gitopsv1alpha1.ArtifactTargetStatus{Inventory: []gitopsv1alpha1.InventoryEntry{
+		{ID: "_shop__Namespace", Version: "v1"},
+		{ID: "shop_web_apps_Deployment", Version: "v1"},
+		{ID: "shop_taken__ConfigMap", Version: "v1"},
+		{ID: "shop_gone__ConfigMap", Version: "v1"},
+	}}
+	objects := func() []runtime.Object {
+		return []runtime.Object{
+			existing(namespacesGVR, "Namespace", "", "shop", label),
+			existing(deploymentsGVR, "Deployment", "shop", "web", label),
+			existing(configMapsGVR, "ConfigMap", "shop", "taken", "someone-else"),
+		}
+	}
+
+	client, clients := newCluster(t, objects()...)
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"deployments/shop/web", "namespaces//shop"}; !slices.Equal(deleted(client), want) {
+		t.Errorf("deleted %v, want %v", deleted(client), want)
+	}
+	if !exists(t, client, configMapsGVR, "shop", "taken") {
+		t.Error("removed another artifact's object")
+	}
+
+	client, clients = newCluster(t, objects()...)
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(false, nil), last); err != nil || len(deleted(client)) != 0 {
+		t.Errorf("without prune: deleted %v, %v", deleted(client), err)
+	}
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), nil); err != nil || len(deleted(client)) != 0 {
+		t.Errorf("nothing delivered: deleted %v, %v", deleted(client), err)
+	}
+
+	clients.err = errors.New("unreachable")
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last); err == nil {
+		t.Error("removing from an unreachable cluster succeeded")
+	}
+	clients.err = nil
+	bad := &gitopsv1alpha1.ArtifactTargetStatus{Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "not-an-id", Version: "v1"}}}
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), bad); err == nil || !strings.Contains(err.Error(), "not-an-id") {
+		t.Errorf("a malformed inventory entry: %v", err)
+	}
+}
+
+func TestParseID(t *testing.T) {
+	for id, want := range map[string]manifests.Key{
+		"shop_web_apps_Deployment": {Namespace: "shop", Name: "web", Group: "apps", Kind: "Deployment"},
+		"_shop__Namespace":         {Name: "shop", Kind: "Namespace"},
+	} {
+		got, err := parseID(id)
+		if err != nil || got != want {
+			t.Errorf("parseID(%q) = %+v, %v", id, got, err)
+		}
+		if got.String() != id {
+			t.Errorf("%q does not round-trip: %q", id, got.String())
+		}
+	}
+	for _, bad := range []string{"", "a_b_c", "a_b_c_d_e", "ns__apps_Deployment", "ns_web_apps_"} {
+		if _, err := parseID(bad); err == nil {
+			t.Errorf("parseID(%q) succeeded", bad)
+		}
+	}
+}
