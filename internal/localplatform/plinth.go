@@ -3,6 +3,7 @@ package localplatform
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -50,8 +51,10 @@ func (p *Platform) StopPlinth() {
 // service account, and waits until it serves its health port. Several may run; one leads.
 func (p *Platform) StartController() error {
 	address := fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort)
+	// The registries' data lives in the platform directory, so that it outlives
+	// plinth-controller and the platform's restarts as registry:3's volume would.
 	args := []string{"--kubeconfig", p.Kubeconfig(ControllerUser), "--bind-address", address,
-		"--encryption-key-file", p.EncryptionKeyFile()}
+		"--encryption-key-file", p.EncryptionKeyFile(), "--registry-volume-dir", p.RegistryVolumeDir()}
 	if p.cfg.ProvisionersConfig != "" {
 		args = append(args, "--provisioners-config", p.cfg.ProvisionersConfig)
 	}
@@ -61,6 +64,17 @@ func (p *Platform) StartController() error {
 		return err
 	}
 	return waitFor(context.Background(), "plinth-controller", 30*time.Second, p.controller, listening(address))
+}
+
+// RegistryVolumeDir is where plinth-controller keeps the OCI registries' data
+// (--registry-volume-dir): <platform dir>/registries, absolute as the flag requires (the
+// platform directory may be given relative to the working directory).
+func (p *Platform) RegistryVolumeDir() string {
+	dir := filepath.Join(p.cfg.Dir, "registries")
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
 
 // StopController stops plinth-controller.

@@ -32,9 +32,11 @@ import (
 	kubevirtcompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubevirt"
 	"github.com/plinth-dev/plinth/pkg/controllers/adoption"
 	"github.com/plinth-dev/plinth/pkg/controllers/cluster"
+	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
 	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/controllers/computequota"
 	"github.com/plinth-dev/plinth/pkg/controllers/managedvm"
+	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
 	"github.com/plinth-dev/plinth/pkg/controllers/workload"
@@ -43,6 +45,7 @@ import (
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	plinthscheme "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
@@ -189,6 +192,21 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	// GitOps: the registries plinth-controller runs, and the Clusters' registries and Flux.
+	gitops := c.PlinthInformers.Gitops().V1alpha1()
+	registries, err := ociregistry.NewController(c.Plinth.GitopsV1alpha1(), recorder, gitops.OCIRegistries(), ociregistry.Options{
+		DataRoots: o.RegistryDataRoots, VolumeDir: o.RegistryVolumeDir, ProbeInterval: o.RegistryProbeInterval,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// One client cache of target clusters for every GitOps controller.
+	gitopsClients := delivery.NewClients(creds, platform.Clusters().Lister())
+	clusterGitOps, err := clustergitops.NewController(c.Plinth, recorder, platform.Clusters(), gitops.OCIRegistries(), gitopsClients,
+		clustergitops.Options{Namespace: o.GitOpsNamespace, ProbeInterval: o.ClusterProbeInterval})
+	if err != nil {
+		return nil, err
+	}
 	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
 	vms, err := managedvm.NewController(ctx, c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
 		platform.Clusters(), infra, o.VMPollInterval, o.VMResyncInterval)
@@ -200,7 +218,8 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, withWorkers{tenants, o.ComputeWorkers}, published, quotas}, nil
+	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, withWorkers{tenants, o.ComputeWorkers}, published, quotas,
+		registries, clusterGitOps}, nil
 }
 
 // withWorkers runs a controller with a worker count of its own instead of --workers.

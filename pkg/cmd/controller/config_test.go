@@ -9,7 +9,9 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
 	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
+	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
 	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
@@ -38,7 +40,7 @@ func TestNewBuildsEveryController(t *testing.T) {
 			t.Errorf("controller %s: own worker count %v %d", c.Name(), ok, w.workers)
 		}
 	}
-	for _, want := range []string{tenantcompute.Name, computeprovider.Name} {
+	for _, want := range []string{tenantcompute.Name, computeprovider.Name, ociregistry.Name, clustergitops.Name} {
 		if !slices.Contains(names, want) {
 			t.Errorf("controllers %v lack %s", names, want)
 		}

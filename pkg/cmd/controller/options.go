@@ -11,12 +11,15 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	componentbaseconfig "k8s.io/component-base/config"
@@ -24,6 +27,8 @@ import (
 	componentbasevalidation "k8s.io/component-base/config/validation"
 	"k8s.io/klog/v2"
 
+	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
+	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 )
 
@@ -62,7 +67,22 @@ type Options struct {
 	// is recounted from the TenantComputes (kube-controller-manager's
 	// --resource-quota-sync-period for the compute resources).
 	ComputeQuotaResyncPeriod time.Duration
+	// RegistryVolumeDir is where OCIRegistries that name no dataPath keep their data, one
+	// directory per volume; RegistryDataRoots are the directories a spec.dataPath must be inside
+	// (default: RegistryVolumeDir alone), so that an OCIRegistry cannot make plinth-controller
+	// write anywhere on its host. RegistryProbeInterval is how often each registry's /v2/ and
+	// storage are checked.
+	RegistryVolumeDir     string
+	RegistryDataRoots     []string
+	RegistryProbeInterval time.Duration
+	// GitOpsNamespace is where the OCIRegistries of Clusters with spec.gitOps.registryEnabled
+	// are created.
+	GitOpsNamespace string
 }
+
+// DefaultRegistryVolumeDir is where registries keep their data unless --registry-volume-dir
+// says otherwise: plinth-controller's data directory, a volume of its pod.
+const DefaultRegistryVolumeDir = "/var/lib/plinth-controller/registries"
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
@@ -78,6 +98,8 @@ func NewOptions() *Options {
 		ClusterProbeInterval: 30 * time.Second, ClusterProbeTimeout: 10 * time.Second,
 		VMPollInterval: time.Second, VMResyncInterval: 30 * time.Second, AdoptionScanInterval: 30 * time.Second,
 		ComputeResyncPeriod: 5 * time.Minute, ComputeQuotaResyncPeriod: 5 * time.Minute,
+		RegistryVolumeDir: DefaultRegistryVolumeDir, RegistryProbeInterval: ociregistry.DefaultProbeInterval,
+		GitOpsNamespace: clustergitops.DefaultNamespace,
 	}
 }
 
@@ -101,6 +123,10 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.AdoptionScanInterval, "adoption-scan-interval", o.AdoptionScanInterval, "How often each HEALTHY cluster is scanned for labelled VMs without a ManagedVM.")
 	f.DurationVar(&o.ComputeResyncPeriod, "compute-resync-period", o.ComputeResyncPeriod, "How often a Ready or Stopped TenantCompute is checked against its spec by its provider (annotate it with compute.plinth.dev/reconcile-requested-at to check it now).")
 	f.DurationVar(&o.ComputeQuotaResyncPeriod, "compute-quota-resync-period", o.ComputeQuotaResyncPeriod, "How often every ResourceQuota that limits compute.plinth.dev resources is recounted from the TenantComputes, which gives back what admission charged for creates refused after it.")
+	f.StringVar(&o.RegistryVolumeDir, "registry-volume-dir", o.RegistryVolumeDir, "Absolute directory of the OCI registries' volumes: an OCIRegistry without spec.dataPath stores in <dir>/<spec.volumeName>, or <dir>/<namespace>-<name>.")
+	f.StringSliceVar(&o.RegistryDataRoots, "registry-data-roots", o.RegistryDataRoots, "Absolute directories an OCIRegistry's spec.dataPath must be inside; a dataPath elsewhere is refused (default: --registry-volume-dir).")
+	f.DurationVar(&o.RegistryProbeInterval, "registry-probe-interval", o.RegistryProbeInterval, "How often each OCI registry's /v2/ and data directory are checked; a registry that stopped answering is started again.")
+	f.StringVar(&o.GitOpsNamespace, "gitops-namespace", o.GitOpsNamespace, "Namespace of the OCIRegistries that Clusters with spec.gitOps.registryEnabled own.")
 	f.StringVar(&o.ProvisionersConfig, "provisioners-config", o.ProvisionersConfig, "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
 }
 
@@ -108,6 +134,9 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 func (o *Options) Complete() error {
 	if o.LeaderElection.ResourceLock == "" {
 		o.LeaderElection.ResourceLock = resourcelock.LeasesResourceLock
+	}
+	if len(o.RegistryDataRoots) == 0 && o.RegistryVolumeDir != "" {
+		o.RegistryDataRoots = []string{o.RegistryVolumeDir}
 	}
 	return nil
 }
@@ -132,10 +161,22 @@ func (o *Options) Validate() error {
 		"--cluster-probe-interval": o.ClusterProbeInterval, "--cluster-probe-timeout": o.ClusterProbeTimeout,
 		"--vm-poll-interval": o.VMPollInterval, "--vm-resync-interval": o.VMResyncInterval, "--adoption-scan-interval": o.AdoptionScanInterval,
 		"--compute-resync-period": o.ComputeResyncPeriod, "--compute-quota-resync-period": o.ComputeQuotaResyncPeriod,
+		"--registry-probe-interval": o.RegistryProbeInterval,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %s", flag, d))
 		}
+	}
+	if !filepath.IsAbs(o.RegistryVolumeDir) {
+		errs = append(errs, fmt.Errorf("--registry-volume-dir %q is not an absolute path", o.RegistryVolumeDir))
+	}
+	for _, root := range o.RegistryDataRoots {
+		if !filepath.IsAbs(root) {
+			errs = append(errs, fmt.Errorf("--registry-data-roots: %q is not an absolute path", root))
+		}
+	}
+	if msgs := validation.IsDNS1123Label(o.GitOpsNamespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--gitops-namespace %q is not a namespace name: %s", o.GitOpsNamespace, strings.Join(msgs, "; ")))
 	}
 	if o.DefaultRuntimeClass == "" {
 		errs = append(errs, fmt.Errorf("--default-runtime-class must not be empty"))

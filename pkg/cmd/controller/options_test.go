@@ -40,6 +40,8 @@ func TestInvalidFlagsAreAllReportedBeforeAnythingIsContacted(t *testing.T) {
 		"--kubeconfig", kubeconfigFor(t, server.URL), "--bind-address", "nonsense", "--workers", "0", "--compute-workers", "0", "--kube-api-qps", "0",
 		"--provisioners-config", "/nonexistent/provisioners.yaml", "--vm-poll-interval", "0s", "--compute-resync-period", "0s",
 		"--compute-quota-resync-period", "0s",
+		"--registry-volume-dir", "registries", "--registry-data-roots", "/srv/registries,data", "--registry-probe-interval", "0s",
+		"--gitops-namespace", "Not_A_Namespace",
 		"--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "10s",
 	})
 	cmd.SetOut(&strings.Builder{})
@@ -48,7 +50,7 @@ func TestInvalidFlagsAreAllReportedBeforeAnythingIsContacted(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid flags were accepted")
 	}
-	for _, want := range []string{"--bind-address", "--workers", "--compute-workers", "--kube-api-qps", "--provisioners-config", "--vm-poll-interval", "--compute-resync-period", "--compute-quota-resync-period", "leaderElection.leaseDuration"} {
+	for _, want := range []string{"--bind-address", "--workers", "--compute-workers", "--kube-api-qps", "--provisioners-config", "--vm-poll-interval", "--compute-resync-period", "--compute-quota-resync-period", "--registry-volume-dir", "--registry-data-roots: \"data\"", "--registry-probe-interval", "--gitops-namespace", "leaderElection.leaseDuration"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s: %v", want, err)
 		}
@@ -65,6 +67,27 @@ func TestDefaultsAreValid(t *testing.T) {
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
+	}
+}
+
+// Registries may store in the volume directory and nowhere else unless --registry-data-roots
+// says so.
+func TestRegistryDataRootsDefaultToTheVolumeDir(t *testing.T) {
+	o := NewOptions()
+	o.RegistryVolumeDir = "/srv/plinth/registries"
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.RegistryDataRoots) != 1 || o.RegistryDataRoots[0] != "/srv/plinth/registries" {
+		t.Errorf("data roots: %v", o.RegistryDataRoots)
+	}
+	o = NewOptions()
+	o.RegistryDataRoots = []string{"/data"}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.RegistryDataRoots) != 1 || o.RegistryDataRoots[0] != "/data" {
+		t.Errorf("data roots given: %v", o.RegistryDataRoots)
 	}
 }
 
