@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -320,9 +321,11 @@ func DeleteTag(ctx context.Context, endpoint, repository, tag string) error {
 }
 
 // Prune deletes a repository's semver tags but the newest keep (by semver precedence, so 1.10.0
-// is newer than 1.9.0) and returns the deleted tags. The tag latest and tags that are not
-// versions are never deleted nor counted; keep ≤ 0 keeps everything.
-func Prune(ctx context.Context, endpoint, repository string, keep int) ([]string, error) {
+// is newer than 1.9.0) and returns the deleted tags. The tag latest, tags that are not
+// versions and the protected tags (the version just pushed, which may be older than others
+// after a rollback) are never deleted; protected tags count among the keep newest only when
+// they are among them. keep ≤ 0 keeps everything.
+func Prune(ctx context.Context, endpoint, repository string, keep int, protected ...string) ([]string, error) {
 	if keep <= 0 {
 		return nil, nil
 	}
@@ -336,6 +339,9 @@ func Prune(ctx context.Context, endpoint, repository string, keep int) ([]string
 	}
 	var deleted []string
 	for _, tag := range versions[keep:] {
+		if slices.Contains(protected, tag) {
+			continue
+		}
 		if err := DeleteTag(ctx, endpoint, repository, tag); err != nil {
 			return deleted, err
 		}

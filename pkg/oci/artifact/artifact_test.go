@@ -248,6 +248,16 @@ func TestPrune(t *testing.T) {
 	if deleted, err := Prune(ctx, reg.Endpoint, "plinth/app", 2); err != nil || len(deleted) != 0 {
 		t.Errorf("a second prune deleted %v, %v", deleted, err)
 	}
+	// A rollback pushes an older version: protected, it stays although it is not among the newest.
+	if deleted, err := Prune(ctx, reg.Endpoint, "plinth/app", 1, "1.10.0"); err != nil || len(deleted) != 0 {
+		t.Errorf("prune with 1.10.0 protected deleted %v, %v", deleted, err)
+	}
+	if _, _, found, _ := Lookup(ctx, reg.Endpoint, "plinth/app", "1.10.0"); !found {
+		t.Error("the protected tag was deleted")
+	}
+	if _, _, found, _ := Lookup(ctx, reg.Endpoint, "plinth/app", "2.0.0-rc.1"); !found {
+		t.Error("the newest tag was deleted")
+	}
 }
 
 func TestSemverTags(t *testing.T) {
