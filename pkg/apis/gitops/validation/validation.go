@@ -23,6 +23,7 @@ import (
 
 	cv "github.com/plinth-dev/plinth/pkg/apis/common/validation"
 	"github.com/plinth-dev/plinth/pkg/apis/gitops"
+	"github.com/plinth-dev/plinth/pkg/apis/platform"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
 )
 
@@ -42,7 +43,7 @@ var (
 	targetKinds          = []string{gitops.TargetKindOCIRepository, gitops.TargetKindKustomization, gitops.TargetKindOCIArtifact}
 	// engines are the values of a target's status.targets[].engine: a Cluster's
 	// spec.gitOps.engine.
-	engines = []string{"Kubectl", "Flux"}
+	engines = []string{string(platform.GitOpsEngineKubectl), string(platform.GitOpsEngineFlux)}
 )
 
 // ValidateOCIRegistry checks a new OCIRegistry. Its name is a DNS label: without dataPath or
