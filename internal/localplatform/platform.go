@@ -88,6 +88,10 @@ func (p *Platform) KubeURL() string { return p.kubeURL }
 // EtcdURL is the client URL of the platform's etcd.
 func (p *Platform) EtcdURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPort) }
 
+// RegistryEndpoint is where Cluster local's OCI registry listens once plinth-controller runs
+// it: localhost:<RegistryPort>.
+func (p *Platform) RegistryEndpoint() string { return fmt.Sprintf("localhost:%d", p.cfg.RegistryPort) }
+
 // PKIDir holds every certificate of the platform.
 func (p *Platform) PKIDir() string { return p.pkiDir }
 

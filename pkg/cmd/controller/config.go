@@ -37,6 +37,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/controllers/computequota"
 	"github.com/plinth-dev/plinth/pkg/controllers/managedvm"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
+	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
 	"github.com/plinth-dev/plinth/pkg/controllers/workload"
@@ -207,6 +208,12 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	// "Reconcile now": Flux's annotation on each target, followed until handled and Ready.
+	reconciliations, err := reconciliationrequest.NewController(c.Plinth.GitopsV1alpha1(), recorder, gitops.ReconciliationRequests(),
+		gitops.OCIArtifacts(), platform.Clusters(), gitopsClients, reconciliationrequest.Options{})
+	if err != nil {
+		return nil, err
+	}
 	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
 	vms, err := managedvm.NewController(ctx, c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
 		platform.Clusters(), infra, o.VMPollInterval, o.VMResyncInterval)
@@ -219,7 +226,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 		return nil, err
 	}
 	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, withWorkers{tenants, o.ComputeWorkers}, published, quotas,
-		registries, clusterGitOps}, nil
+		registries, clusterGitOps, reconciliations}, nil
 }
 
 // withWorkers runs a controller with a worker count of its own instead of --workers.

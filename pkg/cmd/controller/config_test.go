@@ -12,6 +12,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
 	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
+	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
@@ -40,7 +41,7 @@ func TestNewBuildsEveryController(t *testing.T) {
 			t.Errorf("controller %s: own worker count %v %d", c.Name(), ok, w.workers)
 		}
 	}
-	for _, want := range []string{tenantcompute.Name, computeprovider.Name, ociregistry.Name, clustergitops.Name} {
+	for _, want := range []string{tenantcompute.Name, computeprovider.Name, ociregistry.Name, clustergitops.Name, reconciliationrequest.Name} {
 		if !slices.Contains(names, want) {
 			t.Errorf("controllers %v lack %s", names, want)
 		}
