@@ -23,6 +23,8 @@ var warnings = sets.New(
 	"ProvisionFailed", "UpdateFailed", "ArchiveFailed", "DestroyFailed", "CheckFailed", "ComputeFailed", "NotRunning", "ProviderConflict",
 	"FluxNotInstalled", "FluxNotRunning", "ClusterUnreachable", "Forbidden", "RegistryConflict",
 	"TargetNotFound", "TimedOut", "ReconciliationFailed",
+	"InvalidManifests", "RegistryNotReady", "RegistryUnavailable", "VersionImmutable", "PushFailed", "PruneFailed",
+	"DeliveryFailed", "DeleteFailed",
 )
 
 // Type is the event type of a reason: Warning for the reasons that need attention.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,12 +28,15 @@ type Registry struct {
 	// Endpoint is 127.0.0.1:<port>, the host and port clients push to.
 	Endpoint string
 
-	t    testing.TB
-	dir  string
-	mu   sync.Mutex
-	srv  *http.Server
-	app  *handlers.App
-	done chan struct{}
+	t   testing.TB
+	dir string
+	// failWrites makes every upload and manifest write answer 503, as a registry going down
+	// mid-push does.
+	failWrites atomic.Bool
+	mu         sync.Mutex
+	srv        *http.Server
+	app        *handlers.App
+	done       chan struct{}
 }
 
 // Start starts a registry on a free loopback port, stopped when the test ends.
@@ -63,7 +67,14 @@ func (r *Registry) serve(ln net.Listener) {
 	cfg.HTTP.Secret = "artifacttest"
 	cfg.Log.AccessLog.Disabled = true
 	app := handlers.NewApp(context.Background(), cfg)
-	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodGet && req.Method != http.MethodHead && r.failWrites.Load() {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		app.ServeHTTP(w, req)
+	})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -88,6 +99,10 @@ func (r *Registry) Stop() {
 	<-done
 	_ = app.Shutdown()
 }
+
+// FailWrites makes the registry answer every write (uploads, manifests, deletes) with 503
+// Service Unavailable while on, and reads as usual.
+func (r *Registry) FailWrites(on bool) { r.failWrites.Store(on) }
 
 // Restart starts serving again on the same port with the same data. The port may have been
 // taken in between; the test then fails.

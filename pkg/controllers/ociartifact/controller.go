@@ -1,0 +1,320 @@
+// Package ociartifact is the controller that packages OCIArtifacts in Flux's artifact format,
+// pushes them to their OCIRegistry and delivers them to their target Clusters through the
+// GitOps engine of each (pkg/gitops/delivery), and is the only writer of their status.
+//
+// A reconcile gathers the artifact's files (inline manifests or a ConfigMap's files) and
+// validates them before anything is pushed; the revision <version>@sha256:<content> tells
+// whether the version is pushed already. A version is pushed once: found in the registry with
+// other content it is refused (VersionImmutable) unless it is latest; found with the same
+// content it is adopted. After a push the registry's retention is applied, and for Flux
+// targets that had applied an earlier version an Automatic ReconciliationRequest records the
+// "reconcile now" of the new one. Each target Cluster gets the pushed version through its
+// engine; targets dropped from spec are removed. The artifact is looked at again every poll
+// interval while a target is not Ready, with backoff while a push or a delivery fails, and
+// every resync period once all is Ready.
+//
+// Deleting an OCIArtifact removes what its engines created on every target and deletes its
+// tag from the registry before the finalizer lets it go.
+package ociartifact
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	gitopsinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops/v1alpha1"
+	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
+	gitopslisters "github.com/plinth-dev/plinth/pkg/generated/listers/gitops/v1alpha1"
+	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+)
+
+// Name names the controller in logs, metrics and events.
+const Name = "ociartifact"
+
+const (
+	// DefaultPollInterval is how soon an artifact with a target not Ready is looked at again.
+	DefaultPollInterval = 2 * time.Second
+	// DefaultResyncPeriod is how often an artifact at rest is delivered again: the Kubectl
+	// engine applies it again (undoing changes made by hand), the Flux engine reports what Flux
+	// applied since.
+	DefaultResyncPeriod = 10 * time.Minute
+	// operationTimeout bounds one registry operation and one delivery to a target, so that a
+	// registry or cluster that stops answering does not hold a worker.
+	operationTimeout = 30 * time.Second
+)
+
+// Options tune the controller.
+type Options struct {
+	// ResyncPeriod is how often an artifact at rest is delivered again; zero means
+	// DefaultResyncPeriod.
+	ResyncPeriod time.Duration
+	// PollInterval is how soon an artifact with a target not Ready is looked at again; zero
+	// means DefaultPollInterval.
+	PollInterval time.Duration
+	// Clock tells the time for pushedAt and the created annotation; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller pushes and delivers OCIArtifacts.
+type Controller struct {
+	*loop.Loop
+	plinth     versioned.Interface
+	recorder   events.EventRecorder
+	artifacts  gitopslisters.OCIArtifactLister
+	indexer    cache.Indexer
+	registries gitopslisters.OCIRegistryLister
+	clusters   platformlisters.ClusterLister
+	configMaps corelisters.ConfigMapLister
+	engines    map[platformv1alpha1.GitOpsEngine]delivery.Engine
+	resync     time.Duration
+	poll       time.Duration
+	clock      clock.PassiveClock
+
+	// requested is the revision each artifact last asked its Flux targets to reconcile, so
+	// that polls until Flux applied it do not ask again; after a restart the request's
+	// name, derived from the revision, makes asking again harmless.
+	mu        sync.Mutex
+	requested map[cache.ObjectName]string
+}
+
+// NewController returns the OCIArtifact controller. It reads OCIArtifacts, OCIRegistries,
+// Clusters and ConfigMaps from their informers and waits for all of them. An artifact is woken
+// when its spec, deletion or reconcile request changes (not by its own status writes), when
+// its registry's phase or endpoint changes, when a Cluster it targets changes its spec or
+// FluxAvailable condition, and when its ConfigMap changes. engines are the delivery engines by
+// Cluster spec.gitOps.engine.
+func NewController(plinth versioned.Interface, recorder events.EventRecorder, artifacts gitopsinformers.OCIArtifactInformer,
+	registries gitopsinformers.OCIRegistryInformer, clusters platforminformers.ClusterInformer, configMaps coreinformers.ConfigMapInformer,
+	engines map[platformv1alpha1.GitOpsEngine]delivery.Engine, opts Options) (*Controller, error) {
+	if opts.ResyncPeriod <= 0 {
+		opts.ResyncPeriod = DefaultResyncPeriod
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if err := artifacts.Informer().AddIndexers(Indexers); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	c := &Controller{
+		plinth: plinth, recorder: recorder, engines: engines,
+		artifacts: artifacts.Lister(), indexer: artifacts.Informer().GetIndexer(), registries: registries.Lister(),
+		clusters: clusters.Lister(), configMaps: configMaps.Lister(),
+		resync: opts.ResyncPeriod, poll: opts.PollInterval, clock: opts.Clock,
+		requested: map[cache.ObjectName]string{},
+	}
+	c.Loop = loop.New(Name, c.reconcile, artifacts.Informer(), registries.Informer(), clusters.Informer(), configMaps.Informer())
+	if err := c.WatchMappedIf(artifacts.Informer(), loop.Self, wakesArtifact); err != nil {
+		return nil, err
+	}
+	if err := c.WatchMappedIf(registries.Informer(), c.byIndex(ArtifactsByRegistry, registryKey), wakesOnRegistry); err != nil {
+		return nil, err
+	}
+	if err := c.WatchMappedIf(clusters.Informer(), c.byIndex(ArtifactsByCluster, clusterKey), wakesOnCluster); err != nil {
+		return nil, err
+	}
+	if err := c.WatchMappedIf(configMaps.Informer(), c.byIndex(ArtifactsByConfigMap, configMapKey), wakesOnConfigMap); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// wakesArtifact: a spec change, a deletion or a new reconcile request; not status writes.
+func wakesArtifact(oldObj, obj interface{}) bool {
+	o, ok1 := oldObj.(*gitopsv1alpha1.OCIArtifact)
+	n, ok2 := obj.(*gitopsv1alpha1.OCIArtifact)
+	return !ok1 || !ok2 || o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+		o.Annotations[gitopsv1alpha1.ReconcileRequestAnnotation] != n.Annotations[gitopsv1alpha1.ReconcileRequestAnnotation]
+}
+
+// wakesOnRegistry: the registry started or stopped serving, or moved.
+func wakesOnRegistry(oldObj, obj interface{}) bool {
+	o, ok1 := oldObj.(*gitopsv1alpha1.OCIRegistry)
+	n, ok2 := obj.(*gitopsv1alpha1.OCIRegistry)
+	return !ok1 || !ok2 || o.Status.Phase != n.Status.Phase || o.Spec.Endpoint != n.Spec.Endpoint
+}
+
+// wakesOnCluster: a new spec (engine, interval, kubeconfig) or Flux coming or going; not the
+// probe times every probe writes.
+func wakesOnCluster(oldObj, obj interface{}) bool {
+	o, ok1 := oldObj.(*platformv1alpha1.Cluster)
+	n, ok2 := obj.(*platformv1alpha1.Cluster)
+	return !ok1 || !ok2 || o.Generation != n.Generation ||
+		meta.IsStatusConditionTrue(o.Status.Conditions, platformv1alpha1.ConditionFluxAvailable) !=
+			meta.IsStatusConditionTrue(n.Status.Conditions, platformv1alpha1.ConditionFluxAvailable)
+}
+
+// wakesOnConfigMap: the ConfigMap changed (a resync replays it unchanged).
+func wakesOnConfigMap(oldObj, obj interface{}) bool {
+	o, ok1 := oldObj.(*corev1.ConfigMap)
+	n, ok2 := obj.(*corev1.ConfigMap)
+	return !ok1 || !ok2 || o.ResourceVersion != n.ResourceVersion
+}
+
+// byIndex maps an object to the artifacts whose index entry is its key.
+func (c *Controller) byIndex(index string, key func(obj interface{}) (string, bool)) loop.KeysFunc {
+	return func(obj interface{}) []cache.ObjectName {
+		k, ok := key(obj)
+		if !ok {
+			return nil
+		}
+		found, err := c.indexer.ByIndex(index, k)
+		if err != nil {
+			return nil
+		}
+		keys := make([]cache.ObjectName, 0, len(found))
+		for _, o := range found {
+			if art, ok := o.(*gitopsv1alpha1.OCIArtifact); ok {
+				keys = append(keys, cache.NewObjectName(art.Namespace, art.Name))
+			}
+		}
+		return keys
+	}
+}
+
+func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
+	art, err := c.artifacts.OCIArtifacts(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.forget(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if art.DeletionTimestamp != nil {
+		return c.finalize(ctx, art)
+	}
+	if !slices.Contains(art.Finalizers, gitopsv1alpha1.ArtifactFinalizer) {
+		// Before anything is pushed or delivered, so that a delete leaves nothing behind.
+		updated := art.DeepCopy()
+		updated.Finalizers = append(updated.Finalizers, gitopsv1alpha1.ArtifactFinalizer)
+		if art, err = c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	stored := art
+	p := newPass(c, stored)
+	p.status.ObservedGeneration = stored.Generation
+	result, err := p.push(ctx)
+	if err != nil || result == nil {
+		// Not pushed: the status says why. Failures that may pass (the registry is down or
+		// restarting) are retried with backoff; a refusal waits for a change.
+		if werr := c.writeStatus(ctx, stored, p.status); werr != nil {
+			return werr
+		}
+		if err == nil && p.retryAfter > 0 {
+			c.EnqueueAfter(key, p.retryAfter)
+		}
+		return err
+	}
+	deliveryErr := p.deliver(ctx, result)
+	if err := c.writeStatus(ctx, stored, p.status); err != nil {
+		return err
+	}
+	if deliveryErr != nil {
+		return deliveryErr
+	}
+	if p.allReady() {
+		c.EnqueueAfter(key, c.resync)
+	} else {
+		c.EnqueueAfter(key, c.poll)
+	}
+	return nil
+}
+
+// writeStatus writes st when it differs from the stored status and records the transitions of
+// Ready (each push records its own event).
+func (c *Controller) writeStatus(ctx context.Context, art *gitopsv1alpha1.OCIArtifact, st *gitopsv1alpha1.OCIArtifactStatus) error {
+	if apiequality.Semantic.DeepEqual(st, &art.Status) {
+		return nil
+	}
+	updated := art.DeepCopy()
+	updated.Status = *st
+	if _, err := c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	transition.Condition(c.recorder, art, art.Status.Conditions, st.Conditions, gitopsv1alpha1.ConditionReady, "Ready", "Reconcile")
+	return nil
+}
+
+// finalize removes the artifact from its targets and its tag from the registry, then lets the
+// object go.
+func (c *Controller) finalize(ctx context.Context, art *gitopsv1alpha1.OCIArtifact) error {
+	if !slices.Contains(art.Finalizers, gitopsv1alpha1.ArtifactFinalizer) {
+		return nil
+	}
+	p := newPass(c, art)
+	for _, t := range slices.Clone(p.status.Targets) {
+		if err := p.remove(ctx, t); err != nil {
+			if werr := c.writeStatus(ctx, art, p.status); werr != nil {
+				return werr
+			}
+			return err
+		}
+	}
+	if err := p.deleteTag(ctx); err != nil {
+		setCondition(p.status, art.Generation, c.clock.Now(), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleteFailed, sentence(err.Error()))
+		if werr := c.writeStatus(ctx, art, p.status); werr != nil {
+			return werr
+		}
+		return err
+	}
+	updated := art.DeepCopy()
+	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == gitopsv1alpha1.ArtifactFinalizer })
+	if _, err := c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Artifact removed from its targets and registry, finalizer removed")
+	c.forget(cache.NewObjectName(art.Namespace, art.Name))
+	return nil
+}
+
+func (c *Controller) forget(key cache.ObjectName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.requested, key)
+}
+
+// setCondition sets a condition, keeping its transition time while its status stays.
+func setCondition(st *gitopsv1alpha1.OCIArtifactStatus, generation int64, now time.Time, condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// sentence makes s one sentence: a capital first letter and a final period.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}

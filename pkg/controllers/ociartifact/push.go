@@ -1,0 +1,233 @@
+package ociartifact
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
+	"github.com/plinth-dev/plinth/pkg/oci/artifact"
+)
+
+// Reasons of the Pushed, Delivered and Ready conditions, and of the events recorded when they
+// change.
+const (
+	// ReasonPushed: the version is in the registry.
+	ReasonPushed = "Pushed"
+	// ReasonInvalidManifests: the manifests (or the ConfigMap holding them) are missing or not
+	// valid; nothing is pushed until they are.
+	ReasonInvalidManifests = "InvalidManifests"
+	// ReasonRegistryNotReady: the OCIRegistry does not exist or is not Running.
+	ReasonRegistryNotReady = "RegistryNotReady"
+	// ReasonRegistryUnavailable: the registry is Running but did not answer (it is restarting);
+	// retried with backoff.
+	ReasonRegistryUnavailable = "RegistryUnavailable"
+	// ReasonVersionImmutable: the version's tag holds other content; a pushed version never
+	// changes.
+	ReasonVersionImmutable = "VersionImmutable"
+	// ReasonPushFailed: the push failed; retried with backoff.
+	ReasonPushFailed = "PushFailed"
+	// ReasonDelivered: every target applied the pushed version.
+	ReasonDelivered = "Delivered"
+	// ReasonNoTargets: there is nothing to deliver to.
+	ReasonNoTargets = "NoTargets"
+	// ReasonDeliveryInProgress: a target has not applied the pushed version yet.
+	ReasonDeliveryInProgress = "DeliveryInProgress"
+	// ReasonDeliveryFailed: a delivery to a target failed; retried with backoff.
+	ReasonDeliveryFailed = "DeliveryFailed"
+	// ReasonDeleteFailed: the artifact is being deleted and its tag could not be deleted yet.
+	ReasonDeleteFailed = "DeleteFailed"
+	// ReasonPruneFailed: retention could not delete old versions (an event only).
+	ReasonPruneFailed = "PruneFailed"
+	// ReasonPruned: retention deleted old versions (an event only).
+	ReasonPruned = "Pruned"
+)
+
+// pass is one reconcile of an artifact: what it read and the status it builds.
+type pass struct {
+	c *Controller
+	// stored is the artifact as the cache holds it, art a copy with its defaults applied
+	// (the server applies them, but an object read from elsewhere may lack them).
+	stored, art *gitopsv1alpha1.OCIArtifact
+	status      *gitopsv1alpha1.OCIArtifactStatus
+	now         time.Time
+	// retryAfter, when set, is when to look again at an artifact not pushed for a reason no
+	// watched object announces the end of.
+	retryAfter time.Duration
+}
+
+func newPass(c *Controller, stored *gitopsv1alpha1.OCIArtifact) *pass {
+	art := stored.DeepCopy()
+	gitopsv1alpha1.SetObjectDefaults_OCIArtifact(art)
+	return &pass{c: c, stored: stored, art: art, status: stored.Status.DeepCopy(), now: c.clock.Now()}
+}
+
+// pushed is the artifact's version as it is in the registry.
+type pushed struct {
+	endpoint string
+	objects  []manifests.Object
+	// previousRevision is the revision pushed before this pass, when this pass pushed another.
+	previousRevision string
+}
+
+// push makes sure the artifact's version is in its registry and returns it; nil when it is not
+// (the status says why), with an error when trying again may help.
+func (p *pass) push(ctx context.Context) (*pushed, error) {
+	spec := p.art.Spec
+	objects, files, err := p.gather()
+	if err != nil {
+		p.notPushed(ReasonInvalidManifests, sentence(err.Error())+" Nothing is pushed until the manifests are valid.")
+		return nil, nil
+	}
+	revision := artifact.Revision(spec.Version, files)
+
+	registry, err := p.c.registries.OCIRegistries(p.art.Namespace).Get(spec.RegistryRef.Name)
+	if apierrors.IsNotFound(err) {
+		p.notPushed(ReasonRegistryNotReady, fmt.Sprintf("OCIRegistry %s does not exist.", spec.RegistryRef.Name))
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	endpoint := registry.Spec.Endpoint
+	url := artifact.URL(endpoint, spec.Repository, spec.Tag)
+	st := p.status
+	if st.PushedVersion == spec.Version && st.Revision == revision && st.URL == url && st.Digest != "" {
+		// Pushed already; the registry is not needed until the next version.
+		setCondition(st, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed,
+			fmt.Sprintf("Version %s is pushed to %s as %s.", spec.Version, url, st.Digest))
+		return &pushed{endpoint: endpoint, objects: objects}, nil
+	}
+	if registry.Status.Phase != gitopsv1alpha1.RegistryPhaseRunning {
+		msg := fmt.Sprintf("OCIRegistry %s is not running (phase %s).", registry.Name, phaseOf(registry))
+		if registry.Status.LastError != "" {
+			msg = fmt.Sprintf("OCIRegistry %s is not running (phase %s): %s", registry.Name, phaseOf(registry), sentence(registry.Status.LastError))
+		}
+		// The registry's status change wakes the artifact.
+		p.notPushed(ReasonRegistryNotReady, msg)
+		return nil, nil
+	}
+
+	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
+	defer cancel()
+	digest, existing, found, err := artifact.Lookup(opCtx, endpoint, spec.Repository, spec.Tag)
+	if err != nil {
+		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, sentence(err.Error())))
+		return nil, err
+	}
+	switch {
+	case found && existing != revision && spec.Version != gitopsv1alpha1.LatestVersion:
+		p.notPushed(ReasonVersionImmutable, fmt.Sprintf(
+			"Version %s is already pushed to %s with other content (revision %s); a pushed version never changes, so push the new content as a new version.",
+			spec.Version, url, existing))
+		return nil, nil
+	case found && existing == revision:
+		// Pushed before this status recorded it (a restart after the push, or an artifact
+		// deleted and created again): the same content, kept as it is.
+	default:
+		digest, err = artifact.Push(opCtx, endpoint, spec.Repository, spec.Tag, files, artifact.Metadata{
+			Source: artifact.Source(p.art.Namespace, p.art.Name), Revision: revision, Created: p.now.UTC().Format(time.RFC3339),
+		})
+		if err != nil {
+			p.notPushed(ReasonPushFailed, fmt.Sprintf("Pushing %s to OCIRegistry %s failed: %s", url, registry.Name, sentence(err.Error())))
+			return nil, err
+		}
+	}
+
+	result := &pushed{endpoint: endpoint, objects: objects}
+	if st.Revision != "" && st.Revision != revision {
+		result.previousRevision = st.Revision
+	}
+	if st.PushedVersion != spec.Version || st.PushedAt == nil {
+		st.PushedAt = &metav1.Time{Time: p.now}
+	}
+	st.RegistryEndpoint, st.URL, st.Digest, st.Revision, st.PushedVersion = endpoint, url, digest, revision, spec.Version
+	msg := fmt.Sprintf("Version %s is pushed to %s as %s.", spec.Version, url, digest)
+	setCondition(st, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed, msg)
+	transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push", msg)
+	p.prune(opCtx, registry, endpoint)
+	return result, nil
+}
+
+// prune applies the registry's retention to the artifact's repository, never deleting the
+// version just pushed. A failure does not fail the push: the next push prunes again.
+func (p *pass) prune(ctx context.Context, registry *gitopsv1alpha1.OCIRegistry, endpoint string) {
+	if registry.Spec.Retention == nil || registry.Spec.Retention.KeepVersions <= 0 {
+		return
+	}
+	spec := p.art.Spec
+	deleted, err := artifact.Prune(ctx, endpoint, spec.Repository, int(registry.Spec.Retention.KeepVersions), spec.Tag)
+	if err != nil {
+		transition.Record(p.c.recorder, p.stored, ReasonPruneFailed, "Push",
+			fmt.Sprintf("Deleting versions beyond the newest %d of %s failed: %s", registry.Spec.Retention.KeepVersions, spec.Repository, sentence(err.Error())))
+		return
+	}
+	if len(deleted) > 0 {
+		transition.Record(p.c.recorder, p.stored, ReasonPruned, "Push",
+			fmt.Sprintf("Deleted %s from %s, keeping the newest %d versions.", strings.Join(deleted, ", "), spec.Repository, registry.Spec.Retention.KeepVersions))
+	}
+}
+
+// notPushed records why the version is not in the registry: Pushed and Ready False.
+func (p *pass) notPushed(reason, message string) {
+	setCondition(p.status, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, reason, message)
+	setCondition(p.status, p.art.Generation, p.now, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+}
+
+func phaseOf(r *gitopsv1alpha1.OCIRegistry) gitopsv1alpha1.RegistryPhase {
+	if r.Status.Phase == "" {
+		return gitopsv1alpha1.RegistryPhaseNotProvisioned
+	}
+	return r.Status.Phase
+}
+
+// gather returns the artifact's objects and the files to package, validated: inline manifests
+// as one YAML file each, or the manifest files of the ConfigMap as they are. The error names
+// the manifest, or the file and document, of the first problem.
+func (p *pass) gather() ([]manifests.Object, map[string][]byte, error) {
+	spec := p.art.Spec
+	if spec.ConfigMapRef != nil {
+		cm, err := p.c.configMaps.ConfigMaps(p.art.Namespace).Get(spec.ConfigMapRef.Name)
+		if apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("ConfigMap %s does not exist", spec.ConfigMapRef.Name)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		files := artifact.ConfigMapFiles(cm.Data, cm.BinaryData)
+		objects, err := manifests.FromFiles(files)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ConfigMap %s: %w", cm.Name, err)
+		}
+		return objects, files, nil
+	}
+	if len(spec.Manifests) == 0 {
+		return nil, nil, manifests.ErrNoObjects
+	}
+	objects := make([]manifests.Object, 0, len(spec.Manifests))
+	for i, raw := range spec.Manifests {
+		// Kubernetes' JSON decoding, so that integers stay int64 as in any unstructured object.
+		var obj map[string]interface{}
+		if err := utiljson.Unmarshal(raw.Raw, &obj); err != nil {
+			return nil, nil, fmt.Errorf("spec.manifests[%d]: %w", i, err)
+		}
+		objects = append(objects, manifests.Object{Unstructured: &unstructured.Unstructured{Object: obj}})
+	}
+	if errs := manifests.ValidateObjects(objects, func(i int) *field.Path { return field.NewPath("spec", "manifests").Index(i) }); len(errs) > 0 {
+		return nil, nil, errs.ToAggregate()
+	}
+	files, err := artifact.Files(objects)
+	if err != nil {
+		return nil, nil, err
+	}
+	return objects, files, nil
+}
