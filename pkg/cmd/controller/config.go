@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	kubernetescompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
 	kubevirtcompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubevirt"
@@ -36,6 +37,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/controllers/computequota"
 	"github.com/plinth-dev/plinth/pkg/controllers/managedvm"
+	"github.com/plinth-dev/plinth/pkg/controllers/ociartifact"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
 	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
@@ -47,6 +49,8 @@ import (
 	plinthscheme "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	fluxdelivery "github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
+	kubectldelivery "github.com/plinth-dev/plinth/pkg/gitops/delivery/kubectl"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
@@ -214,6 +218,17 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	// OCIArtifacts: pushed to their registries in Flux's format and delivered by the engine of
+	// each target Cluster.
+	engines := map[platformv1alpha1.GitOpsEngine]delivery.Engine{
+		platformv1alpha1.GitOpsEngineKubectl: kubectldelivery.New(gitopsClients),
+		platformv1alpha1.GitOpsEngineFlux:    fluxdelivery.New(gitopsClients),
+	}
+	artifacts, err := ociartifact.NewController(c.Plinth, recorder, gitops.OCIArtifacts(), gitops.OCIRegistries(), platform.Clusters(),
+		core.ConfigMaps(), engines, ociartifact.Options{})
+	if err != nil {
+		return nil, err
+	}
 	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
 	vms, err := managedvm.NewController(ctx, c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
 		platform.Clusters(), infra, o.VMPollInterval, o.VMResyncInterval)
@@ -226,7 +241,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 		return nil, err
 	}
 	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, withWorkers{tenants, o.ComputeWorkers}, published, quotas,
-		registries, clusterGitOps, reconciliations}, nil
+		registries, clusterGitOps, reconciliations, artifacts}, nil
 }
 
 // withWorkers runs a controller with a worker count of its own instead of --workers.

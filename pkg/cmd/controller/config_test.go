@@ -11,6 +11,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
 	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
+	"github.com/plinth-dev/plinth/pkg/controllers/ociartifact"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
 	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
@@ -41,7 +42,7 @@ func TestNewBuildsEveryController(t *testing.T) {
 			t.Errorf("controller %s: own worker count %v %d", c.Name(), ok, w.workers)
 		}
 	}
-	for _, want := range []string{tenantcompute.Name, computeprovider.Name, ociregistry.Name, clustergitops.Name, reconciliationrequest.Name} {
+	for _, want := range []string{tenantcompute.Name, computeprovider.Name, ociregistry.Name, clustergitops.Name, reconciliationrequest.Name, ociartifact.Name} {
 		if !slices.Contains(names, want) {
 			t.Errorf("controllers %v lack %s", names, want)
 		}
