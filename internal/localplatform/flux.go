@@ -175,7 +175,10 @@ func (p *Platform) startFlux() error {
 	for i, controller := range FluxControllers {
 		health := "127.0.0.1:" + strconv.Itoa(ports[i])
 		p.flux.health[controller] = health
-		args := []string{"--enable-leader-election", "--metrics-addr=0", "--health-addr=" + health, "--log-level=info"}
+		// Kubernetes' own lease timings rather than Flux's 35s/30s/5s: a controller that crashed
+		// is replaced within 15 seconds instead of 35.
+		args := []string{"--enable-leader-election", "--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s",
+			"--leader-election-retry-period=2s", "--metrics-addr=0", "--health-addr=" + health, "--log-level=info"}
 		if controller == "source-controller" {
 			args = append(args, "--storage-path="+storage, "--storage-addr="+p.flux.storage, "--storage-adv-addr="+p.flux.storage)
 		}

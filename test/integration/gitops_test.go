@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,8 +49,10 @@ func (l localClients) For(context.Context, string) (dynamic.Interface, apimeta.R
 // <tag>@<digest>; a Manual ReconciliationRequest on them completes with the handled time.
 func TestGitOps(t *testing.T) {
 	began := time.Now()
+	out := &framework.Output{}
 	p := framework.StartLocalPlatformWith(t, func(c *localplatform.Config) {
 		c.ControllerArgs = append(c.ControllerArgs, "--cluster-probe-interval=1s")
+		c.Progress = out
 	})
 	t.Logf("the local platform with Flux started in %s", time.Since(began).Round(100*time.Millisecond))
 	ctx := context.Background()
@@ -188,6 +191,29 @@ spec:
 		if k.Status.LastHandledReconcileAt != value || k.Annotations[gitops.ReconcileRequestAnnotation] != value {
 			t.Errorf("Kustomization handled %q, annotated %q, want %q", k.Status.LastHandledReconcileAt, k.Annotations[gitops.ReconcileRequestAnnotation], value)
 		}
+	})
+
+	// Last: until the restarted controller holds the Lease, nothing is reconciled.
+	t.Run("a Flux controller that dies is restarted and leads again", func(t *testing.T) {
+		lease := func() string {
+			l, err := kube.CoordinationV1().Leases(localplatform.FluxNamespace).Get(ctx, "source-controller-leader-election", metav1.GetOptions{})
+			if err != nil || l.Spec.HolderIdentity == nil {
+				return ""
+			}
+			return *l.Spec.HolderIdentity
+		}
+		holder, pid := lease(), p.FluxPID("source-controller")
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		out.WaitFor(t, fmt.Sprintf("plinth: source-controller (pid %d) died: signal: killed", pid), 5*time.Second)
+		t.Log(out.WaitFor(t, "plinth: source-controller is back", time.Minute))
+		waitForCondition(t, time.Minute, func() (bool, string) {
+			now := lease()
+			return now != "" && now != holder, "the Lease is held by " + now
+		})
+		t.Logf("the restarted source-controller leads %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 	})
 }
 
