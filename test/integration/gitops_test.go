@@ -2,51 +2,57 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
+	"github.com/plinth-dev/plinth/pkg/apis/common"
 	gitops "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
-	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
-	"github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
-	"github.com/plinth-dev/plinth/pkg/oci/artifact"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
 
-// localClients are the Clients of the local kube-apiserver as the admin, whatever the
-// Cluster: the test drives the Flux engine itself, as plinth-controller does.
-type localClients struct {
-	client dynamic.Interface
-	mapper apimeta.RESTMapper
-}
-
-func (l localClients) For(context.Context, string) (dynamic.Interface, apimeta.RESTMapper, error) {
-	return l.client, l.mapper, nil
-}
+// The artifact of the tests: version 1.0.0 has a ConfigMap and a Deployment; 1.1.0 changes
+// the ConfigMap and drops the Deployment.
+var (
+	webV1 = []common.RawObject{
+		{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web-config"},"data":{"greeting":"hello"}}`)},
+		{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":1,` +
+			`"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},` +
+			`"spec":{"containers":[{"name":"web","image":"registry.example/web:1"}]}}}}`)},
+	}
+	webV2 = []common.RawObject{
+		{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web-config"},"data":{"greeting":"hello again"}}`)},
+	}
+)
 
 // TestGitOps runs the GitOps delivery on the local platform with the real Flux
-// source-controller and kustomize-controller: Flux serves Cluster local, whose registry
-// plinth-controller runs; an artifact pushed there in Flux's format is pulled and applied by
-// Flux through the OCIRepository and Kustomization of the Flux engine, with Flux's revision
-// <tag>@<digest>; a Manual ReconciliationRequest on them completes with the handled time.
+// source-controller and kustomize-controller, as dana (platform:admins) would: Cluster local
+// has Flux and a registry that plinth-controller runs; an OCIArtifact with a Deployment and a
+// ConfigMap is pushed there in Flux's format (the digest readable through the registry's /v2
+// API) and Flux applies it; version 1.1.0 changes the ConfigMap and drops the Deployment, which
+// is pruned; Manual ReconciliationRequests complete with the handled time; the same through a
+// Cluster with engine Kubectl; the registry's data survives a restart of plinth-controller; a
+// Flux controller that dies comes back.
 func TestGitOps(t *testing.T) {
 	began := time.Now()
 	out := &framework.Output{}
@@ -62,8 +68,17 @@ func TestGitOps(t *testing.T) {
 	}
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	dyn := dynamic.NewForConfigOrDie(cfg)
-	plinth := clientset.NewForConfigOrDie(cfg)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	danaCfg, err := p.ConfigFor("dana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dana := clientset.NewForConfigOrDie(danaCfg)
+	artifacts := dana.GitopsV1alpha1().OCIArtifacts(gitopsNamespace)
+	for _, ns := range []string{"gitops-flux", "gitops-kubectl"} {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	t.Run("Flux serves Cluster local and its registry runs", func(t *testing.T) {
 		for _, controller := range localplatform.FluxControllers {
@@ -73,7 +88,7 @@ func TestGitOps(t *testing.T) {
 			}
 		}
 		waitForCondition(t, 60*time.Second, func() (bool, string) {
-			cl, err := plinth.PlatformV1alpha1().Clusters().Get(ctx, localplatform.LocalCluster, metav1.GetOptions{})
+			cl, err := dana.PlatformV1alpha1().Clusters().Get(ctx, localplatform.LocalCluster, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -82,115 +97,137 @@ func TestGitOps(t *testing.T) {
 				s.RegistryEndpoint == p.RegistryEndpoint() && fmt.Sprint(s.FluxComponents) == "[{source-controller v1.9.6} {kustomize-controller v1.9.6}]"
 			return ok, fmt.Sprintf("%+v %+v", cl.Status.GitOps, cl.Status.Conditions)
 		})
-		waitForCondition(t, 60*time.Second, func() (bool, string) {
-			r, err := plinth.GitopsV1alpha1().OCIRegistries("plinth-system").Get(ctx, localplatform.LocalCluster, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			return r.Status.Phase == gitops.RegistryPhaseRunning, fmt.Sprintf("%+v", r.Status)
-		})
+		waitRegistryRunning(t, dana)
 	})
 
-	// An artifact in Flux's format with a ConfigMap and a Deployment, pushed as version 1.0.0.
-	files := map[string][]byte{
-		"config.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: hello\n"),
-		"web.yaml": []byte(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: registry.example/web:1}]
-`),
-	}
-	const repository = "plinth/engine/web"
-	digest, err := artifact.Push(ctx, p.RegistryEndpoint(), repository, "1.0.0", files,
-		artifact.Metadata{Source: artifact.Source("engine", "web"), Revision: artifact.Revision("1.0.0", files)})
-	if err != nil {
-		t.Fatalf("push: %v", err)
-	}
-	art := delivery.Artifact{Namespace: "engine", Name: "web", URL: "oci://" + p.RegistryEndpoint() + "/" + repository, Tag: "1.0.0", Digest: digest}
-	local, err := plinth.PlatformV1alpha1().Clusters().Get(ctx, localplatform.LocalCluster, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := delivery.Target{Cluster: local, Spec: gitops.ArtifactTarget{Cluster: local.Name, Namespace: "flux-system", TargetNamespace: "gitops-engine", Path: "./", Prune: ptr.To(true)}}
-	engine := flux.New(localClients{client: dyn, mapper: mapper})
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gitops-engine"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-
-	t.Run("the Flux engine's objects are pulled and applied by Flux", func(t *testing.T) {
+	var web *gitops.OCIArtifact
+	t.Run("an OCIArtifact is pushed in Flux's format and Flux applies it on Cluster local", func(t *testing.T) {
 		began := time.Now()
-		var status gitops.ArtifactTargetStatus
-		waitForCondition(t, 90*time.Second, func() (bool, string) {
-			var err error
-			status, err = engine.Deliver(ctx, art, target)
-			if err != nil {
-				return false, err.Error()
-			}
-			return status.Ready, fmt.Sprintf("%+v", status)
-		})
-		t.Logf("Ready %s after the first delivery: %+v", time.Since(began).Round(100*time.Millisecond), status)
-		if want := "1.0.0@" + digest; status.Revision != want || art.Revision() != want {
-			t.Errorf("revision %q, want Flux's %q", status.Revision, want)
-		}
-		var repo sourcev1.OCIRepository
-		getFlux(t, dyn, mapper, flux.OCIRepositoryKind, "flux-system", "engine-web", &repo)
-		if repo.Status.Artifact == nil || repo.Status.Artifact.Revision != art.Revision() {
-			t.Errorf("OCIRepository artifact %+v, want revision %s", repo.Status.Artifact, art.Revision())
-		}
-		if _, err := kube.CoreV1().ConfigMaps("gitops-engine").Get(ctx, "web-config", metav1.GetOptions{}); err != nil {
-			t.Errorf("the ConfigMap: %v", err)
-		}
-		if _, err := kube.AppsV1().Deployments("gitops-engine").Get(ctx, "web", metav1.GetOptions{}); err != nil {
-			t.Errorf("the Deployment: %v", err)
-		}
-	})
-
-	t.Run("a Manual ReconciliationRequest completes and records the handled time", func(t *testing.T) {
-		req := &gitops.ReconciliationRequest{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "plinth-system", Name: "engine-web-now"},
-			Spec: gitops.ReconciliationRequestSpec{Mode: gitops.ReconciliationModeManual, Targets: []gitops.ReconciliationTarget{
-				{Cluster: local.Name, Kind: gitops.TargetKindOCIRepository, Name: "engine-web", Namespace: "flux-system"},
-				{Cluster: local.Name, Kind: gitops.TargetKindKustomization, Name: "engine-web", Namespace: "flux-system"},
-			}},
-		}
-		began := time.Now()
-		created, err := plinth.GitopsV1alpha1().ReconciliationRequests(req.Namespace).Create(ctx, req, metav1.CreateOptions{})
+		_, err := artifacts.Create(ctx, &gitops.OCIArtifact{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: gitops.OCIArtifactSpec{
+				RegistryRef: gitops.LocalObjectReference{Name: localplatform.LocalCluster}, Name: "workloads/web", Version: "1.0.0",
+				Manifests: webV1, Targets: []gitops.ArtifactTarget{{Cluster: localplatform.LocalCluster, TargetNamespace: "gitops-flux"}},
+			},
+		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if created.Spec.RequestedAt == nil {
-			t.Fatalf("requestedAt was not defaulted: %+v", created.Spec)
+		web = waitDelivered(t, dana, "web", "1.0.0")
+		t.Logf("pushed and applied by Flux %s after the create: %+v", time.Since(began).Round(100*time.Millisecond), web.Status.Targets)
+		if web.Status.URL != "oci://"+p.RegistryEndpoint()+"/workloads/web:1.0.0" {
+			t.Errorf("url %q", web.Status.URL)
 		}
-		var done *gitops.ReconciliationRequest
+		expectFluxManifest(t, p.RegistryEndpoint(), "workloads/web", "1.0.0", web.Status.Digest, web.Status.Revision)
+		target := web.Status.Targets[0]
+		if target.Engine != "Flux" || target.Revision != "1.0.0@"+web.Status.Digest ||
+			target.OCIRepository != "flux-system/plinth-system-web" || target.Kustomization != "flux-system/plinth-system-web" {
+			t.Errorf("target: %+v, want Flux's revision 1.0.0@%s", target, web.Status.Digest)
+		}
+		k := getKustomization(t, dyn, "flux-system", "plinth-system-web")
+		if !apimeta.IsStatusConditionTrue(k.Status.Conditions, "Ready") || k.Status.LastAppliedRevision != target.Revision {
+			t.Errorf("Kustomization status: %+v", k.Status)
+		}
+		expectObjects(t, kube, "gitops-flux", "hello", true)
+	})
+	if web == nil {
+		t.FailNow()
+	}
+
+	t.Run("version 1.1.0 changes the ConfigMap and drops the Deployment: applied and pruned", func(t *testing.T) {
+		began := time.Now()
+		updateArtifact(t, dana, "web", "1.1.0", webV2)
+		updated := waitDelivered(t, dana, "web", "1.1.0")
+		if updated.Status.Digest == web.Status.Digest {
+			t.Fatalf("1.1.0 has the digest of 1.0.0")
+		}
 		waitForCondition(t, 60*time.Second, func() (bool, string) {
-			done, err = plinth.GitopsV1alpha1().ReconciliationRequests(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			return done.Status.Phase == gitops.ReconciliationSucceeded || done.Status.Phase == gitops.ReconciliationFailed, fmt.Sprintf("%+v", done.Status)
+			return objectsAre(kube, "gitops-flux", "hello again", false)
 		})
-		t.Logf("%s in %s: %+v", done.Status.Phase, time.Since(began).Round(100*time.Millisecond), done.Status.Targets)
-		if done.Status.Phase != gitops.ReconciliationSucceeded || !apimeta.IsStatusConditionTrue(done.Status.Conditions, gitops.ConditionReady) {
-			t.Fatalf("status: %+v", done.Status)
-		}
-		value := created.Spec.RequestedAt.UTC().Format(time.RFC3339Nano)
+		t.Logf("1.1.0 applied and the Deployment pruned %s after the update", time.Since(began).Round(100*time.Millisecond))
+		web = updated
+	})
+
+	t.Run("a Manual ReconciliationRequest completes and records the handled time", func(t *testing.T) {
+		done, value := reconcileNow(t, dana, "web-now", []gitops.ReconciliationTarget{
+			{Cluster: localplatform.LocalCluster, Kind: gitops.TargetKindOCIRepository, Name: "plinth-system-web", Namespace: "flux-system"},
+			{Cluster: localplatform.LocalCluster, Kind: gitops.TargetKindKustomization, Name: "plinth-system-web", Namespace: "flux-system"},
+			{Cluster: localplatform.LocalCluster, Kind: gitops.TargetKindOCIArtifact, Name: "web"},
+		})
 		for i, s := range done.Status.Targets {
-			if s.HandledAt == nil || !s.Ready || s.Revision != art.Revision() {
-				t.Errorf("target %d: %+v, want handled and Ready at %s", i, s, art.Revision())
+			if s.HandledAt == nil || !s.Ready || s.Revision != "1.1.0@"+web.Status.Digest {
+				t.Errorf("target %d: %+v, want handled and Ready at 1.1.0@%s", i, s, web.Status.Digest)
 			}
 		}
-		var k kustomizev1.Kustomization
-		getFlux(t, dyn, mapper, flux.KustomizationKind, "flux-system", "engine-web", &k)
-		if k.Status.LastHandledReconcileAt != value || k.Annotations[gitops.ReconcileRequestAnnotation] != value {
-			t.Errorf("Kustomization handled %q, annotated %q, want %q", k.Status.LastHandledReconcileAt, k.Annotations[gitops.ReconcileRequestAnnotation], value)
+		k := getKustomization(t, dyn, "flux-system", "plinth-system-web")
+		if k.Status.LastHandledReconcileAt != value {
+			t.Errorf("the Kustomization handled %q, want %q", k.Status.LastHandledReconcileAt, value)
 		}
+	})
+
+	t.Run("the same through a Cluster with engine Kubectl", func(t *testing.T) {
+		kubeconfig, err := p.TargetKubeconfig(p.KubeURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest, err := localplatform.GitOpsClusterManifest("local-kubectl", "The local kube-apiserver again, delivered to by plinth-controller itself.",
+			kubeconfig, platform.ClusterGitOps{Engine: platform.GitOpsEngineKubectl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := framework.KubectlStdin(p.Kubeconfig("dana"), manifest, "create", "-f", "-"); err != nil {
+			t.Fatalf("registering Cluster local-kubectl: %v\n%s", err, out)
+		}
+		// The delivery identity may write what the artifact holds where it delivers, as an
+		// administrator grants it on a real cluster.
+		if _, err := kube.RbacV1().RoleBindings("gitops-kubectl").Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "plinth-targets-edit"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "plinth:targets"}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		if _, err := artifacts.Create(ctx, &gitops.OCIArtifact{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-kubectl"},
+			Spec: gitops.OCIArtifactSpec{
+				RegistryRef: gitops.LocalObjectReference{Name: localplatform.LocalCluster}, Name: "workloads/web-kubectl", Version: "1.0.0",
+				Manifests: webV1, Targets: []gitops.ArtifactTarget{{Cluster: "local-kubectl", TargetNamespace: "gitops-kubectl"}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		v1 := waitDelivered(t, dana, "web-kubectl", "1.0.0")
+		if target := v1.Status.Targets[0]; target.Engine != "Kubectl" || target.Revision != "1.0.0@"+v1.Status.Digest {
+			t.Errorf("target: %+v", target)
+		}
+		expectObjects(t, kube, "gitops-kubectl", "hello", true)
+		updateArtifact(t, dana, "web-kubectl", "1.1.0", webV2)
+		v2 := waitDelivered(t, dana, "web-kubectl", "1.1.0")
+		waitForCondition(t, 30*time.Second, func() (bool, string) {
+			return objectsAre(kube, "gitops-kubectl", "hello again", false)
+		})
+		t.Logf("Kubectl engine: 1.0.0 and 1.1.0 applied, the Deployment pruned, %s", time.Since(began).Round(100*time.Millisecond))
+		done, _ := reconcileNow(t, dana, "web-kubectl-now", []gitops.ReconciliationTarget{
+			{Cluster: "local-kubectl", Kind: gitops.TargetKindOCIArtifact, Name: "web-kubectl"},
+		})
+		if s := done.Status.Targets[0]; s.HandledAt == nil || !s.Ready || s.Revision != "1.1.0@"+v2.Status.Digest {
+			t.Errorf("target: %+v", s)
+		}
+	})
+
+	t.Run("the registry's data survives a restart of plinth-controller", func(t *testing.T) {
+		before := registryTags(t, p.RegistryEndpoint(), "workloads/web")
+		p.StopController()
+		if err := p.StartController(); err != nil {
+			t.Fatal(err)
+		}
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			tags, err := listTags(p.RegistryEndpoint(), "workloads/web")
+			return err == nil && slices.Equal(tags, before), fmt.Sprintf("tags %v (%v), want %v", tags, err, before)
+		})
+		expectFluxManifest(t, p.RegistryEndpoint(), "workloads/web", "1.1.0", web.Status.Digest, web.Status.Revision)
+		waitRegistryRunning(t, dana)
 	})
 
 	// Last: until the restarted controller holds the Lease, nothing is reconciled.
@@ -217,18 +254,185 @@ spec:
 	})
 }
 
-// getFlux reads a Flux object from the local cluster into its Go type.
-func getFlux(t *testing.T, dyn dynamic.Interface, mapper apimeta.RESTMapper, kind schema.GroupVersionKind, namespace, name string, into runtime.Object) {
+// waitRegistryRunning waits until Cluster local's OCIRegistry is Running.
+func waitRegistryRunning(t *testing.T, c clientset.Interface) {
 	t.Helper()
-	mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
+	waitForCondition(t, 60*time.Second, func() (bool, string) {
+		r, err := c.GitopsV1alpha1().OCIRegistries(gitopsNamespace).Get(context.Background(), localplatform.LocalCluster, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.Status.Phase == gitops.RegistryPhaseRunning, fmt.Sprintf("%+v", r.Status)
+	})
+}
+
+// waitDelivered waits until the OCIArtifact has pushed version and every target is Ready
+// with it.
+func waitDelivered(t *testing.T, c clientset.Interface, name, version string) *gitops.OCIArtifact {
+	t.Helper()
+	var a *gitops.OCIArtifact
+	waitForCondition(t, 2*time.Minute, func() (bool, string) {
+		var err error
+		if a, err = c.GitopsV1alpha1().OCIArtifacts(gitopsNamespace).Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			return false, err.Error()
+		}
+		ready := a.Status.PushedVersion == version && apimeta.IsStatusConditionTrue(a.Status.Conditions, gitops.ConditionReady) && len(a.Status.Targets) > 0
+		for _, target := range a.Status.Targets {
+			ready = ready && target.Ready && target.Revision == a.Spec.Tag+"@"+a.Status.Digest
+		}
+		return ready, fmt.Sprintf("%+v", a.Status)
+	})
+	return a
+}
+
+// updateArtifact makes the OCIArtifact a new version with other manifests.
+func updateArtifact(t *testing.T, c clientset.Interface, name, version string, manifests []common.RawObject) {
+	t.Helper()
+	a, err := c.GitopsV1alpha1().OCIArtifacts(gitopsNamespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := dyn.Resource(mapping.Resource).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("%s %s/%s: %v", kind.Kind, namespace, name, err)
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+	a.Spec.Version, a.Spec.Tag, a.Spec.Manifests = version, version, manifests
+	if _, err := c.GitopsV1alpha1().OCIArtifacts(gitopsNamespace).Update(context.Background(), a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// reconcileNow creates a Manual ReconciliationRequest and waits until it Succeeded; it returns
+// the finished request and its reconcile.fluxcd.io/requestedAt value.
+func reconcileNow(t *testing.T, c clientset.Interface, name string, targets []gitops.ReconciliationTarget) (*gitops.ReconciliationRequest, string) {
+	t.Helper()
+	requests := c.GitopsV1alpha1().ReconciliationRequests(gitopsNamespace)
+	created, err := requests.Create(context.Background(), &gitops.ReconciliationRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       gitops.ReconciliationRequestSpec{Mode: gitops.ReconciliationModeManual, Targets: targets},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Spec.RequestedAt == nil {
+		t.Fatalf("requestedAt was not defaulted: %+v", created.Spec)
+	}
+	began := time.Now()
+	var done *gitops.ReconciliationRequest
+	waitForCondition(t, 90*time.Second, func() (bool, string) {
+		if done, err = requests.Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			return false, err.Error()
+		}
+		return done.Status.Phase == gitops.ReconciliationSucceeded || done.Status.Phase == gitops.ReconciliationFailed, fmt.Sprintf("%+v", done.Status)
+	})
+	t.Logf("%s %s in %s: %+v", name, done.Status.Phase, time.Since(began).Round(100*time.Millisecond), done.Status.Targets)
+	if done.Status.Phase != gitops.ReconciliationSucceeded || done.Status.CompletionTime == nil ||
+		!apimeta.IsStatusConditionTrue(done.Status.Conditions, gitops.ConditionReady) || len(done.Status.Targets) != len(targets) {
+		t.Fatalf("status: %+v", done.Status)
+	}
+	return done, created.Spec.RequestedAt.UTC().Format(time.RFC3339Nano)
+}
+
+// objectsAre checks the delivered objects in namespace: the ConfigMap's greeting, and whether
+// the Deployment exists.
+func objectsAre(kube kubernetes.Interface, namespace, greeting string, deployment bool) (bool, string) {
+	ctx := context.Background()
+	cm, err := kube.CoreV1().ConfigMaps(namespace).Get(ctx, "web-config", metav1.GetOptions{})
+	if err != nil {
+		return false, "the ConfigMap: " + err.Error()
+	}
+	_, err = kube.AppsV1().Deployments(namespace).Get(ctx, "web", metav1.GetOptions{})
+	switch {
+	case cm.Data["greeting"] != greeting:
+		return false, fmt.Sprintf("the ConfigMap's greeting is %q, want %q", cm.Data["greeting"], greeting)
+	case deployment && err != nil:
+		return false, "the Deployment: " + err.Error()
+	case !deployment && !apierrors.IsNotFound(err):
+		return false, fmt.Sprintf("the Deployment is still there (%v)", err)
+	}
+	return true, ""
+}
+
+func expectObjects(t *testing.T, kube kubernetes.Interface, namespace, greeting string, deployment bool) {
+	t.Helper()
+	if ok, why := objectsAre(kube, namespace, greeting, deployment); !ok {
+		t.Error(why)
+	}
+}
+
+// expectFluxManifest reads <repository>:<tag> through the registry's /v2 API: its digest is
+// digest, and it is in Flux's artifact format (config and layer media types, the source,
+// revision and created annotations).
+func expectFluxManifest(t *testing.T, endpoint, repository, tag, digest, revision string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/v2/%s/manifests/%s", endpoint, repository, tag), nil)
+	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	sum := sha256.Sum256(body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Docker-Content-Digest") != digest || "sha256:"+hex.EncodeToString(sum[:]) != digest {
+		t.Fatalf("GET %s: %s, digest header %q, body digest sha256:%x, want %s", req.URL, resp.Status, resp.Header.Get("Docker-Content-Digest"), sum, digest)
+	}
+	var m struct {
+		MediaType string `json:"mediaType"`
+		Config    struct {
+			MediaType string `json:"mediaType"`
+		} `json:"config"`
+		Layers []struct {
+			MediaType string `json:"mediaType"`
+		} `json:"layers"`
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.MediaType != "application/vnd.cncf.flux.config.v1+json" || len(m.Layers) != 1 ||
+		m.Layers[0].MediaType != "application/vnd.cncf.flux.content.v1.tar+gzip" ||
+		m.Annotations["org.opencontainers.image.revision"] != revision || m.Annotations["org.opencontainers.image.source"] == "" ||
+		m.Annotations["org.opencontainers.image.created"] == "" {
+		t.Errorf("the manifest is not in Flux's format: %s", body)
+	}
+}
+
+// listTags is the repository's tags through /v2/<repository>/tags/list.
+func listTags(endpoint, repository string) ([]string, error) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/v2/%s/tags/list", endpoint, repository))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("tags/list: %s", resp.Status)
+	}
+	var list struct {
+		Tags []string `json:"tags"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, err
+	}
+	slices.Sort(list.Tags)
+	return list.Tags, nil
+}
+
+func registryTags(t *testing.T, endpoint, repository string) []string {
+	t.Helper()
+	tags, err := listTags(endpoint, repository)
+	if err != nil || len(tags) == 0 {
+		t.Fatalf("tags of %s: %v %v", repository, tags, err)
+	}
+	return tags
+}
+
+// getKustomization reads a Kustomization from the local cluster into its Go type.
+func getKustomization(t *testing.T, dyn dynamic.Interface, namespace, name string) *kustomizev1.Kustomization {
+	t.Helper()
+	u, err := dyn.Resource(kustomizev1.GroupVersion.WithResource("kustomizations")).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Kustomization %s/%s: %v", namespace, name, err)
+	}
+	var k kustomizev1.Kustomization
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &k); err != nil {
+		t.Fatal(err)
+	}
+	return &k
 }
