@@ -10,8 +10,9 @@
 // targets that had applied an earlier version an Automatic ReconciliationRequest records the
 // "reconcile now" of the new one. Each target Cluster gets the pushed version through its
 // engine; targets dropped from spec are removed. The artifact is looked at again every poll
-// interval while a target is not Ready, with backoff while a push or a delivery fails, and
-// every resync period once all is Ready.
+// interval while an engine reports a target on its way (targets that applied the version are
+// not delivered to again on those polls), with backoff while a push or a delivery fails, and
+// every resync period otherwise; a Cluster being registered or getting Flux wakes it.
 //
 // Deleting an OCIArtifact removes what its engines created on every target and deletes its
 // tag from the registry before the finalizer lets it go.
@@ -30,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -91,11 +93,31 @@ type Controller struct {
 	poll       time.Duration
 	clock      clock.PassiveClock
 
+	mu sync.Mutex
 	// requested is the revision each artifact last asked its Flux targets to reconcile, so
 	// that polls until Flux applied it do not ask again; after a restart the request's
 	// name, derived from the revision, makes asking again harmless.
-	mu        sync.Mutex
 	requested map[cache.ObjectName]string
+	// delivered is what each target was last given in this process, Ready: polls while
+	// another target is on its way skip it instead of applying everything again. It is in
+	// memory on purpose (recording it would write status on every delivery); after a start
+	// every target is delivered to once.
+	delivered map[targetKey]delivered
+}
+
+// targetKey is one target of one artifact.
+type targetKey struct {
+	artifact cache.ObjectName
+	cluster  string
+}
+
+// delivered is what a target was given and when, and the Cluster as it was.
+type delivered struct {
+	generation        int64
+	revision, request string
+	clusterUID        types.UID
+	clusterGeneration int64
+	at                time.Time
 }
 
 // NewController returns the OCIArtifact controller. It reads OCIArtifacts, OCIRegistries,
@@ -124,7 +146,7 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, ar
 		artifacts: artifacts.Lister(), indexer: artifacts.Informer().GetIndexer(), registries: registries.Lister(),
 		clusters: clusters.Lister(), configMaps: configMaps.Lister(),
 		resync: opts.ResyncPeriod, poll: opts.PollInterval, clock: opts.Clock,
-		requested: map[cache.ObjectName]string{},
+		requested: map[cache.ObjectName]string{}, delivered: map[targetKey]delivered{},
 	}
 	c.Loop = loop.New(Name, c.reconcile, artifacts.Informer(), registries.Informer(), clusters.Informer(), configMaps.Informer())
 	if err := c.WatchMappedIf(artifacts.Informer(), loop.Self, wakesArtifact); err != nil {
@@ -225,9 +247,6 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		if werr := c.writeStatus(ctx, stored, p.status); werr != nil {
 			return werr
 		}
-		if err == nil && p.retryAfter > 0 {
-			c.EnqueueAfter(key, p.retryAfter)
-		}
 		return err
 	}
 	deliveryErr := p.deliver(ctx, result)
@@ -237,10 +256,13 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if deliveryErr != nil {
 		return deliveryErr
 	}
-	if p.allReady() {
-		c.EnqueueAfter(key, c.resync)
-	} else {
+	if p.inProgress {
+		// An engine is on its way (Flux has not applied yet): nothing here announces when
+		// it is done.
 		c.EnqueueAfter(key, c.poll)
+	} else {
+		// At rest, or waiting for a Cluster to be registered or get Flux, which wakes it.
+		c.EnqueueAfter(key, c.resync)
 	}
 	return nil
 }
@@ -296,6 +318,11 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.requested, key)
+	for k := range c.delivered {
+		if k.artifact == key {
+			delete(c.delivered, k)
+		}
+	}
 }
 
 // setCondition sets a condition, keeping its transition time while its status stays.

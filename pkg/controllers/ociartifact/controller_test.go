@@ -651,6 +651,52 @@ func TestTargetsOfEveryKind(t *testing.T) {
 	}
 }
 
+// Polls while a target is on its way do not deliver again to the targets that applied the
+// version, until the resync period passes or their Cluster changes.
+func TestPollsSkipTargetsAtRest(t *testing.T) {
+	art := newArtifact(t)
+	art.Spec.Targets = []gitopsv1alpha1.ArtifactTarget{{Cluster: "east"}, {Cluster: "fluxy"}}
+	h := newHarness(t, art)
+	h.flux.ready = false
+	h.step()
+	if len(h.kubectl.took()) != 1 || len(h.flux.took()) != 1 {
+		t.Fatal("the first reconcile did not deliver to both")
+	}
+	art = h.step()
+	if len(h.kubectl.took()) != 0 || len(h.flux.took()) != 1 {
+		t.Error("a poll delivered again to the target at rest, or not to the one on its way")
+	}
+	if !art.Status.Targets[0].Ready {
+		t.Errorf("the skipped target lost its status: %+v", art.Status.Targets[0])
+	}
+
+	h.clock.Step(DefaultResyncPeriod)
+	h.step()
+	if len(h.kubectl.took()) != 1 {
+		t.Error("the resync did not deliver again")
+	}
+	h.step()
+	if len(h.kubectl.took()) != 0 {
+		t.Error("delivered again right after the resync")
+	}
+	east := cluster("east", platformv1alpha1.GitOpsEngineKubectl, nil)
+	east.Generation = 2
+	if err := h.clusters.Update(east); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	if len(h.kubectl.took()) != 1 {
+		t.Error("a Cluster change did not deliver again")
+	}
+	h.edit(false, func(a *gitopsv1alpha1.OCIArtifact) {
+		a.Annotations = map[string]string{gitopsv1alpha1.ReconcileRequestAnnotation: "now"}
+	})
+	h.step()
+	if len(h.kubectl.took()) != 1 {
+		t.Error("a reconcile request did not deliver again")
+	}
+}
+
 func TestDeliveryFailureIsRetried(t *testing.T) {
 	h := newHarness(t, newArtifact(t))
 	h.kubectl.err = errors.New("applying Deployment shop/web failed: forbidden")

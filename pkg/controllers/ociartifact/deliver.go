@@ -112,14 +112,46 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 		}
 		target.Previous = nil
 	}
+	key := targetKey{artifact: cache.NewObjectName(p.art.Namespace, p.art.Name), cluster: t.Cluster}
+	given := delivered{generation: p.art.Generation, revision: art.Revision(), request: request,
+		clusterUID: cluster.UID, clusterGeneration: cluster.Generation, at: p.now}
+	if prev != nil && prev.Ready && prev.Revision == art.Revision() && prev.Engine == string(name) && p.c.givenRecently(key, given) {
+		// Applied already, with nothing changed since: a poll for another target.
+		return *prev, nil
+	}
 	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
 	defer cancel()
 	ts, err := engine.Deliver(opCtx, art, target)
 	ts.Cluster = t.Cluster
+	p.c.remember(key, given, err == nil && ts.Ready)
 	if err != nil {
 		return ts, fmt.Errorf("delivering to cluster %s: %w", t.Cluster, err)
 	}
+	if !ts.Ready {
+		p.inProgress = true
+	}
 	return ts, nil
+}
+
+// givenRecently says whether the target was given the same thing, Ready, within the resync
+// period, by the same Cluster generation.
+func (c *Controller) givenRecently(key targetKey, now delivered) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.delivered[key]
+	return ok && last.generation == now.generation && last.revision == now.revision && last.request == now.request &&
+		last.clusterUID == now.clusterUID && last.clusterGeneration == now.clusterGeneration && now.at.Sub(last.at) < c.resync
+}
+
+// remember records a delivery that left the target Ready, and forgets any other.
+func (c *Controller) remember(key targetKey, given delivered, ready bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ready {
+		c.delivered[key] = given
+	} else {
+		delete(c.delivered, key)
+	}
 }
 
 // remove undoes the delivery to a target dropped from spec (or of an artifact being deleted)

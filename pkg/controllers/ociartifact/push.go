@@ -60,9 +60,8 @@ type pass struct {
 	stored, art *gitopsv1alpha1.OCIArtifact
 	status      *gitopsv1alpha1.OCIArtifactStatus
 	now         time.Time
-	// retryAfter, when set, is when to look again at an artifact not pushed for a reason no
-	// watched object announces the end of.
-	retryAfter time.Duration
+	// inProgress says an engine reported a target on its way, not failed: it is polled.
+	inProgress bool
 }
 
 func newPass(c *Controller, stored *gitopsv1alpha1.OCIArtifact) *pass {
