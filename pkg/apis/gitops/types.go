@@ -198,7 +198,7 @@ type OCIArtifactSpec struct {
 	// manifests and configMapRef is set.
 	Manifests []common.RawObject
 	// ConfigMapRef names a ConfigMap in the artifact's namespace whose data keys ending in
-	// .yaml, .yml or .json are the files of the artifact (the seed's SourcePath, a local
+	// .yaml or .yml are the files of the artifact (the seed's SourcePath, a local
 	// directory, has no meaning on a server). plinth-controller reads it at each push.
 	ConfigMapRef *LocalObjectReference
 	// Targets are the Clusters to deliver the artifact to, each at most once.

@@ -1934,7 +1934,7 @@ func schema_pkg_apis_gitops_v1alpha1_OCIArtifactSpec(ref common.ReferenceCallbac
 					},
 					"configMapRef": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ConfigMapRef names a ConfigMap in the artifact's namespace whose data keys ending in .yaml, .yml or .json are the files of the artifact (the seed's SourcePath, a local directory, has no meaning on a server). plinth-controller reads it at each push.",
+							Description: "ConfigMapRef names a ConfigMap in the artifact's namespace whose data keys ending in .yaml or .yml are the files of the artifact (the seed's SourcePath, a local directory, has no meaning on a server). plinth-controller reads it at each push.",
 							Ref:         ref(gitopsv1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},

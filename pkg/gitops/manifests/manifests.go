@@ -114,11 +114,13 @@ func ValidateObjects(objs []Object, at func(i int) *field.Path) field.ErrorList 
 	return errs
 }
 
-// IsManifestFile reports whether a file name is one the artifact packages and the Kubectl engine
-// applies: .yaml, .yml or .json.
+// IsManifestFile reports whether a file name is one the artifact packages and both engines
+// apply: .yaml or .yml. JSON is YAML, but Flux's kustomize-controller only picks up .yaml and
+// .yml files when it generates a kustomization, so a .json file would reach Kubectl-engine
+// clusters and not Flux ones.
 func IsManifestFile(name string) bool {
 	switch strings.ToLower(path.Ext(name)) {
-	case ".yaml", ".yml", ".json":
+	case ".yaml", ".yml":
 		return true
 	}
 	return false

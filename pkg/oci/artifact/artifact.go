@@ -109,7 +109,7 @@ func Files(objs []manifests.Object) (map[string][]byte, error) {
 }
 
 // ConfigMapFiles returns the files of a ConfigMap's data and binaryData: the keys that are
-// manifest files (.yaml, .yml, .json), under their own names. Other keys are not packaged.
+// manifest files (.yaml, .yml), under their own names. Other keys are not packaged.
 func ConfigMapFiles(data map[string]string, binaryData map[string][]byte) map[string][]byte {
 	files := map[string][]byte{}
 	for k, v := range data {

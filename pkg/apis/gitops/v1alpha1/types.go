@@ -248,7 +248,7 @@ type OCIArtifactSpec struct {
 	// +listType=atomic
 	Manifests []common.RawObject `json:"manifests,omitempty"`
 	// ConfigMapRef names a ConfigMap in the artifact's namespace whose data keys ending in
-	// .yaml, .yml or .json are the files of the artifact (the seed's SourcePath, a local
+	// .yaml or .yml are the files of the artifact (the seed's SourcePath, a local
 	// directory, has no meaning on a server). plinth-controller reads it at each push.
 	// +optional
 	ConfigMapRef *LocalObjectReference `json:"configMapRef,omitempty"`

@@ -46,7 +46,7 @@ type OCIArtifactSpecApplyConfiguration struct {
 	// manifests and configMapRef is set.
 	Manifests []common.RawObject `json:"manifests,omitempty"`
 	// ConfigMapRef names a ConfigMap in the artifact's namespace whose data keys ending in
-	// .yaml, .yml or .json are the files of the artifact (the seed's SourcePath, a local
+	// .yaml or .yml are the files of the artifact (the seed's SourcePath, a local
 	// directory, has no meaning on a server). plinth-controller reads it at each push.
 	ConfigMapRef *LocalObjectReferenceApplyConfiguration `json:"configMapRef,omitempty"`
 	// Targets are the Clusters to deliver the artifact to, each at most once.
