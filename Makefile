@@ -19,7 +19,7 @@ KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etc
 FLUX_TOOLS  := source-controller kustomize-controller
 GOTESTFLAGS ?=
 
-.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller bench-compute verify generate clean clean-all
+.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller bench-compute bench-gitops verify generate clean clean-all
 
 all: build
 
@@ -76,6 +76,14 @@ bench-controller: build tools
 # and the controller's CPU and peak RSS (docs/benchmarks.md, "Tenant compute").
 bench-compute: build tools
 	$(GO) run ./hack/bench-compute --tenants 500
+
+# OCIArtifacts delivered through Flux against Flux alone on one fresh local platform, in
+# alternating rounds: an OCIArtifact to Cluster local until it reports the Kustomization Ready,
+# against the same files pushed with fluxcd/pkg/oci and a hand-made OCIRepository and
+# Kustomization until Ready; prints the medians, Plinth / (floor + push), the phases and the
+# controller's CPU and peak RSS (docs/benchmarks.md, "GitOps delivery against Flux alone").
+bench-gitops: build tools
+	$(GO) run ./hack/bench-gitops --rounds 5
 
 verify:
 	hack/verify-codegen.sh
