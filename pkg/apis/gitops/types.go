@@ -263,6 +263,9 @@ type ArtifactTargetStatus struct {
 	Cluster string
 	// Engine is the cluster's GitOps engine the delivery used: Flux or Kubectl.
 	Engine string
+	// Prune is the target's spec.prune at its last delivery: when the target is dropped from
+	// spec.targets, what it applied is deleted only if it asked for pruning.
+	Prune *bool
 	// Ready says whether the target applied the pushed version and it is healthy.
 	Ready bool
 	// Revision is what the target last applied: Flux's Kustomization lastAppliedRevision

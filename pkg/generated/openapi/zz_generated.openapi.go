@@ -1648,6 +1648,13 @@ func schema_pkg_apis_gitops_v1alpha1_ArtifactTargetStatus(ref common.ReferenceCa
 							Format:      "",
 						},
 					},
+					"prune": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Prune is the target's spec.prune at its last delivery: when the target is dropped from spec.targets, what it applied is deleted only if it asked for pruning.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 					"ready": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Ready says whether the target applied the pushed version and it is healthy.",

@@ -336,6 +336,10 @@ type ArtifactTargetStatus struct {
 	// Engine is the cluster's GitOps engine the delivery used: Flux or Kubectl.
 	// +optional
 	Engine string `json:"engine,omitempty"`
+	// Prune is the target's spec.prune at its last delivery: when the target is dropped from
+	// spec.targets, what it applied is deleted only if it asked for pruning.
+	// +optional
+	Prune *bool `json:"prune,omitempty"`
 	// Ready says whether the target applied the pushed version and it is healthy.
 	Ready bool `json:"ready"`
 	// Revision is what the target last applied: Flux's Kustomization lastAppliedRevision

@@ -27,6 +27,9 @@ type ArtifactTargetStatusApplyConfiguration struct {
 	Cluster *string `json:"cluster,omitempty"`
 	// Engine is the cluster's GitOps engine the delivery used: Flux or Kubectl.
 	Engine *string `json:"engine,omitempty"`
+	// Prune is the target's spec.prune at its last delivery: when the target is dropped from
+	// spec.targets, what it applied is deleted only if it asked for pruning.
+	Prune *bool `json:"prune,omitempty"`
 	// Ready says whether the target applied the pushed version and it is healthy.
 	Ready *bool `json:"ready,omitempty"`
 	// Revision is what the target last applied: Flux's Kustomization lastAppliedRevision
@@ -65,6 +68,14 @@ func (b *ArtifactTargetStatusApplyConfiguration) WithCluster(value string) *Arti
 // If called multiple times, the Engine field is set to the value of the last call.
 func (b *ArtifactTargetStatusApplyConfiguration) WithEngine(value string) *ArtifactTargetStatusApplyConfiguration {
 	b.Engine = &value
+	return b
+}
+
+// WithPrune sets the Prune field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Prune field is set to the value of the last call.
+func (b *ArtifactTargetStatusApplyConfiguration) WithPrune(value bool) *ArtifactTargetStatusApplyConfiguration {
+	b.Prune = &value
 	return b
 }
 
