@@ -67,6 +67,10 @@ func ValidateObject(obj map[string]interface{}, fldPath *field.Path) field.Error
 		errs = append(errs, field.Required(fldPath.Child("kind"), "Every manifest needs a kind."))
 	} else if strings.HasSuffix(kind, "List") {
 		errs = append(errs, field.Invalid(fldPath.Child("kind"), kind, "List kinds are not applied as objects; list their items as separate manifests."))
+	} else if kind == "Secret" && apiVersion == "v1" {
+		// An artifact is stored in etcd with its OCIArtifact and served by the registry to
+		// anyone who can reach it: a Secret in it would be a credential in plain text.
+		errs = append(errs, field.Forbidden(fldPath.Child("kind"), "Secrets are not packaged: the artifact is stored and served in plain text; create the Secret on the target, or package an encrypted form such as a SealedSecret."))
 	}
 	if _, ok := obj["metadata"]; ok {
 		if _, isMap := obj["metadata"].(map[string]interface{}); !isMap {
