@@ -61,22 +61,31 @@ const (
 
 // ClusterGitOps is how OCIArtifacts are delivered to a cluster.
 type ClusterGitOps struct {
-	Engine          GitOpsEngine
+	// Engine is Kubectl (plinth-controller applies with server-side apply) or Flux.
+	Engine GitOpsEngine
+	// RegistryEnabled makes plinth-controller run an OCIRegistry for the cluster.
 	RegistryEnabled bool
-	RegistryPort    int32
-	FluxInterval    *metav1.Duration
+	// RegistryPort is that registry's localhost port.
+	RegistryPort int32
+	// FluxInterval is Flux's interval for the cluster's OCIRepositories and Kustomizations.
+	FluxInterval *metav1.Duration
 }
 
 // ClusterGitOpsStatus is what plinth-controller found of a cluster's GitOps engine.
 type ClusterGitOpsStatus struct {
-	FluxComponents   []FluxComponent
-	Registry         string
+	// FluxComponents are the Flux controllers found serving the cluster.
+	FluxComponents []FluxComponent
+	// Registry is the namespace/name of the OCIRegistry the Cluster owns.
+	Registry string
+	// RegistryEndpoint is that registry's endpoint.
 	RegistryEndpoint string
 }
 
 // FluxComponent is one Flux controller serving a cluster.
 type FluxComponent struct {
-	Name    string
+	// Name is source-controller or kustomize-controller.
+	Name string
+	// Version is the controller's version, empty when it cannot be told.
 	Version string
 }
 
