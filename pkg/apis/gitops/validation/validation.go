@@ -34,6 +34,11 @@ const (
 	// MaxReconciliationTimeout is the longest a ReconciliationRequest may wait for its
 	// targets; Flux's own default timeout for a reconcile is far shorter.
 	MaxReconciliationTimeout = time.Hour
+	// MaxRequestedAtSkew is how far a new ReconciliationRequest's spec.requestedAt may be from
+	// the server's time: the value becomes the targets' reconcile annotation, and a request
+	// counts as handled once a target reports that time or a later one, so a far-future value
+	// would make every later request look handled. Five minutes allows for clocks that drift.
+	MaxRequestedAtSkew = 5 * time.Minute
 )
 
 var (
@@ -324,10 +329,18 @@ func relativePath(p string, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
-// ValidateReconciliationRequest checks a new ReconciliationRequest.
-func ValidateReconciliationRequest(r *gitops.ReconciliationRequest) field.ErrorList {
+// ValidateReconciliationRequest checks a new ReconciliationRequest created at now, the
+// server's time: a requestedAt the client set must be within MaxRequestedAtSkew of it.
+func ValidateReconciliationRequest(r *gitops.ReconciliationRequest, now time.Time) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(r, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	return append(errs, validateRequestSpec(&r.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validateRequestSpec(&r.Spec, field.NewPath("spec"))...)
+	if at := r.Spec.RequestedAt; at != nil && !at.IsZero() {
+		if skew := at.Sub(now); skew > MaxRequestedAtSkew || skew < -MaxRequestedAtSkew {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "requestedAt"), at.UTC().Format(time.RFC3339Nano),
+				fmt.Sprintf("must be within %s of the server's time (%s); leave it empty to use the server's time", MaxRequestedAtSkew, now.UTC().Format(time.RFC3339))))
+		}
+	}
+	return errs
 }
 
 // ValidateReconciliationRequestUpdate checks an update through the main resource: the spec

@@ -403,14 +403,17 @@ func request() *gitops.ReconciliationRequest {
 				{Cluster: "edge", Kind: gitops.TargetKindOCIArtifact, Name: "app"},
 			},
 			Mode:        gitops.ReconciliationModeManual,
-			RequestedAt: ptr.To(metav1.NewMicroTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))),
+			RequestedAt: ptr.To(metav1.NewMicroTime(requestTime)),
 			Timeout:     &metav1.Duration{Duration: 5 * time.Minute},
 		},
 	}
 }
 
+// requestTime is request()'s requestedAt and the server's time its validation is given.
+var requestTime = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
 func TestValidReconciliationRequest(t *testing.T) {
-	if errs := ValidateReconciliationRequest(request()); len(errs) > 0 {
+	if errs := ValidateReconciliationRequest(request(), requestTime); len(errs) > 0 {
 		t.Fatalf("valid request: %v", errs)
 	}
 	// The same name in another namespace, kind or cluster is another target.
@@ -419,8 +422,16 @@ func TestValidReconciliationRequest(t *testing.T) {
 		gitops.ReconciliationTarget{Cluster: "local", Kind: gitops.TargetKindOCIRepository, Name: "app", Namespace: "apps"},
 		gitops.ReconciliationTarget{Cluster: "edge", Kind: gitops.TargetKindOCIRepository, Name: "app", Namespace: "flux-system"})
 	r.Spec.Mode, r.Spec.RequestedAt, r.Spec.Timeout = gitops.ReconciliationModeAutomatic, nil, &metav1.Duration{Duration: time.Hour}
-	if errs := ValidateReconciliationRequest(r); len(errs) > 0 {
+	if errs := ValidateReconciliationRequest(r, requestTime); len(errs) > 0 {
 		t.Fatalf("five targets, an hour: %v", errs)
+	}
+	// A client's clock may be a few minutes off the server's.
+	for _, skew := range []time.Duration{-MaxRequestedAtSkew, MaxRequestedAtSkew} {
+		r := request()
+		r.Spec.RequestedAt = ptr.To(metav1.NewMicroTime(requestTime.Add(skew)))
+		if errs := ValidateReconciliationRequest(r, requestTime); len(errs) > 0 {
+			t.Errorf("requestedAt %s off the server's time: %v", skew, errs)
+		}
 	}
 }
 
@@ -452,11 +463,17 @@ func TestReconciliationRequestRules(t *testing.T) {
 		"zero timeout":     {func(r *gitops.ReconciliationRequest) { r.Spec.Timeout.Duration = 0 }, wantErr{"spec.timeout", field.ErrorTypeInvalid}},
 		"negative timeout": {func(r *gitops.ReconciliationRequest) { r.Spec.Timeout.Duration = -time.Second }, wantErr{"spec.timeout", field.ErrorTypeInvalid}},
 		"timeout above 1h": {func(r *gitops.ReconciliationRequest) { r.Spec.Timeout.Duration = time.Hour + time.Second }, wantErr{"spec.timeout", field.ErrorTypeInvalid}},
+		"requestedAt far in the future": {func(r *gitops.ReconciliationRequest) {
+			r.Spec.RequestedAt = ptr.To(metav1.NewMicroTime(requestTime.Add(MaxRequestedAtSkew + time.Second)))
+		}, wantErr{"spec.requestedAt", field.ErrorTypeInvalid}},
+		"requestedAt far in the past": {func(r *gitops.ReconciliationRequest) {
+			r.Spec.RequestedAt = ptr.To(metav1.NewMicroTime(requestTime.Add(-MaxRequestedAtSkew - time.Second)))
+		}, wantErr{"spec.requestedAt", field.ErrorTypeInvalid}},
 	}
 	for name, tc := range cases {
 		r := request()
 		tc.mutate(r)
-		expectOne(t, name, ValidateReconciliationRequest(r), tc.want)
+		expectOne(t, name, ValidateReconciliationRequest(r, requestTime), tc.want)
 	}
 }
 

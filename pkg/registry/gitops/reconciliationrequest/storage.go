@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"github.com/plinth-dev/plinth/pkg/apis/gitops"
@@ -23,11 +24,14 @@ import (
 
 // Definition is the ReconciliationRequest's validation for the generic strategies. A new
 // request starts Pending, and is requested now unless the client said when: the server's
-// clock, not the client's, is what the targets' reconcile annotation carries.
+// clock, not the client's, is what the targets' reconcile annotation carries; a time the client
+// set must be within validation.MaxRequestedAtSkew of the server's.
 var Definition = strategy.Definition[*gitops.ReconciliationRequest]{
-	NamespaceScoped:      true,
-	APIVersions:          []string{v1alpha1.SchemeGroupVersion.String()},
-	Validate:             validation.ValidateReconciliationRequest,
+	NamespaceScoped: true,
+	APIVersions:     []string{v1alpha1.SchemeGroupVersion.String()},
+	Validate: func(r *gitops.ReconciliationRequest) field.ErrorList {
+		return validation.ValidateReconciliationRequest(r, time.Now())
+	},
 	ValidateUpdate:       validation.ValidateReconciliationRequestUpdate,
 	ValidateStatusUpdate: validation.ValidateReconciliationRequestStatusUpdate,
 	PrepareForCreate: func(_ context.Context, r *gitops.ReconciliationRequest) {

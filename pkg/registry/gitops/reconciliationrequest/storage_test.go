@@ -73,13 +73,22 @@ func TestRequestLifecycle(t *testing.T) {
 	if now.Status.Phase != gitops.ReconciliationPending {
 		t.Errorf("phase %q, want Pending", now.Status.Phase)
 	}
-	asked := metav1.NewMicroTime(time.Date(2026, 11, 23, 10, 0, 0, 123456000, time.UTC))
+	asked := metav1.NewMicroTime(time.Now().Add(-time.Minute).Truncate(time.Microsecond))
 	auto := request("after-push", gitops.ReconciliationModeAutomatic)
 	auto.Spec.RequestedAt = &asked
 	auto.Status.Phase = gitops.ReconciliationSucceeded // the client's status is dropped
 	auto = create(auto)
 	if !auto.Spec.RequestedAt.Equal(&asked) || auto.Status.Phase != gitops.ReconciliationPending {
 		t.Errorf("a request with its own time: requestedAt %v phase %s", auto.Spec.RequestedAt, auto.Status.Phase)
+	}
+
+	// A time far off the server's clock would drive the targets' annotation and the deadline.
+	for _, off := range []time.Duration{time.Hour, -time.Hour} {
+		skewed := request("skewed", gitops.ReconciliationModeManual)
+		skewed.Spec.RequestedAt = ptr.To(metav1.NewMicroTime(time.Now().Add(off)))
+		if _, err := main.Create(ctx, skewed, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.requestedAt") {
+			t.Fatalf("requestedAt %s off the server's time: %v", off, err)
+		}
 	}
 
 	bad := request("bad", gitops.ReconciliationModeManual)
