@@ -10,6 +10,7 @@
 package reconciliationrequest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,15 +46,33 @@ const DefaultPollInterval = 2 * time.Second
 
 // Reasons of the Ready condition, also the events' reasons.
 const (
-	ReasonInProgress          = "InProgress"
-	ReasonSucceeded           = "Succeeded"
-	ReasonTargetNotFound      = "TargetNotFound"
-	ReasonClusterNotFound     = "ClusterNotFound"
-	ReasonClusterUnreachable  = "ClusterUnreachable"
-	ReasonFluxNotInstalled    = "FluxNotInstalled"
-	ReasonForbidden           = "Forbidden"
-	ReasonReconciliationError = "ReconciliationFailed"
-	ReasonTimedOut            = "TimedOut"
+	// ReasonInProgress: the targets were asked to reconcile and have not all handled the
+	// request and become Ready yet (Ready Unknown).
+	ReasonInProgress = "InProgress"
+	// ReasonSucceeded: every target handled the request and is Ready (Ready True).
+	ReasonSucceeded = "Succeeded"
+	// ReasonTargetNotFound: a target does not exist, an OCIArtifact target is not delivered to
+	// the target's cluster, or a stored target's kind cannot be reconciled (Failed).
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonClusterNotFound: a target's Cluster is not registered (Failed).
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonClusterUnreachable: a target's cluster did not answer; the request keeps trying
+	// until its timeout (Ready Unknown meanwhile).
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonTargetUnavailable: reading or annotating a target failed with an error that may
+	// pass (a server error, throttling, a timeout); the request keeps trying until its timeout
+	// (Ready Unknown meanwhile).
+	ReasonTargetUnavailable = "TargetUnavailable"
+	// ReasonFluxNotInstalled: a Flux target's cluster does not serve Flux's kinds (Failed).
+	ReasonFluxNotInstalled = "FluxNotInstalled"
+	// ReasonForbidden: Plinth may not read or annotate a target (Failed).
+	ReasonForbidden = "Forbidden"
+	// ReasonReconciliationFailed: a target handled the request and its reconcile failed: it
+	// reports Ready False (Failed).
+	ReasonReconciliationFailed = "ReconciliationFailed"
+	// ReasonTimedOut: the targets were not all asked, or did not all handle the request and
+	// become Ready, within spec.timeout of the request's creation (Failed).
+	ReasonTimedOut = "TimedOut"
 )
 
 // Options tune the controller.
@@ -137,49 +156,70 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	deadline := c.deadline(req)
 
 	var failure *targetError
+	// retrying are the problems that may pass (targetError.retry) met on this pass: the
+	// request stays where it is and tries again until its deadline.
+	var retrying []string
+	retryReason := ""
 	switch status.Phase {
 	case "", gitopsv1alpha1.ReconciliationPending:
 		status.Phase = gitopsv1alpha1.ReconciliationPending
 		if now.After(deadline) {
-			failure = &targetError{reason: ReasonTimedOut, message: fmt.Sprintf("The request was not passed on before its timeout of %s.", timeout(req))}
+			message := fmt.Sprintf("The request was not passed on before its timeout of %s.", timeout(req))
+			if prev := apimeta.FindStatusCondition(req.Status.Conditions, gitopsv1alpha1.ConditionReady); prev != nil && prev.Reason != ReasonInProgress {
+				message += " " + prev.Message // what kept it from being passed on
+			}
+			failure = &targetError{reason: ReasonTimedOut, message: message}
 			break
 		}
 		for i := range req.Spec.Targets {
 			err := c.request(ctx, req, i, value)
 			var te *targetError
-			if errors.As(err, &te) {
-				status.Targets[i].Message = te.message
+			if err != nil && !errors.As(err, &te) {
+				return err
+			}
+			if te == nil {
+				status.Targets[i].Message = "Asked to reconcile."
+				continue
+			}
+			status.Targets[i].Message = te.message
+			if !te.retry {
 				failure = te
 				break
 			}
-			if err != nil {
-				return err
-			}
-			status.Targets[i].Message = "Asked to reconcile."
+			retrying, retryReason = append(retrying, te.message), cmp.Or(retryReason, te.reason)
 		}
-		if failure == nil {
+		switch {
+		case failure != nil:
+		case len(retrying) > 0:
+			c.setReady(status, req, metav1.ConditionUnknown, retryReason,
+				fmt.Sprintf("%s Trying again until %s.", strings.Join(retrying, " "), deadline.UTC().Format(time.RFC3339)))
+		default:
 			status.Phase = gitopsv1alpha1.ReconciliationInProgress
-			c.setReady(status, req, metav1.ConditionUnknown, ReasonInProgress,
-				fmt.Sprintf("Asked %s to reconcile at %s; waiting for %s to handle it and be Ready.", count(len(req.Spec.Targets)), value, them(len(req.Spec.Targets))))
+			c.setReady(status, req, metav1.ConditionUnknown, ReasonInProgress, inProgressMessage(req, value))
 		}
 	case gitopsv1alpha1.ReconciliationInProgress:
 		var waiting []string
 		for i, t := range req.Spec.Targets {
 			obs, err := c.observe(ctx, req, i)
 			var te *targetError
-			if errors.As(err, &te) {
+			if err != nil && !errors.As(err, &te) {
+				return err
+			}
+			if te != nil {
 				status.Targets[i].Ready = false
 				status.Targets[i].Message = te.message
-				failure = te
-				break
-			}
-			if err != nil {
-				return err
+				if !te.retry {
+					failure = te
+					break
+				}
+				retrying, retryReason = append(retrying, te.message), cmp.Or(retryReason, te.reason)
+				waiting = append(waiting, fmt.Sprintf("%s (%s)", describe(t), strings.TrimSuffix(te.message, ".")))
+				continue
 			}
 			record(&status.Targets[i], obs, value, now)
 			switch {
 			case obs.failed(value):
-				failure = &targetError{reason: ReasonReconciliationError, message: fmt.Sprintf("%s handled the request and is not Ready: %s", describe(t), status.Targets[i].Message)}
+				failure = &targetError{reason: ReasonReconciliationFailed, message: fmt.Sprintf("%s handled the request and is not Ready: %s", describe(t), status.Targets[i].Message)}
 			case !status.Targets[i].Ready:
 				waiting = append(waiting, describe(t))
 			}
@@ -196,6 +236,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 				fmt.Sprintf("%s handled the request made at %s and %s Ready.", capitalize(count(len(req.Spec.Targets))), value, isAre(len(req.Spec.Targets))))
 		case now.After(deadline):
 			failure = &targetError{reason: ReasonTimedOut, message: fmt.Sprintf("Not handled and Ready within %s: %s.", timeout(req), strings.Join(waiting, ", "))}
+		case len(retrying) > 0:
+			c.setReady(status, req, metav1.ConditionUnknown, retryReason,
+				fmt.Sprintf("%s Trying again until %s.", strings.Join(retrying, " "), deadline.UTC().Format(time.RFC3339)))
+		default:
+			c.setReady(status, req, metav1.ConditionUnknown, ReasonInProgress, inProgressMessage(req, value))
 		}
 	}
 	if failure != nil {
@@ -206,20 +251,24 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err := c.writeStatus(ctx, req, status); err != nil {
 		return err
 	}
-	if status.Phase == gitopsv1alpha1.ReconciliationInProgress {
-		// Not later than the deadline, so that a request times out on time.
+	if status.Phase == gitopsv1alpha1.ReconciliationPending || status.Phase == gitopsv1alpha1.ReconciliationInProgress {
+		// Pending only while a target could not be asked yet, or in progress: poll, and not
+		// later than the deadline, so that a request times out on time.
 		c.EnqueueAfter(key, max(min(c.poll, deadline.Sub(now)), 0)+time.Millisecond)
 	}
 	return nil
 }
 
-// deadline is when a request in progress fails: its timeout after its requested time.
+// deadline is when a request not finished fails: its timeout after its creation. The
+// creation time is the server's; spec.requestedAt may come from a client's clock (within a few
+// minutes of the server's) and only names the request to the targets.
 func (c *Controller) deadline(req *gitopsv1alpha1.ReconciliationRequest) time.Time {
-	at := req.CreationTimestamp.Time
-	if req.Spec.RequestedAt != nil {
-		at = req.Spec.RequestedAt.Time
-	}
-	return at.Add(timeout(req))
+	return req.CreationTimestamp.Time.Add(timeout(req))
+}
+
+// inProgressMessage is the Ready condition's message while the targets work on the request.
+func inProgressMessage(req *gitopsv1alpha1.ReconciliationRequest, value string) string {
+	return fmt.Sprintf("Asked %s to reconcile at %s; waiting for %s to handle it and be Ready.", count(len(req.Spec.Targets)), value, them(len(req.Spec.Targets)))
 }
 
 func timeout(req *gitopsv1alpha1.ReconciliationRequest) time.Duration {

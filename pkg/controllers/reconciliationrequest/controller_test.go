@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,8 @@ var (
 	repoGVR          = sourcev1.GroupVersion.WithResource("ocirepositories")
 	kustomizationGVR = kustomizev1.GroupVersion.WithResource("kustomizations")
 	requested        = time.Date(2026, 11, 24, 2, 0, 0, 123456000, time.UTC)
+	// created is the request's creationTimestamp, as the server stores it (in seconds).
+	created = requested.Truncate(time.Second)
 	// value is the annotation value of a request made at requested.
 	value = "2026-11-24T02:00:00.123456Z"
 	key   = cache.NewObjectName("team-a", "now")
@@ -177,7 +180,7 @@ func (h *harness) expectEvents(want ...string) {
 
 func request(targets ...gitopsv1alpha1.ReconciliationTarget) *gitopsv1alpha1.ReconciliationRequest {
 	return &gitopsv1alpha1.ReconciliationRequest{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "now", Generation: 1, CreationTimestamp: metav1.NewTime(requested.Add(-time.Hour))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "now", Generation: 1, CreationTimestamp: metav1.NewTime(created)},
 		Spec: gitopsv1alpha1.ReconciliationRequestSpec{
 			Targets: targets, Mode: gitopsv1alpha1.ReconciliationModeManual,
 			RequestedAt: &metav1.MicroTime{Time: requested}, Timeout: &metav1.Duration{Duration: time.Minute},
@@ -237,7 +240,7 @@ func TestRequestValue(t *testing.T) {
 		t.Errorf("RequestValue = %q, want the time in UTC without fractional digits", got)
 	}
 	req.Spec.RequestedAt = nil
-	if got := RequestValue(req); got != "2026-11-24T01:00:00.123456Z" {
+	if got := RequestValue(req); got != "2026-11-24T02:00:00Z" {
 		t.Errorf("RequestValue without requestedAt = %q, want the creation time", got)
 	}
 }
@@ -323,8 +326,6 @@ func TestClusterProblemsFail(t *testing.T) {
 	}{
 		"an unregistered cluster": {gitopsv1alpha1.ReconciliationTarget{Cluster: "edge", Kind: "Kustomization", Name: "team-a-app", Namespace: "flux-system"},
 			nil, "ClusterNotFound", "Cluster edge is not registered."},
-		"an unreachable cluster": {fluxTarget("Kustomization"), func(f *fakeClients) { f.err = errors.New("cluster local: dial tcp 127.0.0.1:1: connection refused") },
-			"ClusterUnreachable", "Cluster local: dial tcp 127.0.0.1:1: connection refused."},
 		"a cluster without Flux": {fluxTarget("Kustomization"), func(f *fakeClients) { f.mapper = fluxMapper(false) },
 			"FluxNotInstalled", "Cluster local does not serve Flux's kustomize.toolkit.fluxcd.io/v1 Kustomization: Flux is not installed there."},
 	} {
@@ -345,16 +346,21 @@ func TestClusterProblemsFail(t *testing.T) {
 }
 
 // TestTimeout: targets that never handle the request fail it once spec.timeout has passed
-// since requestedAt, and not before.
+// since the request's creation, and not before, whatever requestedAt says: a client sets it
+// (within a few minutes of the server's time), the server's creationTimestamp bounds the wait.
 func TestTimeout(t *testing.T) {
-	h := newHarness(t, request(fluxTarget("Kustomization")), nil, fluxObject("Kustomization"))
+	req := request(fluxTarget("Kustomization"))
+	later := created.Add(5 * time.Minute)
+	req.Spec.RequestedAt = &metav1.MicroTime{Time: later}
+	laterValue := later.Format(time.RFC3339Nano)
+	h := newHarness(t, req, nil, fluxObject("Kustomization"))
 	h.reconcile()
-	h.expectEvents("Normal InProgress Asked 1 target to reconcile at " + value + "; waiting for it to handle it and be Ready.")
-	h.clock.SetTime(requested.Add(time.Minute))
+	h.expectEvents("Normal InProgress Asked 1 target to reconcile at " + laterValue + "; waiting for it to handle it and be Ready.")
+	h.clock.SetTime(created.Add(time.Minute))
 	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress {
 		t.Fatalf("failed at the deadline, not after it: %+v", got.Status)
 	}
-	h.clock.SetTime(requested.Add(time.Minute + time.Millisecond))
+	h.clock.SetTime(created.Add(time.Minute + time.Millisecond))
 	got := h.reconcile()
 	cond := readyCondition(t, got)
 	if got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != "TimedOut" ||
@@ -376,7 +382,7 @@ func TestHandledButNotReadyFails(t *testing.T) {
 	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionFalse, "ConfigMap/apps/x dry-run failed", "")
 	got := h.reconcile()
 	cond := readyCondition(t, got)
-	if got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != "ReconciliationFailed" || got.Status.Targets[0].HandledAt == nil ||
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonReconciliationFailed || got.Status.Targets[0].HandledAt == nil ||
 		cond.Message != "Kustomization flux-system/team-a-app on cluster local handled the request and is not Ready: ConfigMap/apps/x dry-run failed." {
 		t.Fatalf("status: %+v", got.Status)
 	}
@@ -450,17 +456,65 @@ func TestOCIArtifactTargetProblemsFail(t *testing.T) {
 	}
 }
 
-// TestTransientErrorsAreRetried: a server error from the target is retried, not a failure.
-func TestTransientErrorsAreRetried(t *testing.T) {
+// TestTransientErrorsAreRetriedUntilTheDeadline: a server error from a target while asking
+// it keeps the request Pending and asked again at each poll; once the error passes, the
+// request goes on.
+func TestTransientErrorsAreRetriedUntilTheDeadline(t *testing.T) {
 	h := newHarness(t, request(fluxTarget("Kustomization")), nil, fluxObject("Kustomization"))
+	failing := true
 	h.target.PrependReactor("patch", "kustomizations", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.Join(errors.New("applying"), &apiStatusError{})
+		return failing, nil, fmt.Errorf("applying: %w", &apiStatusError{})
 	})
-	if err := h.c.reconcile(context.Background(), key); err == nil {
-		t.Fatal("no error to retry")
+	got := h.reconcile()
+	cond := readyCondition(t, got)
+	message := "Kustomization flux-system/team-a-app on cluster local could not be read or asked: Applying: the server is currently unable to handle the request."
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationPending || cond.Status != metav1.ConditionUnknown || cond.Reason != ReasonTargetUnavailable ||
+		cond.Message != message+" Trying again until 2026-11-24T02:01:00Z." || got.Status.Targets[0].Message != message {
+		t.Fatalf("status after a server error: %+v", got.Status)
 	}
-	if got := h.stored(); got.Status.Phase != "" {
-		t.Errorf("status written: %+v", got.Status)
+	failing = false
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || readyCondition(t, got).Reason != ReasonInProgress {
+		t.Fatalf("status once the error passed: %+v", got.Status)
+	}
+}
+
+// TestUnreachableClusterIsRetriedUntilTheDeadline: a cluster that does not answer, while the
+// request is passed on or followed, does not fail it at once: it times out at its deadline,
+// naming the problem.
+func TestUnreachableClusterIsRetriedUntilTheDeadline(t *testing.T) {
+	unreachable := errors.New("cluster local: dial tcp 127.0.0.1:1: connection refused")
+	h := newHarness(t, request(fluxTarget("Kustomization")), nil, fluxObject("Kustomization"))
+	h.clients.err = unreachable
+	got := h.reconcile()
+	cond := readyCondition(t, got)
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationPending || cond.Status != metav1.ConditionUnknown || cond.Reason != ReasonClusterUnreachable ||
+		cond.Message != "Cluster local: dial tcp 127.0.0.1:1: connection refused. Trying again until 2026-11-24T02:01:00Z." {
+		t.Fatalf("status while the cluster is down: %+v", got.Status)
+	}
+	h.expectEvents("Warning ClusterUnreachable " + cond.Message)
+	h.clock.SetTime(created.Add(time.Minute + time.Millisecond))
+	got = h.reconcile()
+	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonTimedOut ||
+		cond.Message != "The request was not passed on before its timeout of 1m0s. Cluster local: dial tcp 127.0.0.1:1: connection refused. Trying again until 2026-11-24T02:01:00Z." {
+		t.Fatalf("status after the deadline: %+v", got.Status)
+	}
+
+	// Once in progress: a failed read (no API status: the network) is retried too.
+	h = newHarness(t, request(fluxTarget("Kustomization")), nil, fluxObject("Kustomization"))
+	h.reconcile()
+	h.target.PrependReactor("get", "kustomizations", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("read tcp 127.0.0.1:6443: connection reset by peer")
+	})
+	got = h.reconcile()
+	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || cond.Status != metav1.ConditionUnknown ||
+		cond.Reason != ReasonClusterUnreachable || got.Status.Targets[0].Ready {
+		t.Fatalf("status after a failed read: %+v", got.Status)
+	}
+	h.clock.SetTime(created.Add(time.Minute + time.Millisecond))
+	got = h.reconcile()
+	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonTimedOut ||
+		cond.Message != "Not handled and Ready within 1m0s: Kustomization flux-system/team-a-app on cluster local (Cluster local could not be reached: Read tcp 127.0.0.1:6443: connection reset by peer)." {
+		t.Fatalf("status after the deadline: %+v", got.Status)
 	}
 }
 

@@ -27,11 +27,16 @@ import (
 // FieldManager is the field manager of the annotation the controller sets on targets.
 const FieldManager = "plinth-reconcile"
 
-// targetError is a target the request cannot be carried out on: it (or its Cluster) does not
-// exist, or its Cluster cannot be reached or does not run Flux. The request Fails with reason
-// and message. Other errors are retried.
+// targetError is a problem with a target, told to the user with reason and message. Without
+// retry it fails the request at once: a target or Cluster that does not exist, a cluster
+// without Flux, a refusal. Those are a person's setup, do not change by themselves within the
+// request's timeout, and failing at once tells the person what to fix now instead of after the
+// timeout. With retry (a cluster that does not answer, a server error, throttling) the problem
+// may pass within the timeout, as a network blip or a restarting API server does: the request
+// tries again at each poll until its deadline, and times out with the last problem.
 type targetError struct {
 	reason, message string
+	retry           bool
 }
 
 func (e *targetError) Error() string { return e.message }
@@ -204,7 +209,7 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 	}
 	client, mapper, err := c.clients.For(ctx, t.Cluster)
 	if err != nil {
-		return nil, &targetError{reason: ReasonClusterUnreachable, message: sentence(err.Error())}
+		return nil, &targetError{reason: ReasonClusterUnreachable, message: sentence(err.Error()), retry: true}
 	}
 	mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
 	if apimeta.IsNoMatchError(err) {
@@ -212,7 +217,8 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 			message: fmt.Sprintf("Cluster %s does not serve Flux's %s %s: Flux is not installed there.", t.Cluster, kind.GroupVersion(), kind.Kind)}
 	}
 	if err != nil {
-		return nil, &targetError{reason: ReasonClusterUnreachable, message: sentence(err.Error())}
+		// Discovery failed: the cluster did not answer.
+		return nil, &targetError{reason: ReasonClusterUnreachable, message: sentence(err.Error()), retry: true}
 	}
 	namespace := t.Namespace
 	if namespace == "" {
@@ -222,8 +228,10 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 }
 
 // targetFailure classifies an error reading or patching a target: a target that is gone or
-// forbidden fails the request, so does a cluster that does not answer (an error without an
-// API status); other API errors (throttling, a server error) are retried.
+// forbidden fails the request; a Flux target's cluster that does not answer (an error without
+// an API status) and other API errors (throttling, a server error, a timeout) are retried
+// until the deadline. An OCIArtifact is read and patched through plinth's own API, not its
+// cluster's, so its errors never say the cluster is unreachable.
 func targetFailure(t gitopsv1alpha1.ReconciliationTarget, err error) error {
 	var status apierrors.APIStatus
 	switch {
@@ -233,10 +241,10 @@ func targetFailure(t gitopsv1alpha1.ReconciliationTarget, err error) error {
 		return &targetError{reason: ReasonTargetNotFound, message: fmt.Sprintf("%s does not exist.", describe(t))}
 	case apierrors.IsForbidden(err):
 		return &targetError{reason: ReasonForbidden, message: fmt.Sprintf("Plinth may not reconcile %s.", describe(t))}
-	case !errors.As(err, &status):
-		return &targetError{reason: ReasonClusterUnreachable, message: fmt.Sprintf("Cluster %s could not be reached: %s", t.Cluster, sentence(err.Error()))}
+	case !errors.As(err, &status) && t.Kind != gitopsv1alpha1.TargetKindOCIArtifact:
+		return &targetError{reason: ReasonClusterUnreachable, message: fmt.Sprintf("Cluster %s could not be reached: %s", t.Cluster, sentence(err.Error())), retry: true}
 	default:
-		return err
+		return &targetError{reason: ReasonTargetUnavailable, message: fmt.Sprintf("%s could not be read or asked: %s", describe(t), sentence(err.Error())), retry: true}
 	}
 }
 
