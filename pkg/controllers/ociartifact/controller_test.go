@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
@@ -312,7 +313,7 @@ func TestPushesAndDelivers(t *testing.T) {
 	if target.Cluster.Name != "east" || target.Spec.Path != "./" || target.Spec.Prune == nil || !*target.Spec.Prune || target.Previous != nil {
 		t.Errorf("target %+v", target)
 	}
-	want := []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "east", Engine: "Kubectl", Ready: true, Revision: "1.0.0@" + digest, Message: "Applied."}}
+	want := []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "east", Engine: "Kubectl", Prune: ptr.To(true), Ready: true, Revision: "1.0.0@" + digest, Message: "Applied."}}
 	if diff := cmp.Diff(want, st.Targets); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)
 	}
@@ -752,8 +753,60 @@ func TestEngineChange(t *testing.T) {
 	if len(h.kubectl.removed) != 1 || len(h.flux.took()) != 1 || h.flux.lastTarget().Previous != nil {
 		t.Errorf("removed by Kubectl %d, Flux target %+v", len(h.kubectl.removed), h.flux.lastTarget())
 	}
+	// The workloads are handed over, not deleted: Flux applies them again as its own.
+	if !h.kubectl.removeOpts[0].Keep {
+		t.Error("the Kubectl delivery was removed with its objects")
+	}
 	if art.Status.Targets[0].Engine != "Flux" {
 		t.Errorf("targets %+v", art.Status.Targets)
+	}
+
+	// And back: the Kustomization goes without pruning what Kubectl applies next.
+	if err := h.clusters.Update(cluster("east", platformv1alpha1.GitOpsEngineKubectl, nil)); err != nil {
+		t.Fatal(err)
+	}
+	art = h.step()
+	if len(h.flux.removeOpts) != 1 || !h.flux.removeOpts[0].Keep || art.Status.Targets[0].Engine != "Kubectl" {
+		t.Errorf("removed by Flux with %+v, targets %+v", h.flux.removeOpts, art.Status.Targets)
+	}
+}
+
+// A target dropped from spec is removed with the prune of its last delivery: prune false
+// leaves what it applied; a status written before prune was recorded prunes, the default.
+func TestDroppedTargetKeepsItsPrune(t *testing.T) {
+	for name, c := range map[string]struct {
+		prune     *bool
+		forget    bool
+		wantPrune bool
+	}{
+		"prune false": {prune: ptr.To(false), wantPrune: false},
+		"prune true":  {prune: ptr.To(true), wantPrune: true},
+		"unrecorded":  {prune: ptr.To(false), forget: true, wantPrune: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			art := newArtifact(t)
+			art.Spec.Targets = []gitopsv1alpha1.ArtifactTarget{{Cluster: "east"}, {Cluster: "fluxy", Prune: c.prune}}
+			h := newHarness(t, art)
+			art = h.step()
+			if got := art.Status.Targets[1].Prune; got == nil || *got != *c.prune {
+				t.Fatalf("recorded prune %v, want %v", got, *c.prune)
+			}
+			if c.forget {
+				art.Status.Targets[1].Prune = nil
+				if _, err := h.plinth.GitopsV1alpha1().OCIArtifacts("team-a").UpdateStatus(context.Background(), art, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				h.refresh()
+			}
+			h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) { a.Spec.Targets = a.Spec.Targets[:1] })
+			h.step()
+			if len(h.flux.removeTargets) != 1 {
+				t.Fatalf("removed %d times", len(h.flux.removeTargets))
+			}
+			if got := h.flux.removeTargets[0].Spec.Prune; got == nil || *got != c.wantPrune || h.flux.removeOpts[0].Keep {
+				t.Errorf("removed with prune %v, options %+v, want prune %v", got, h.flux.removeOpts[0], c.wantPrune)
+			}
+		})
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
@@ -106,8 +107,9 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 	target := delivery.Target{Spec: t, Cluster: cluster, Previous: prev, ReconcileRequest: request}
 	if prev != nil && prev.Engine != "" && prev.Engine != string(name) {
 		// The Cluster changed engines: what the old one made must go, or both would manage
-		// the same objects.
-		if err := p.removeWith(ctx, platformv1alpha1.GitOpsEngine(prev.Engine), target, prev); err != nil {
+		// the same objects. The applied objects stay: the new engine applies them again as
+		// its own, so the workloads keep running through the switch.
+		if err := p.removeWith(ctx, platformv1alpha1.GitOpsEngine(prev.Engine), target, prev, delivery.RemoveOptions{Keep: true}); err != nil {
 			return notReady(fmt.Sprintf("Removing the %s delivery from cluster %s failed: %s", prev.Engine, t.Cluster, sentence(err.Error()))), err
 		}
 		target.Previous = nil
@@ -123,6 +125,9 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 	defer cancel()
 	ts, err := engine.Deliver(opCtx, art, target)
 	ts.Cluster = t.Cluster
+	// What the delivery was told about pruning, for removing the target once it is dropped
+	// from spec.
+	ts.Prune = ptr.To(t.Prune == nil || *t.Prune)
 	p.c.remember(key, given, err == nil && ts.Ready)
 	if err != nil {
 		return ts, fmt.Errorf("delivering to cluster %s: %w", t.Cluster, err)
@@ -173,14 +178,15 @@ func (p *pass) remove(ctx context.Context, t gitopsv1alpha1.ArtifactTargetStatus
 		drop() // no engine ever delivered to it
 		return nil
 	}
-	spec := gitopsv1alpha1.ArtifactTarget{Cluster: t.Cluster}
+	// A target dropped from spec has no entry left: it is removed with the prune of its last
+	// delivery (true for a status written before that was recorded, the default then).
+	spec := gitopsv1alpha1.ArtifactTarget{Cluster: t.Cluster, Prune: t.Prune}
 	if i := slices.IndexFunc(p.art.Spec.Targets, func(s gitopsv1alpha1.ArtifactTarget) bool { return s.Cluster == t.Cluster }); i >= 0 {
 		spec = p.art.Spec.Targets[i]
 	}
-	// A target dropped from spec has no entry left: Flux's objects carry their own prune,
-	// the Kubectl engine prunes by default.
 	gitopsv1alpha1.SetDefaults_ArtifactTarget(&spec)
-	if err := p.removeWith(ctx, platformv1alpha1.GitOpsEngine(t.Engine), delivery.Target{Spec: spec, Cluster: cluster, Previous: &t}, &t); err != nil {
+	target := delivery.Target{Spec: spec, Cluster: cluster, Previous: &t}
+	if err := p.removeWith(ctx, platformv1alpha1.GitOpsEngine(t.Engine), target, &t, delivery.RemoveOptions{}); err != nil {
 		if i := slices.IndexFunc(p.status.Targets, func(s gitopsv1alpha1.ArtifactTargetStatus) bool { return s.Cluster == t.Cluster }); i >= 0 {
 			p.status.Targets[i].Ready = false
 			p.status.Targets[i].Message = fmt.Sprintf("Removing the artifact from cluster %s failed: %s", t.Cluster, sentence(err.Error()))
@@ -192,7 +198,8 @@ func (p *pass) remove(ctx context.Context, t gitopsv1alpha1.ArtifactTargetStatus
 }
 
 // removeWith has the named engine undo its delivery to the target.
-func (p *pass) removeWith(ctx context.Context, name platformv1alpha1.GitOpsEngine, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus) error {
+func (p *pass) removeWith(ctx context.Context, name platformv1alpha1.GitOpsEngine, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus,
+	opts delivery.RemoveOptions) error {
 	engine, ok := p.c.engines[name]
 	if !ok {
 		klog.FromContext(ctx).Info("No engine to remove a delivery with; left on the cluster", "engine", name, "cluster", target.Cluster.Name)
@@ -200,7 +207,7 @@ func (p *pass) removeWith(ctx context.Context, name platformv1alpha1.GitOpsEngin
 	}
 	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
 	defer cancel()
-	return engine.Remove(opCtx, p.art.Namespace, p.art.Name, target, last)
+	return engine.Remove(opCtx, p.art.Namespace, p.art.Name, target, last, opts)
 }
 
 // setDelivered sets Delivered and Ready from the targets' status.

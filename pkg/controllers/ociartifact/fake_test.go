@@ -20,6 +20,9 @@ type fakeEngine struct {
 	delivered []delivery.Artifact
 	targets   []delivery.Target
 	removed   []*gitopsv1alpha1.ArtifactTargetStatus
+	// removeTargets and removeOpts are what each Remove was given, in order.
+	removeTargets []delivery.Target
+	removeOpts    []delivery.RemoveOptions
 }
 
 func (f *fakeEngine) Deliver(_ context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
@@ -47,10 +50,12 @@ func (f *fakeEngine) Deliver(_ context.Context, art delivery.Artifact, target de
 	return st, nil
 }
 
-func (f *fakeEngine) Remove(_ context.Context, _, _ string, _ delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus) error {
+func (f *fakeEngine) Remove(_ context.Context, _, _ string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus, opts delivery.RemoveOptions) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.removed = append(f.removed, last)
+	f.removeTargets = append(f.removeTargets, target)
+	f.removeOpts = append(f.removeOpts, opts)
 	return f.removeErr
 }
 

@@ -7,6 +7,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -58,17 +59,35 @@ func (t Target) Interval() time.Duration {
 	return platformv1alpha1.DefaultFluxInterval
 }
 
+// ErrStalled is wrapped by the error Deliver returns when the target reports that applying
+// the artifact failed and retries by itself at its interval (Flux's objects Ready=False, not
+// progressing). Looking again sooner learns nothing, so the controller backs off up to the
+// target's Interval instead of polling.
+var ErrStalled = errors.New("the target reports the failure and retries by itself")
+
 // Engine delivers artifacts to clusters of one spec.gitOps.engine.
 type Engine interface {
 	// Deliver makes the target apply the artifact (idempotent: called again until the returned
 	// status is Ready) and reports what the target has applied so far. An error means the
 	// delivery could not be attempted or failed; the status then says why in one sentence.
+	// An error wrapping ErrStalled means the target itself reports the failure and retries
+	// on its own.
 	Deliver(ctx context.Context, art Artifact, target Target) (gitopsv1alpha1.ArtifactTargetStatus, error)
 	// Remove undoes Deliver when the artifact or the target goes away: the Flux engine deletes
 	// its OCIRepository and Kustomization (Flux prunes the applied objects when prune is set),
-	// the Kubectl engine deletes its inventory when prune is set. last is the target's last
-	// status. Removing what is already gone succeeds.
-	Remove(ctx context.Context, namespace, name string, target Target, last *gitopsv1alpha1.ArtifactTargetStatus) error
+	// the Kubectl engine deletes its inventory when prune is set. target.Spec.Prune is the
+	// prune the delivery had; opts.Keep overrides it. last is the target's last status.
+	// Removing what is already gone succeeds.
+	Remove(ctx context.Context, namespace, name string, target Target, last *gitopsv1alpha1.ArtifactTargetStatus, opts RemoveOptions) error
+}
+
+// RemoveOptions say how Remove undoes a delivery.
+type RemoveOptions struct {
+	// Keep leaves every object the delivery applied on the target, whatever its prune: they
+	// are handed over to another engine (the Cluster changed engines), which applies them
+	// again as its own. The Flux engine turns its Kustomization's prune off before deleting
+	// it, the Kubectl engine forgets its inventory.
+	Keep bool
 }
 
 // Clients gives the engines and the ReconciliationRequest controller their clients of a target

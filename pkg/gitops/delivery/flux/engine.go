@@ -2,6 +2,7 @@ package flux
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,8 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
@@ -79,10 +82,13 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 }
 
 // Remove deletes the target's Kustomization, then its OCIRepository: Flux's finalizer on the
-// Kustomization prunes what it applied when prune is set. The names are last's, or those
-// Deliver would use. Objects created for another artifact are left alone, and what is gone,
-// or a cluster where Flux's kinds are not served, needs nothing removed.
-func (e *engine) Remove(ctx context.Context, namespace, name string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus) error {
+// Kustomization prunes what it applied when its prune is set. Unless the target prunes and
+// opts.Keep is unset, prune is turned off first, so that the objects stay for whoever takes
+// them over. The names are last's, or those Deliver would use. Objects created for another
+// artifact are left alone, and what is gone, or a cluster where Flux's kinds are not served,
+// needs nothing removed.
+func (e *engine) Remove(ctx context.Context, namespace, name string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus,
+	opts delivery.RemoveOptions) error {
 	repoKey := key(Namespace(target), ObjectName(namespace, name))
 	kustomizationKey := repoKey
 	if last != nil && last.OCIRepository != "" {
@@ -91,13 +97,23 @@ func (e *engine) Remove(ctx context.Context, namespace, name string, target deli
 	if last != nil && last.Kustomization != "" {
 		kustomizationKey = last.Kustomization
 	}
-	owner := delivery.ArtifactAnnotation(namespace, name)
+	prune := !opts.Keep && (target.Spec.Prune == nil || *target.Spec.Prune)
+	return e.removePair(ctx, delivery.ArtifactAnnotation(namespace, name), target.Cluster.Name, kustomizationKey, repoKey, prune)
+}
+
+// removePair deletes the Kustomization and the OCIRepository of the given keys (namespace/name)
+// when they were created for owner, the Kustomization first; with prune false, the
+// Kustomization's prune is turned off before it is deleted. An empty key is skipped.
+func (e *engine) removePair(ctx context.Context, owner, cluster, kustomizationKey, repoKey string, prune bool) error {
 	for _, obj := range []struct {
 		kind schema.GroupVersionKind
 		key  string
 	}{{KustomizationKind, kustomizationKey}, {OCIRepositoryKind, repoKey}} {
+		if obj.key == "" {
+			continue
+		}
 		ns, objName, _ := strings.Cut(obj.key, "/")
-		client, err := e.resource(ctx, target.Cluster.Name, obj.kind, ns)
+		client, err := e.resource(ctx, cluster, obj.kind, ns)
 		if apimeta.IsNoMatchError(err) {
 			continue
 		}
@@ -109,18 +125,42 @@ func (e *engine) Remove(ctx context.Context, namespace, name string, target deli
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("reading %s %s on cluster %s: %w", obj.kind.Kind, obj.key, target.Cluster.Name, err)
+			return fmt.Errorf("reading %s %s on cluster %s: %w", obj.kind.Kind, obj.key, cluster, err)
 		}
 		if current.GetAnnotations()[gitopsv1alpha1.AnnotationArtifact] != owner {
 			continue
 		}
 		uid := current.GetUID()
+		if obj.kind == KustomizationKind && !prune {
+			if err := keepObjects(ctx, client, current); err != nil {
+				return fmt.Errorf("turning off prune of Kustomization %s on cluster %s: %w", obj.key, cluster, err)
+			}
+		}
 		err = client.Delete(ctx, objName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting %s %s on cluster %s: %w", obj.kind.Kind, obj.key, target.Cluster.Name, err)
+			return fmt.Errorf("deleting %s %s on cluster %s: %w", obj.kind.Kind, obj.key, cluster, err)
 		}
 	}
 	return nil
+}
+
+// keepObjects sets the Kustomization's spec.prune to false unless it is already, so that its
+// deletion leaves what it applied: kustomize-controller's finalizer reads prune from the
+// object being deleted, which carries the patched spec. The patch names the object's UID, so
+// that a Kustomization created again under the name is not changed.
+func keepObjects(ctx context.Context, client dynamic.ResourceInterface, current *unstructured.Unstructured) error {
+	if prune, found, _ := unstructured.NestedBool(current.Object, "spec", "prune"); found && !prune {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"uid": current.GetUID()},
+		"spec":     map[string]interface{}{"prune": false},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = client.Patch(ctx, current.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
 }
 
 // Observe is the target's status from what Flux reports on the objects: Ready when the

@@ -3,6 +3,7 @@ package flux
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,10 +12,13 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 )
 
 // TestDeliverAppliesBothObjects: the first delivery applies the OCIRepository and the
@@ -223,7 +227,7 @@ func TestRemoveDeletesBothObjects(t *testing.T) {
 	art, target := testArtifact(), testTarget()
 	repo, k := Objects(art, target)
 	client, clients := newFakeCluster(t, fluxStatus(t, repo), fluxStatus(t, k))
-	if err := New(clients).Remove(context.Background(), art.Namespace, art.Name, target, nil); err != nil {
+	if err := New(clients).Remove(context.Background(), art.Namespace, art.Name, target, nil, delivery.RemoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "kustomizations flux-system/team-a-app,ocirepositories flux-system/team-a-app"; strings.Join(deletes(client), ",") != want {
@@ -232,8 +236,68 @@ func TestRemoveDeletesBothObjects(t *testing.T) {
 	if _, err := client.Resource(kustomizationGVR).Namespace("flux-system").Get(context.Background(), "team-a-app", metav1.GetOptions{}); err == nil {
 		t.Error("the Kustomization is still there")
 	}
-	if err := New(clients).Remove(context.Background(), art.Namespace, art.Name, target, nil); err != nil {
+	if err := New(clients).Remove(context.Background(), art.Namespace, art.Name, target, nil, delivery.RemoveOptions{}); err != nil {
 		t.Errorf("removing again: %v", err)
+	}
+}
+
+// patches are the non-apply patches the client received, as "<resource> <namespace>/<name> <patch>".
+func patches(client *dynamicfake.FakeDynamicClient) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() != types.ApplyPatchType {
+			out = append(out, p.GetResource().Resource+" "+p.GetNamespace()+"/"+p.GetName()+" "+string(p.GetPatch()))
+		}
+	}
+	return out
+}
+
+// TestRemoveWithoutPrune: handed over (Keep) or a target that does not prune, the
+// Kustomization's prune is turned off before it is deleted, so that Flux's finalizer leaves
+// what it applied; a Kustomization whose prune is off already is not patched.
+func TestRemoveWithoutPrune(t *testing.T) {
+	for name, c := range map[string]struct {
+		livePrune bool
+		prune     bool
+		opts      delivery.RemoveOptions
+		patched   bool
+	}{
+		"keep":                   {livePrune: true, prune: true, opts: delivery.RemoveOptions{Keep: true}, patched: true},
+		"target without prune":   {livePrune: true, prune: false, patched: true},
+		"prune off already":      {livePrune: false, prune: false},
+		"prune, nothing to keep": {livePrune: true, prune: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			art, target := testArtifact(), testTarget()
+			repo, k := Objects(art, target)
+			k.Spec.Prune = c.livePrune
+			live := fluxStatus(t, k)
+			live.SetUID("uid-k")
+			client, clients := newFakeCluster(t, fluxStatus(t, repo), live)
+			target.Spec.Prune = ptr.To(c.prune)
+			if err := New(clients).Remove(context.Background(), art.Namespace, art.Name, target, nil, c.opts); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if c.patched {
+				want = []string{`kustomizations flux-system/team-a-app {"metadata":{"uid":"uid-k"},"spec":{"prune":false}}`}
+			}
+			if got := patches(client); !slices.Equal(got, want) {
+				t.Errorf("patches %v, want %v", got, want)
+			}
+			if got := strings.Join(deletes(client), ","); got != "kustomizations flux-system/team-a-app,ocirepositories flux-system/team-a-app" {
+				t.Errorf("deleted %s", got)
+			}
+			// The patch came before the delete.
+			for _, a := range client.Actions() {
+				if a.GetVerb() == "delete" {
+					break
+				}
+				if a.GetVerb() == "patch" && !c.patched {
+					t.Error("patched")
+				}
+			}
+		})
 	}
 }
 
@@ -245,7 +309,7 @@ func TestRemoveUsesTheLastStatusNames(t *testing.T) {
 	repo, k := Objects(art, target)
 	client, clients := newFakeCluster(t, fluxStatus(t, repo), fluxStatus(t, k))
 	last := &gitopsv1alpha1.ArtifactTargetStatus{OCIRepository: "gitops/team-a-app", Kustomization: "gitops/team-a-app"}
-	if err := New(clients).Remove(context.Background(), art.Namespace, art.Name, testTarget(), last); err != nil {
+	if err := New(clients).Remove(context.Background(), art.Namespace, art.Name, testTarget(), last, delivery.RemoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "kustomizations gitops/team-a-app,ocirepositories gitops/team-a-app"; strings.Join(deletes(client), ",") != want {
@@ -261,7 +325,7 @@ func TestRemoveLeavesOtherObjectsAlone(t *testing.T) {
 	repo, k := Objects(other, testTarget())
 	k.Annotations = nil
 	client, clients := newFakeCluster(t, fluxStatus(t, repo), fluxStatus(t, k))
-	if err := New(clients).Remove(context.Background(), "team-a-b", "app", testTarget(), nil); err != nil {
+	if err := New(clients).Remove(context.Background(), "team-a-b", "app", testTarget(), nil, delivery.RemoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := deletes(client); len(got) != 0 {
@@ -274,10 +338,10 @@ func TestRemoveLeavesOtherObjectsAlone(t *testing.T) {
 func TestRemoveWithoutFluxOnTheCluster(t *testing.T) {
 	_, clients := newFakeCluster(t)
 	clients.mapper = fluxMapper(false)
-	if err := New(clients).Remove(context.Background(), "team-a", "app", testTarget(), nil); err != nil {
+	if err := New(clients).Remove(context.Background(), "team-a", "app", testTarget(), nil, delivery.RemoveOptions{}); err != nil {
 		t.Errorf("without Flux: %v", err)
 	}
-	if err := New(&fakeClients{err: errUnreachable}).Remove(context.Background(), "team-a", "app", testTarget(), nil); err != errUnreachable {
+	if err := New(&fakeClients{err: errUnreachable}).Remove(context.Background(), "team-a", "app", testTarget(), nil, delivery.RemoveOptions{}); err != errUnreachable {
 		t.Errorf("unreachable: %v", err)
 	}
 }

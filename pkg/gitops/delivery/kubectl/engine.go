@@ -101,10 +101,11 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 }
 
 // Remove deletes the objects of the last inventory that still carry the artifact's label, when
-// the target prunes (the default); without prune, what was applied stays. What is gone already
-// needs nothing.
-func (e *engine) Remove(ctx context.Context, namespace, name string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus) error {
-	if last == nil || len(last.Inventory) == 0 || !prunes(target.Spec) {
+// the target prunes (the default); without prune, or with opts.Keep (another engine takes them
+// over), what was applied stays. What is gone already needs nothing.
+func (e *engine) Remove(ctx context.Context, namespace, name string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus,
+	opts delivery.RemoveOptions) error {
+	if opts.Keep || last == nil || len(last.Inventory) == 0 || !prunes(target.Spec) {
 		return nil
 	}
 	cluster := target.Cluster.Name

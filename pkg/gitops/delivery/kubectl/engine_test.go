@@ -426,7 +426,7 @@ func TestRemove(t *testing.T) {
 	}
 
 	client, clients := newCluster(t, objects()...)
-	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last); err != nil {
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last, delivery.RemoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"deployments/shop/web", "namespaces//shop"}; !slices.Equal(deleted(client), want) {
@@ -437,20 +437,24 @@ func TestRemove(t *testing.T) {
 	}
 
 	client, clients = newCluster(t, objects()...)
-	if err := New(clients).Remove(context.Background(), "team-a", "app", target(false, nil), last); err != nil || len(deleted(client)) != 0 {
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(false, nil), last, delivery.RemoveOptions{}); err != nil || len(deleted(client)) != 0 {
 		t.Errorf("without prune: deleted %v, %v", deleted(client), err)
 	}
-	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), nil); err != nil || len(deleted(client)) != 0 {
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), nil, delivery.RemoveOptions{}); err != nil || len(deleted(client)) != 0 {
 		t.Errorf("nothing delivered: deleted %v, %v", deleted(client), err)
+	}
+	// Handed over to another engine: the objects stay although the target prunes.
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last, delivery.RemoveOptions{Keep: true}); err != nil || len(deleted(client)) != 0 {
+		t.Errorf("kept: deleted %v, %v", deleted(client), err)
 	}
 
 	clients.err = errors.New("unreachable")
-	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last); err == nil {
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last, delivery.RemoveOptions{}); err == nil {
 		t.Error("removing from an unreachable cluster succeeded")
 	}
 	clients.err = nil
 	bad := &gitopsv1alpha1.ArtifactTargetStatus{Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "not-an-id", Version: "v1"}}}
-	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), bad); err == nil || !strings.Contains(err.Error(), "not-an-id") {
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), bad, delivery.RemoveOptions{}); err == nil || !strings.Contains(err.Error(), "not-an-id") {
 		t.Errorf("a malformed inventory entry: %v", err)
 	}
 }
