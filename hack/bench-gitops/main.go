@@ -87,14 +87,15 @@ func main() {
 
 // env is what both sides use.
 type env struct {
-	o        options
-	platform *localplatform.Platform
-	plinth   clientset.Interface
-	repos    dynamic.NamespaceableResourceInterface
-	kusts    dynamic.NamespaceableResourceInterface
-	registry string        // Cluster local's registry endpoint, localhost:<port>
-	interval time.Duration // Cluster local's Flux interval, which the floor uses too
-	fluxDir  string        // where the floor writes its files for Flux's client
+	o            options
+	platform     *localplatform.Platform
+	plinth       clientset.Interface
+	repos        dynamic.NamespaceableResourceInterface
+	kusts        dynamic.NamespaceableResourceInterface
+	registry     string        // Cluster local's registry endpoint, localhost:<port>
+	registryName string        // its OCIRegistry in artifactNamespace
+	interval     time.Duration // Cluster local's Flux interval, which the floor uses too
+	fluxDir      string        // where the floor writes its files for Flux's client
 }
 
 func run(o options) error {
@@ -258,7 +259,13 @@ func (e *env) waitGitOps(ctx context.Context) error {
 		if i := cl.Spec.GitOps.FluxInterval; i != nil && i.Duration > 0 {
 			e.interval = i.Duration
 		}
-		reg, err := e.plinth.GitopsV1alpha1().OCIRegistries(artifactNamespace).Get(ctx, cl.Status.GitOps.Registry, metav1.GetOptions{})
+		// status.gitOps.registry is <namespace>/<name>.
+		namespace, name, ok := strings.Cut(cl.Status.GitOps.Registry, "/")
+		if !ok || namespace != artifactNamespace {
+			return false, fmt.Errorf("Cluster %s's registry is %s, not in %s", localplatform.LocalCluster, cl.Status.GitOps.Registry, artifactNamespace)
+		}
+		e.registryName = name
+		reg, err := e.plinth.GitopsV1alpha1().OCIRegistries(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -277,7 +284,7 @@ func (e *env) waitGitOps(ctx context.Context) error {
 // objects are gone.
 func (e *env) plinthRound(ctx context.Context, r int) (plinthRound, error) {
 	name := fmt.Sprintf("plinth-%02d", r)
-	art, err := plinthArtifact(name, localplatform.LocalCluster, localplatform.LocalCluster, roundObjects(name))
+	art, err := plinthArtifact(name, e.registryName, localplatform.LocalCluster, roundObjects(name))
 	if err != nil {
 		return plinthRound{}, err
 	}
