@@ -5,8 +5,9 @@
 //
 // A registry's phase goes NotProvisioned → Provisioning (starting) → Running once its /v2/
 // answers. Every probe interval the controller asks /v2/ and checks that the data directory
-// takes writes: a registry that stopped answering is Error and is started again at the next
-// probe; a full disk is Error while the server keeps serving reads, and Running again once
+// takes writes: a registry whose /v2/ does not answer is Error and keeps serving (pushes in
+// progress go on); it is started again at the next probe once its server reports that it died,
+// or after maxFailedProbes probes in a row went unanswered; a full disk is Error while the server keeps serving reads, and Running again once
 // there is room. Deleting the object stops its server; stopping the controller (or losing
 // leadership) stops them all, and the next leader starts them.
 package ociregistry
@@ -55,6 +56,12 @@ const (
 	stopTimeout   = 10 * time.Second
 )
 
+// maxFailedProbes is how many /v2/ probes in a row may go unanswered before a server that
+// still serves (its Err is nil) is restarted. A restart aborts the pushes in progress, and one
+// probe can time out only because the registry is busy (a large push, a slow disk); three in a
+// row, a probe interval apart, mean a server that is stuck.
+const maxFailedProbes = 3
+
 // Reasons of the Ready condition, and of the events recorded when it changes.
 const (
 	reasonRunning      = "Running"
@@ -65,7 +72,7 @@ const (
 	reasonSpecInvalid = "SpecInvalid"
 	// reasonProvisionFailed: the server did not start (port taken, directory not writable).
 	reasonProvisionFailed = "ProvisionFailed"
-	// reasonNotRunning: a running server stopped answering /v2/.
+	// reasonNotRunning: a running server stopped serving, or its /v2/ did not answer a probe.
 	reasonNotRunning = "NotRunning"
 	// reasonCheckFailed: the data directory does not take writes (the disk is full).
 	reasonCheckFailed = "CheckFailed"
@@ -115,6 +122,9 @@ type Controller struct {
 type instance struct {
 	server Server
 	config registry.Config
+	// failedProbes counts the /v2/ probes in a row that went unanswered. Only the reconcile of
+	// the instance's key touches it, and the queue runs one reconcile per key at a time.
+	failedProbes int
 }
 
 // NewController returns the controller. It reads OCIRegistries, and is woken when one is added
@@ -274,21 +284,34 @@ func cmpErr(errs ...error) error {
 	return nil
 }
 
-// check probes a running server: a server that stopped serving or does not answer /v2/ is
-// stopped (and started again at the next reconcile); a data directory that takes no writes
-// makes the registry Error while it keeps serving what it has.
+// check probes a running server: a server that stopped serving (its Err) is stopped at once,
+// and started again at the next reconcile; one whose /v2/ does not answer is Error but keeps
+// serving until maxFailedProbes probes in a row went unanswered, then it is stopped too; a data
+// directory that takes no writes makes the registry Error while it keeps serving what it has.
 func (c *Controller) check(ctx context.Context, key cache.ObjectName, inst *instance) (gitopsv1alpha1.RegistryPhase, string, error) {
-	err := inst.server.Err()
-	if err == nil {
-		probeCtx, cancel := context.WithTimeout(ctx, probeTimeout)
-		err = inst.server.Ready(probeCtx)
-		cancel()
-	}
-	if err != nil {
-		klog.FromContext(ctx).Info("Registry stopped answering; it is started again at the next probe", "endpoint", inst.config.Endpoint, "err", err)
+	logger := klog.FromContext(ctx)
+	if err := inst.server.Err(); err != nil {
+		logger.Info("Registry stopped serving; it is started again at the next probe", "endpoint", inst.config.Endpoint, "err", err)
 		c.stop(ctx, key)
 		return gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, err
 	}
+	probeCtx, cancel := context.WithTimeout(ctx, probeTimeout)
+	err := inst.server.Ready(probeCtx)
+	cancel()
+	if err != nil {
+		inst.failedProbes++
+		if inst.failedProbes >= maxFailedProbes {
+			logger.Info("Registry did not answer several probes in a row; it is started again at the next probe",
+				"endpoint", inst.config.Endpoint, "probes", inst.failedProbes, "err", err)
+			c.stop(ctx, key)
+			return gitopsv1alpha1.RegistryPhaseError, reasonNotRunning,
+				fmt.Errorf("%w; %d probes in a row went unanswered, so the registry is started again", err, inst.failedProbes)
+		}
+		logger.Info("Registry did not answer a probe; it keeps serving", "endpoint", inst.config.Endpoint, "probes", inst.failedProbes, "err", err)
+		return gitopsv1alpha1.RegistryPhaseError, reasonNotRunning,
+			fmt.Errorf("%w; it keeps serving, and is started again if %d probes in a row go unanswered", err, maxFailedProbes)
+	}
+	inst.failedProbes = 0
 	if err := inst.server.CheckStorage(); err != nil {
 		return gitopsv1alpha1.RegistryPhaseError, reasonCheckFailed, err
 	}

@@ -74,6 +74,10 @@ type fixture struct {
 	root, vol string
 	// full makes every server's storage check report a full disk.
 	full atomic.Bool
+	// unanswered makes every server's /v2/ probe fail as a slow one does, while it serves.
+	unanswered atomic.Bool
+	// died makes every server report that it stopped serving on its own.
+	died atomic.Bool
 }
 
 func setup(t *testing.T, regs ...*gitopsv1alpha1.OCIRegistry) *fixture {
@@ -96,7 +100,7 @@ func setup(t *testing.T, regs ...*gitopsv1alpha1.OCIRegistry) *fixture {
 		if err != nil {
 			return nil, err
 		}
-		return &faultyServer{Server: srv, full: &f.full}, nil
+		return &faultyServer{Server: srv, full: &f.full, unanswered: &f.unanswered, died: &f.died}, nil
 	}
 	f.c = c
 	f.refresh()
@@ -104,10 +108,25 @@ func setup(t *testing.T, regs ...*gitopsv1alpha1.OCIRegistry) *fixture {
 	return f
 }
 
-// faultyServer is a real server whose storage check can be made to find the disk full.
+// faultyServer is a real server whose storage check can be made to find the disk full, whose
+// probes can be made to go unanswered, and which can be made to report that it died.
 type faultyServer struct {
 	*registry.Server
-	full *atomic.Bool
+	full, unanswered, died *atomic.Bool
+}
+
+func (s *faultyServer) Ready(ctx context.Context) error {
+	if s.unanswered.Load() {
+		return errors.New("the registry on " + s.Server.Endpoint() + " does not answer: context deadline exceeded")
+	}
+	return s.Server.Ready(ctx)
+}
+
+func (s *faultyServer) Err() error {
+	if s.died.Load() {
+		return errors.New("the registry on " + s.Server.Endpoint() + " stopped serving: accept: too many open files")
+	}
+	return s.Server.Err()
 }
 
 func (s *faultyServer) CheckStorage() error {
@@ -228,6 +247,9 @@ func TestRunsARegistry(t *testing.T) {
 	f.expectEvents()
 }
 
+// TestRestartsARegistryThatStoppedAnswering: a server stopped behind the controller's back
+// (its Err is nil, its /v2/ does not answer) is Error at once and started again after
+// maxFailedProbes unanswered probes in a row, with its data.
 func TestRestartsARegistryThatStoppedAnswering(t *testing.T) {
 	port := freePort(t)
 	f := setup(t, newRegistry("local", port))
@@ -236,13 +258,23 @@ func TestRestartsARegistryThatStoppedAnswering(t *testing.T) {
 	ref := "localhost:" + strconv.Itoa(port) + "/plinth/app:1.0.0"
 	digest := pushImage(t, ref)
 
-	// The server dies behind the controller's back.
-	if err := f.c.instance(cache.NewObjectName("plinth-system", "local")).server.Stop(context.Background()); err != nil {
+	key := cache.NewObjectName("plinth-system", "local")
+	if err := f.c.instance(key).server.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "does not answer")
+	for probe := 1; probe < maxFailedProbes; probe++ {
+		f.reconcile("local")
+		expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "does not answer")
+		if f.c.instance(key) == nil {
+			t.Fatalf("stopped after %d unanswered probes", probe)
+		}
+	}
 	f.expectEvents("Warning NotRunning")
+	f.reconcile("local")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "3 probes in a row went unanswered")
+	if f.c.instance(key) != nil {
+		t.Fatalf("not stopped after %d unanswered probes", maxFailedProbes)
+	}
 
 	f.reconcile("local")
 	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
@@ -250,6 +282,59 @@ func TestRestartsARegistryThatStoppedAnswering(t *testing.T) {
 	if got, err := crane.Digest(ref, crane.Insecure); err != nil || got != digest {
 		t.Errorf("after the restart: %q, %v; want %q", got, err, digest)
 	}
+}
+
+// TestAnUnansweredProbeDoesNotRestartTheRegistry: a probe that times out while the server
+// serves (a busy registry) makes it Error but leaves it serving; an answered probe starts the
+// count again.
+func TestAnUnansweredProbeDoesNotRestartTheRegistry(t *testing.T) {
+	port := freePort(t)
+	f := setup(t, newRegistry("local", port))
+	f.reconcile("local")
+	f.expectEvents("Normal Provisioning", "Normal Running")
+	key := cache.NewObjectName("plinth-system", "local")
+	inst := f.c.instance(key)
+
+	f.unanswered.Store(true)
+	for probe := 1; probe < maxFailedProbes; probe++ {
+		f.reconcile("local")
+		expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "it keeps serving")
+	}
+	f.expectEvents("Warning NotRunning")
+	pushImage(t, "localhost:"+strconv.Itoa(port)+"/plinth/app:1.0.0") // still served
+	f.unanswered.Store(false)
+	f.reconcile("local")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
+	f.expectEvents("Normal Running")
+
+	f.unanswered.Store(true)
+	for probe := 1; probe < maxFailedProbes; probe++ {
+		f.reconcile("local")
+	}
+	if f.c.instance(key) != inst || !answers(port) {
+		t.Fatal("restarted although an answered probe came between the unanswered ones")
+	}
+}
+
+// TestRestartsARegistryThatDied: a server that reports it stopped serving is started again at
+// the next probe, without waiting for more probes.
+func TestRestartsARegistryThatDied(t *testing.T) {
+	port := freePort(t)
+	f := setup(t, newRegistry("local", port))
+	f.reconcile("local")
+	f.expectEvents("Normal Provisioning", "Normal Running")
+	key := cache.NewObjectName("plinth-system", "local")
+
+	f.died.Store(true)
+	f.reconcile("local")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "stopped serving")
+	if f.c.instance(key) != nil {
+		t.Fatal("a server that died was not stopped")
+	}
+	f.died.Store(false)
+	f.reconcile("local")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
+	f.expectEvents("Warning NotRunning", "Normal Provisioning", "Normal Running")
 }
 
 func TestFullDisk(t *testing.T) {
