@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -216,5 +219,41 @@ func TestMapperFindsKindsAddedLater(t *testing.T) {
 	}
 	if srv.requests.Load() != before {
 		t.Errorf("a known kind read discovery again")
+	}
+}
+
+// A target's clients allow a Kubectl delivery's many requests: 150 reads in a row finish well
+// within 5 seconds, where client-go's default limits (5/s, bursts of 10) would need 28.
+func TestClientsAllowManyRequests(t *testing.T) {
+	srv := newDiscoveryServer(t)
+	lister, _ := clusterLister(t, cluster("east", "uid-1", 1))
+	c := NewClients(&fakeCreds{hosts: map[string]string{"east": srv.URL}}, lister)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dyn, _, err := c.For(ctx, "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	for i := range 150 {
+		_, err := dyn.Resource(configMaps).Namespace("shop").Get(ctx, fmt.Sprintf("settings-%d", i), metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("read %d: %v, want the server's 404", i, err)
+		}
+	}
+}
+
+func TestRateLimitsLeaveTheProvidersConfigAndItsOwnLimits(t *testing.T) {
+	given := &rest.Config{Host: "https://east:6443"}
+	got := withRateLimits(given)
+	if got.QPS != TargetQPS || got.Burst != TargetBurst || got.Host != given.Host {
+		t.Errorf("config %+v", got)
+	}
+	if given.QPS != 0 || given.Burst != 0 {
+		t.Error("the provider's config was changed")
+	}
+	own := withRateLimits(&rest.Config{QPS: 7, Burst: 9})
+	if own.QPS != 7 || own.Burst != 9 {
+		t.Errorf("a config's own limits were replaced: %v/%v", own.QPS, own.Burst)
 	}
 }
