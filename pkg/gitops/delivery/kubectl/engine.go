@@ -7,7 +7,11 @@
 // CustomResourceDefinitions next so that what lives in them can be applied after. Each object
 // carries the gitops.plinth.dev/artifact label (a hash of the OCIArtifact's namespace and
 // name) and annotation (namespace/name): pruning and removal delete only objects that still
-// carry this artifact's label, never one another artifact or a person took over since.
+// carry this artifact's label, never one another artifact or a person took over since, nor
+// one marked kustomize.toolkit.fluxcd.io/prune: disabled. Nor does it take over what it did
+// not create: an object that exists on the target without this artifact's label refuses the
+// version unless annotated gitops.plinth.dev/adopt: "true". A namespaced object needs a
+// namespace, its own or the target's targetNamespace, as with Flux.
 package kubectl
 
 import (
@@ -19,21 +23,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
 )
 
 // FieldManager is the server-side apply field manager of the applied objects.
 const FieldManager = "plinth-gitops"
-
-// DefaultNamespace is where a namespaced object that names no namespace is applied when the
-// target sets no targetNamespace, as kubectl's default context namespace.
-const DefaultNamespace = metav1.NamespaceDefault
 
 type engine struct {
 	clients delivery.Clients
@@ -46,9 +50,19 @@ func New(clients delivery.Clients) delivery.Engine {
 
 // Deliver applies every object of art on the target and, when the target prunes, deletes
 // what the previous inventory has and this one lacks. The status is Ready with art's revision
-// and the new inventory once all of it succeeded. A failure stops at the object that failed,
-// named in the message; the inventory then keeps everything applied so far and everything
-// of the previous one, so that a later delivery still prunes all of it.
+// and the new inventory once all of it succeeded.
+//
+// Before anything is applied, every object whose kind the target serves is placed (its
+// namespace resolved) and read back from the target; one the artifact may not apply (see
+// mayApply) refuses the whole version, with nothing applied. The whole version and not just
+// that object: applying the rest would leave the target running a mix of two versions (a
+// Deployment without the ConfigMap it mounts) under one reported revision, and Flux likewise
+// applies nothing of a stage whose dry-run fails. Objects of kinds the target serves only once
+// the artifact's CustomResourceDefinitions are applied are checked when their turn comes.
+//
+// A failure while applying stops at the object that failed, named in the message; the
+// inventory then keeps everything applied so far and everything of the previous one, so that
+// a later delivery still prunes all of it.
 func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
 	cluster := target.Cluster.Name
 	status := gitopsv1alpha1.ArtifactTargetStatus{Cluster: cluster, Engine: string(platformv1alpha1.GitOpsEngineKubectl)}
@@ -73,12 +87,35 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 		return fail(previous, err)
 	}
 
-	var applied []gitopsv1alpha1.InventoryEntry
-	label, annotation := delivery.ArtifactLabel(art.Namespace, art.Name), delivery.ArtifactAnnotation(art.Namespace, art.Name)
-	for _, obj := range applyOrder(art.Objects) {
-		entry, err := applyObject(ctx, client, mapper, obj, target.Spec.TargetNamespace, label, annotation)
+	p := placer{client: client, mapper: mapper, cluster: cluster, targetNamespace: target.Spec.TargetNamespace,
+		label:      delivery.ArtifactLabel(art.Namespace, art.Name),
+		annotation: delivery.ArtifactAnnotation(art.Namespace, art.Name),
+		previous:   ids(previous),
+		flux:       map[string]string{fluxNameLabel: flux.ObjectName(art.Namespace, art.Name), fluxNamespaceLabel: flux.Namespace(target)}}
+	objects := applyOrder(art.Objects)
+	placements := make([]*placement, len(objects))
+	for i, obj := range objects {
+		pl, err := p.place(ctx, obj)
+		if meta.IsNoMatchError(err) {
+			continue // a kind of the artifact's own CustomResourceDefinitions: checked in its turn
+		}
 		if err != nil {
-			return fail(union(applied, previous), fmt.Errorf("applying %s on cluster %s failed: %w", describe(obj), cluster, err))
+			return fail(previous, err)
+		}
+		placements[i] = pl
+	}
+
+	var applied []gitopsv1alpha1.InventoryEntry
+	for i, obj := range objects {
+		pl := placements[i]
+		if pl == nil {
+			if pl, err = p.place(ctx, obj); err != nil {
+				return fail(union(applied, previous), err)
+			}
+		}
+		entry, err := pl.apply(ctx)
+		if err != nil {
+			return fail(union(applied, previous), fmt.Errorf("applying %s on cluster %s failed: %w", describe(pl.obj), cluster, err))
 		}
 		applied = append(applied, entry)
 	}
@@ -87,7 +124,7 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	if prunes(target.Spec) {
 		stale := deleteOrder(difference(previous, applied))
 		for i, entry := range stale {
-			if err := deleteEntry(ctx, client, mapper, entry, label); err != nil {
+			if err := deleteEntry(ctx, client, mapper, entry, p.label); err != nil {
 				// What is not pruned yet stays in the inventory, for the next delivery.
 				return fail(append(slices.Clone(applied), stale[i:]...),
 					fmt.Errorf("pruning %s on cluster %s failed: %w", entryDescription(entry), cluster, err))
@@ -127,49 +164,135 @@ func prunes(spec gitopsv1alpha1.ArtifactTarget) bool {
 	return spec.Prune == nil || *spec.Prune
 }
 
-// applyObject applies one object and returns its inventory entry.
-func applyObject(ctx context.Context, client dynamic.Interface, mapper meta.RESTMapper, obj manifests.Object,
-	targetNamespace, label, annotation string) (gitopsv1alpha1.InventoryEntry, error) {
+// placer places an artifact's objects on one target.
+type placer struct {
+	client          dynamic.Interface
+	mapper          meta.RESTMapper
+	cluster         string
+	targetNamespace string
+	// label and annotation are the artifact's gitops.plinth.dev/artifact values.
+	label, annotation string
+	// previous holds the IDs of the target's last inventory: objects the artifact applied.
+	previous map[string]bool
+	// flux are the owner labels kustomize-controller puts on what the artifact's Kustomization
+	// applied, while the Cluster used the Flux engine.
+	flux map[string]string
+}
+
+// placement is an object of the artifact as it is applied on the target: with its namespace,
+// label and annotation set, the resource it is applied through, and whether the target holds
+// an object of its name already.
+type placement struct {
+	obj      manifests.Object
+	resource dynamic.ResourceInterface
+	version  string
+}
+
+// place resolves obj on the target and checks that the artifact may apply it there. Its error
+// names the object, for the status; meta.IsNoMatchError tells one of a kind the target does
+// not serve (yet).
+func (p *placer) place(ctx context.Context, obj manifests.Object) (*placement, error) {
 	u := obj.DeepCopy()
 	gvk := u.GroupVersionKind()
-	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	failed := func(err error) error {
+		return fmt.Errorf("applying %s on cluster %s failed: %w", describe(obj), p.cluster, err)
+	}
+	mapping, err := p.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return gitopsv1alpha1.InventoryEntry{}, err
+		return nil, failed(err)
 	}
 	var resource dynamic.ResourceInterface
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		switch {
-		case targetNamespace != "":
-			u.SetNamespace(targetNamespace)
-		case u.GetNamespace() == "":
-			u.SetNamespace(DefaultNamespace)
+		// As Flux's kustomize-controller: spec.targetNamespace overrides the manifest's namespace
+		// (kustomize's namespace transformer), and without it a namespaced object must name its
+		// namespace. Flux applies such an object through controller-runtime without a namespace
+		// segment in the URL, which the API server answers 404 ("namespace not specified",
+		// fluxcd/pkg/ssa DryRunErr); it never falls back to a kubeconfig's default namespace.
+		// So the Kubectl engine refuses it too, rather than apply it to "default" where the
+		// same artifact on a Flux Cluster would fail.
+		if p.targetNamespace != "" {
+			u.SetNamespace(p.targetNamespace)
 		}
-		resource = client.Resource(mapping.Resource).Namespace(u.GetNamespace())
+		if u.GetNamespace() == "" {
+			return nil, failed(fmt.Errorf("a namespaced %s needs metadata.namespace or the target's targetNamespace, as Flux requires", gvk.Kind))
+		}
+		resource = p.client.Resource(mapping.Resource).Namespace(u.GetNamespace())
 	} else {
 		// A namespace on a cluster-scoped object means nothing; the API server would refuse it.
 		u.SetNamespace("")
-		resource = client.Resource(mapping.Resource)
+		resource = p.client.Resource(mapping.Resource)
 	}
+	placed := manifests.Object{Unstructured: u, File: obj.File}
+
+	live, err := resource.Get(ctx, u.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s on cluster %s failed: %w", describe(placed), p.cluster, err)
+	}
+	if live != nil && !p.mayApply(live, manifests.KeyOf(u).String()) {
+		return nil, fmt.Errorf("%s exists on cluster %s and was not created by OCIArtifact %s, so it is left alone unless annotated %s=true",
+			describe(placed), p.cluster, p.annotation, delivery.AnnotationAdopt)
+	}
+
 	labels := u.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[gitopsv1alpha1.LabelArtifact] = label
+	labels[gitopsv1alpha1.LabelArtifact] = p.label
 	u.SetLabels(labels)
 	annotations := u.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[gitopsv1alpha1.AnnotationArtifact] = annotation
+	annotations[gitopsv1alpha1.AnnotationArtifact] = p.annotation
 	u.SetAnnotations(annotations)
-	if _, err := resource.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	return &placement{obj: placed, resource: resource, version: gvk.Version}, nil
+}
+
+// mayApply says whether the artifact may apply over live, the object of the same name on the
+// target: one it created (its label, or in the last inventory, whose label someone may have
+// edited since), one its Flux Kustomization applied (the Cluster switched from Flux to
+// Kubectl, which hands the objects over), or one a person handed over with the adopt
+// annotation. Anything else (a Namespace or a ConfigMap that was there first, another
+// artifact's object) it must not take: with Force it would take the fields over, and a later
+// version that drops the object would prune it.
+func (p *placer) mayApply(live *unstructured.Unstructured, id string) bool {
+	labels := live.GetLabels()
+	return labels[gitopsv1alpha1.LabelArtifact] == p.label || p.previous[id] ||
+		(labels[fluxNameLabel] == p.flux[fluxNameLabel] && labels[fluxNamespaceLabel] == p.flux[fluxNamespaceLabel]) ||
+		live.GetAnnotations()[delivery.AnnotationAdopt] == "true"
+}
+
+// fluxNameLabel and fluxNamespaceLabel are kustomize-controller's owner labels on what a
+// Kustomization applied (fluxcd/pkg/ssa ResourceManager.SetOwnerLabels): its name and namespace.
+var (
+	fluxNameLabel      = kustomizev1.GroupVersion.Group + "/name"
+	fluxNamespaceLabel = kustomizev1.GroupVersion.Group + "/namespace"
+)
+
+// apply applies the placed object with server-side apply and returns its inventory entry.
+func (pl *placement) apply(ctx context.Context) (gitopsv1alpha1.InventoryEntry, error) {
+	u := pl.obj.Unstructured
+	if _, err := pl.resource.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return gitopsv1alpha1.InventoryEntry{}, err
 	}
-	return gitopsv1alpha1.InventoryEntry{ID: manifests.KeyOf(u).String(), Version: gvk.Version}, nil
+	return gitopsv1alpha1.InventoryEntry{ID: manifests.KeyOf(u).String(), Version: pl.version}, nil
+}
+
+// ids is the set of an inventory's IDs.
+func ids(inventory []gitopsv1alpha1.InventoryEntry) map[string]bool {
+	out := make(map[string]bool, len(inventory))
+	for _, e := range inventory {
+		out[e.ID] = true
+	}
+	return out
 }
 
 // deleteEntry deletes the object an inventory entry names if it still carries the artifact's
-// label. An object or kind that is gone needs nothing.
+// label and does not opt out of pruning (PruneKey). An object or kind that is gone needs
+// nothing.
 func deleteEntry(ctx context.Context, client dynamic.Interface, mapper meta.RESTMapper, entry gitopsv1alpha1.InventoryEntry, label string) error {
 	key, err := parseID(entry.ID)
 	if err != nil {
@@ -198,6 +321,9 @@ func deleteEntry(ctx context.Context, client dynamic.Interface, mapper meta.REST
 	if current.GetLabels()[gitopsv1alpha1.LabelArtifact] != label {
 		return nil // taken over by another artifact or by hand: no longer this artifact's
 	}
+	if pruneDisabled(current) {
+		return nil
+	}
 	uid := current.GetUID()
 	propagation := metav1.DeletePropagationBackground
 	err = resource.Delete(ctx, key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &propagation})
@@ -206,6 +332,19 @@ func deleteEntry(ctx context.Context, client dynamic.Interface, mapper meta.REST
 		return nil
 	}
 	return err
+}
+
+// PruneKey is Flux's per-object opt-out of garbage collection, kustomize.toolkit.fluxcd.io/prune:
+// an object whose label or annotation of this key is "disabled" (in any case) is never
+// pruned nor removed with its artifact. The Kubectl engine honours it as kustomize-controller
+// does, so that the same marks keep an object on either engine.
+var PruneKey = kustomizev1.GroupVersion.Group + "/prune"
+
+// pruneDisabled says whether obj opted out of pruning, as fluxcd/pkg/ssa's AnyInMetadata reads
+// kustomize-controller's exclusion.
+func pruneDisabled(obj *unstructured.Unstructured) bool {
+	return strings.EqualFold(obj.GetLabels()[PruneKey], kustomizev1.DisabledValue) ||
+		strings.EqualFold(obj.GetAnnotations()[PruneKey], kustomizev1.DisabledValue)
 }
 
 // parseID reads an inventory ID, <namespace>_<name>_<group>_<kind>. None of the parts can hold

@@ -165,8 +165,8 @@ func TestDeliverAppliesEveryObject(t *testing.T) {
 	client, clients := newCluster(t)
 	art := artifact(
 		object("apps/v1", "Deployment", "shop", "web"),
-		object("example.com/v1", "Widget", "", "w"),
-		object("v1", "ConfigMap", "", "settings"),
+		object("example.com/v1", "Widget", "shop", "w"),
+		object("v1", "ConfigMap", "shop", "settings"),
 		object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com"),
 		object("v1", "Namespace", "ignored", "shop"),
 		object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader"),
@@ -177,11 +177,11 @@ func TestDeliverAppliesEveryObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Namespaces first, CustomResourceDefinitions next, then the artifact's order; namespaced
-	// objects without a namespace in default; cluster-scoped ones without any.
+	// Namespaces first, CustomResourceDefinitions next, then the artifact's order;
+	// cluster-scoped objects without a namespace.
 	wantApplied := []string{
 		"namespaces//shop", "customresourcedefinitions//widgets.example.com",
-		"deployments/shop/web", "widgets/default/w", "configmaps/default/settings", "clusterroles//reader",
+		"deployments/shop/web", "widgets/shop/w", "configmaps/shop/settings", "clusterroles//reader",
 	}
 	if diff := cmp.Diff(wantApplied, applied(client)); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
@@ -205,8 +205,8 @@ func TestDeliverAppliesEveryObject(t *testing.T) {
 			{ID: "_shop__Namespace", Version: "v1"},
 			{ID: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"},
 			{ID: "shop_web_apps_Deployment", Version: "v1"},
-			{ID: "default_w_example.com_Widget", Version: "v1"},
-			{ID: "default_settings__ConfigMap", Version: "v1"},
+			{ID: "shop_w_example.com_Widget", Version: "v1"},
+			{ID: "shop_settings__ConfigMap", Version: "v1"},
 			{ID: "_reader_rbac.authorization.k8s.io_ClusterRole", Version: "v1"},
 		},
 	}
@@ -476,5 +476,189 @@ func TestParseID(t *testing.T) {
 		if _, err := parseID(bad); err == nil {
 			t.Errorf("parseID(%q) succeeded", bad)
 		}
+	}
+}
+
+// A namespaced object that names no namespace, on a target without targetNamespace, is
+// refused as Flux's kustomize-controller refuses it, before anything is applied.
+func TestDeliverRefusesANamespacedObjectWithoutANamespace(t *testing.T) {
+	client, clients := newCluster(t)
+	status, err := New(clients).Deliver(context.Background(), artifact(
+		object("apps/v1", "Deployment", "shop", "web"),
+		object("v1", "ConfigMap", "", "settings"),
+	), target(true, nil))
+	want := "Applying ConfigMap settings (000-configmap-settings.yaml#1) on cluster east failed: " +
+		"a namespaced ConfigMap needs metadata.namespace or the target's targetNamespace, as Flux requires."
+	if err == nil || status.Ready || status.Message != want {
+		t.Errorf("status %+v, err %v", status, err)
+	}
+	if len(applied(client)) != 0 {
+		t.Errorf("applied %v", applied(client))
+	}
+}
+
+func annotated(u *unstructured.Unstructured, key, value string) *unstructured.Unstructured {
+	u.SetAnnotations(map[string]string{key: value})
+	return u
+}
+
+// An object that exists on the target and that the artifact did not create refuses the whole
+// version, with nothing applied and nothing pruned: a Namespace that was there first would
+// otherwise be deleted once a later version drops it.
+func TestDeliverRefusesToTakeOverWhatItDidNotCreate(t *testing.T) {
+	previous := &gitopsv1alpha1.ArtifactTargetStatus{Cluster: "east", Ready: true, Revision: "0.9.0@sha256:old",
+		Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "shop_old_apps_Deployment", Version: "v1"}}}
+	art := artifact(
+		object("v1", "Namespace", "", "shop"),
+		object("apps/v1", "Deployment", "shop", "web"),
+		object("v1", "ConfigMap", "shop", "settings"),
+	)
+	for name, tc := range map[string]struct {
+		existing runtime.Object
+		refused  string
+	}{
+		"created by hand": {object("v1", "Namespace", "", "shop").Unstructured, "Namespace shop (000-namespace-shop.yaml#1)"},
+		"another artifact's": {existing(configMapsGVR, "ConfigMap", "shop", "settings", delivery.ArtifactLabel("team-b", "other")),
+			"ConfigMap shop/settings (000-configmap-settings.yaml#1)"},
+		"adopt not true": {annotated(object("v1", "Namespace", "", "shop").Unstructured, delivery.AnnotationAdopt, "yes"),
+			"Namespace shop (000-namespace-shop.yaml#1)"},
+		"another Kustomization's": {labelledFlux(object("v1", "ConfigMap", "shop", "settings").Unstructured, "team-b-other", "flux-system"),
+			"ConfigMap shop/settings (000-configmap-settings.yaml#1)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client, clients := newCluster(t, tc.existing, existing(deploymentsGVR, "Deployment", "shop", "old", label))
+			status, err := New(clients).Deliver(context.Background(), art, target(true, previous))
+			want := tc.refused + " exists on cluster east and was not created by OCIArtifact team-a/app, so it is left alone unless annotated gitops.plinth.dev/adopt=true."
+			if err == nil || status.Ready || status.Message != want {
+				t.Errorf("status %+v, err %v\nwant message %q", status, err, want)
+			}
+			if len(applied(client)) != 0 || len(deleted(client)) != 0 {
+				t.Errorf("applied %v, deleted %v: want nothing", applied(client), deleted(client))
+			}
+			if status.Revision != previous.Revision || !cmp.Equal(previous.Inventory, status.Inventory) {
+				t.Errorf("revision %q, inventory %v: want the previous ones", status.Revision, status.Inventory)
+			}
+		})
+	}
+}
+
+func labelledFlux(u *unstructured.Unstructured, name, namespace string) *unstructured.Unstructured {
+	u.SetLabels(map[string]string{"kustomize.toolkit.fluxcd.io/name": name, "kustomize.toolkit.fluxcd.io/namespace": namespace})
+	return u
+}
+
+// What the artifact created (its label, or its last inventory), what its Flux Kustomization
+// applied before the Cluster switched to Kubectl, and what a person annotated for adoption are
+// applied over and carry the artifact's label from then on.
+func TestDeliverAppliesOverWhatItOwnsOrMayAdopt(t *testing.T) {
+	for name, tc := range map[string]struct {
+		existing runtime.Object
+		previous []gitopsv1alpha1.InventoryEntry
+	}{
+		"its label":          {existing: existing(namespacesGVR, "Namespace", "", "shop", label)},
+		"its last inventory": {existing: object("v1", "Namespace", "", "shop").Unstructured, previous: []gitopsv1alpha1.InventoryEntry{{ID: "_shop__Namespace", Version: "v1"}}},
+		"its Kustomization":  {existing: labelledFlux(object("v1", "Namespace", "", "shop").Unstructured, "team-a-app", "flux-system")},
+		"adopted":            {existing: annotated(object("v1", "Namespace", "", "shop").Unstructured, delivery.AnnotationAdopt, "true")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client, clients := newCluster(t, tc.existing)
+			status, err := New(clients).Deliver(context.Background(), artifact(object("v1", "Namespace", "", "shop")),
+				target(true, &gitopsv1alpha1.ArtifactTargetStatus{Inventory: tc.previous}))
+			if err != nil || !status.Ready {
+				t.Fatalf("status %+v, err %v", status, err)
+			}
+			if got := get(t, client, namespacesGVR, "", "shop").GetLabels()[gitopsv1alpha1.LabelArtifact]; got != label {
+				t.Errorf("label %q, want %q", got, label)
+			}
+		})
+	}
+}
+
+// noWidgetsUntilCRD serves Widgets only once their CustomResourceDefinition was applied.
+type noWidgetsUntilCRD struct {
+	meta.RESTMapper
+	served *bool
+}
+
+func (m noWidgetsUntilCRD) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if gk.Kind == "Widget" && !*m.served {
+		return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	}
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// An object of a kind the artifact's own CustomResourceDefinition adds is checked in its turn,
+// once the kind is served: the delivery stops there, as at any object that fails.
+func TestDeliverChecksCustomResourcesAfterTheirDefinition(t *testing.T) {
+	client, clients := newCluster(t, object("example.com/v1", "Widget", "shop", "w").Unstructured)
+	served := false
+	clients.mapper = noWidgetsUntilCRD{RESTMapper: mapper(true), served: &served}
+	client.PrependReactor("patch", "customresourcedefinitions", func(clienttesting.Action) (bool, runtime.Object, error) {
+		served = true
+		return false, nil, nil
+	})
+	status, err := New(clients).Deliver(context.Background(), artifact(
+		object("example.com/v1", "Widget", "shop", "w"),
+		object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com"),
+	), target(true, nil))
+	if err == nil || status.Ready || !strings.HasPrefix(status.Message, "Widget shop/w (000-widget-w.yaml#1) exists on cluster east and was not created") {
+		t.Errorf("status %+v, err %v", status, err)
+	}
+	if want := []string{"customresourcedefinitions//widgets.example.com"}; !slices.Equal(applied(client), want) {
+		t.Errorf("applied %v, want %v", applied(client), want)
+	}
+	if want := []gitopsv1alpha1.InventoryEntry{{ID: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"}}; !cmp.Equal(want, status.Inventory) {
+		t.Errorf("inventory %v", status.Inventory)
+	}
+}
+
+// Flux's opt-out, kustomize.toolkit.fluxcd.io/prune: disabled (label or annotation, any case),
+// keeps an object when a new version drops it and when the artifact goes.
+func TestPruneDisabledObjectsStay(t *testing.T) {
+	objects := func() []runtime.Object {
+		kept := existing(deploymentsGVR, "Deployment", "shop", "web", label)
+		kept.SetAnnotations(map[string]string{"kustomize.toolkit.fluxcd.io/prune": "disabled"})
+		keptByLabel := existing(configMapsGVR, "ConfigMap", "shop", "old", label)
+		keptByLabel.SetLabels(map[string]string{gitopsv1alpha1.LabelArtifact: label, "kustomize.toolkit.fluxcd.io/prune": "Disabled"})
+		return []runtime.Object{kept, keptByLabel, existing(configMapsGVR, "ConfigMap", "shop", "gone", label)}
+	}
+	inventory := []gitopsv1alpha1.InventoryEntry{
+		{ID: "shop_web_apps_Deployment", Version: "v1"}, {ID: "shop_old__ConfigMap", Version: "v1"}, {ID: "shop_gone__ConfigMap", Version: "v1"},
+	}
+
+	client, clients := newCluster(t, objects()...)
+	status, err := New(clients).Deliver(context.Background(), artifact(object("v1", "ConfigMap", "shop", "settings")),
+		target(true, &gitopsv1alpha1.ArtifactTargetStatus{Inventory: inventory}))
+	if err != nil || !status.Ready {
+		t.Fatalf("status %+v, err %v", status, err)
+	}
+	if want := []string{"configmaps/shop/gone"}; !slices.Equal(deleted(client), want) {
+		t.Errorf("pruned %v, want %v", deleted(client), want)
+	}
+
+	client, clients = newCluster(t, objects()...)
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil),
+		&gitopsv1alpha1.ArtifactTargetStatus{Inventory: inventory}, delivery.RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"configmaps/shop/gone"}; !slices.Equal(deleted(client), want) {
+		t.Errorf("removed %v, want %v", deleted(client), want)
+	}
+}
+
+// A version of 200 objects (the benchmark's size) is delivered in one call: one read and one
+// apply per object, which the target's client rate (delivery.TargetQPS) paces.
+func TestDeliverManyObjects(t *testing.T) {
+	client, clients := newCluster(t)
+	var objs []manifests.Object
+	for i := range 200 {
+		objs = append(objs, object("v1", "ConfigMap", "shop", fmt.Sprintf("settings-%03d", i)))
+	}
+	status, err := New(clients).Deliver(context.Background(), artifact(objs...), target(true, nil))
+	if err != nil || !status.Ready || len(status.Inventory) != 200 {
+		t.Fatalf("status ready %v with %d entries, err %v", status.Ready, len(status.Inventory), err)
+	}
+	if got := len(client.Actions()); got != 400 {
+		t.Errorf("%d requests, want 400 (a read and an apply per object)", got)
 	}
 }
