@@ -222,8 +222,9 @@ type ArtifactTarget struct {
 	// TargetNamespace, when set, is the namespace every namespaced object of the artifact is
 	// applied in, overriding the manifests' own (Flux's spec.targetNamespace).
 	TargetNamespace string
-	// Path is the directory in the artifact to apply, relative, for example ./ or ./base.
-	// Defaults to ./.
+	// Path is the directory in the artifact to apply: ./ (or .), its root, the only one an
+	// artifact has, since its files are flat; Flux's Kustomization gets it as spec.path, the
+	// Kubectl engine applies every file. Defaults to ./.
 	Path string
 	// Prune deletes from the target the objects a new version no longer contains. Defaults to
 	// true.

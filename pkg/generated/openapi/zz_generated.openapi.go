@@ -1607,7 +1607,7 @@ func schema_pkg_apis_gitops_v1alpha1_ArtifactTarget(ref common.ReferenceCallback
 					},
 					"path": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Path is the directory in the artifact to apply, relative, for example ./ or ./base. Defaults to ./.",
+							Description: "Path is the directory in the artifact to apply: ./ (or .), its root, the only one an artifact has, since its files are flat; Flux's Kustomization gets it as spec.path, the Kubectl engine applies every file. Defaults to ./.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -278,8 +278,9 @@ type ArtifactTarget struct {
 	// applied in, overriding the manifests' own (Flux's spec.targetNamespace).
 	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`
-	// Path is the directory in the artifact to apply, relative, for example ./ or ./base.
-	// Defaults to ./.
+	// Path is the directory in the artifact to apply: ./ (or .), its root, the only one an
+	// artifact has, since its files are flat; Flux's Kustomization gets it as spec.path, the
+	// Kubectl engine applies every file. Defaults to ./.
 	// +optional
 	Path string `json:"path,omitempty"`
 	// Prune deletes from the target the objects a new version no longer contains. Defaults to

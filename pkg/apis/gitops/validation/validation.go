@@ -10,7 +10,6 @@ package validation
 import (
 	"encoding/json"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -124,7 +123,7 @@ func validateRegistrySpec(s *gitops.OCIRegistrySpec, path *field.Path) field.Err
 // ValidateOCIArtifact checks a new OCIArtifact.
 func ValidateOCIArtifact(a *gitops.OCIArtifact) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(a, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	return append(errs, validateArtifactSpec(&a.Spec, field.NewPath("spec"))...)
+	return append(errs, validateArtifactSpec(&a.Spec, nil, field.NewPath("spec"))...)
 }
 
 // ValidateOCIArtifactUpdate checks an update through the main resource: the spec as on create;
@@ -135,7 +134,7 @@ func ValidateOCIArtifact(a *gitops.OCIArtifact) field.ErrorList {
 func ValidateOCIArtifactUpdate(a, old *gitops.OCIArtifact) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(a, old, field.NewPath("metadata"))
 	spec := field.NewPath("spec")
-	errs = append(errs, validateArtifactSpec(&a.Spec, spec)...)
+	errs = append(errs, validateArtifactSpec(&a.Spec, &old.Spec, spec)...)
 	errs = append(errs, apimachineryvalidation.ValidateImmutableField(a.Spec.RegistryRef, old.Spec.RegistryRef, spec.Child("registryRef"))...)
 	errs = append(errs, apimachineryvalidation.ValidateImmutableField(a.Spec.Name, old.Spec.Name, spec.Child("name"))...)
 	errs = append(errs, apimachineryvalidation.ValidateImmutableField(a.Spec.Repository, old.Spec.Repository, spec.Child("repository"))...)
@@ -204,7 +203,9 @@ func validateArtifactURL(url, endpoint, repository string, path *field.Path) fie
 	return nil
 }
 
-func validateArtifactSpec(s *gitops.OCIArtifactSpec, path *field.Path) field.ErrorList {
+// validateArtifactSpec checks an OCIArtifact's spec; old is the stored one on update, nil on
+// create.
+func validateArtifactSpec(s, old *gitops.OCIArtifactSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	registry := path.Child("registryRef", "name")
 	if s.RegistryRef.Name == "" {
@@ -227,7 +228,11 @@ func validateArtifactSpec(s *gitops.OCIArtifactSpec, path *field.Path) field.Err
 		errs = append(errs, field.Invalid(tag, s.Tag, "must be an OCI tag: a letter, digit or '_', then up to 127 letters, digits, '_', '.' or '-'"))
 	}
 	errs = append(errs, validateContent(s, path)...)
-	return append(errs, validateArtifactTargets(s.Targets, path.Child("targets"))...)
+	var oldTargets []gitops.ArtifactTarget
+	if old != nil {
+		oldTargets = old.Targets
+	}
+	return append(errs, validateArtifactTargets(s.Targets, oldTargets, path.Child("targets"))...)
 }
 
 // repository checks a required OCI repository path.
@@ -282,8 +287,13 @@ func validateContent(s *gitops.OCIArtifactSpec, path *field.Path) field.ErrorLis
 	})...)
 }
 
-func validateArtifactTargets(targets []gitops.ArtifactTarget, path *field.Path) field.ErrorList {
+// validateArtifactTargets checks the targets; old are the stored ones on update.
+func validateArtifactTargets(targets, old []gitops.ArtifactTarget, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	oldPaths := map[string]string{}
+	for _, t := range old {
+		oldPaths[t.Cluster] = t.Path
+	}
 	clusters := sets.New[string]()
 	for i, t := range targets {
 		p := path.Index(i)
@@ -298,7 +308,11 @@ func validateArtifactTargets(targets []gitops.ArtifactTarget, path *field.Path) 
 		if t.TargetNamespace != "" {
 			errs = append(errs, cv.DNSLabel(t.TargetNamespace, p.Child("targetNamespace"))...)
 		}
-		errs = append(errs, relativePath(t.Path, p.Child("path"))...)
+		if stored, ok := oldPaths[t.Cluster]; !ok || stored != t.Path {
+			// A path stored before only the root was allowed stays valid while unchanged, so
+			// that the artifact can still be updated and its finalizer released.
+			errs = append(errs, artifactPath(t.Path, p.Child("path"))...)
+		}
 	}
 	return errs
 }
@@ -312,21 +326,15 @@ func clusterName(name string, path *field.Path) field.ErrorList {
 	return cv.DNSSubdomain(name, path)
 }
 
-// relativePath checks a directory in an artifact: relative and never above the artifact's
-// root. Empty means the default, ./.
-func relativePath(p string, fldPath *field.Path) field.ErrorList {
-	if p == "" {
+// artifactPath checks a target's directory in the artifact: its root, ./ or ., the only
+// directory an artifact has (its files are flat: manifests.ValidFileName refuses a '/'), so
+// that no path makes Flux fail with "path not found" while the Kubectl engine, which has no
+// notion of a path, applies everything. Empty means the default, ./.
+func artifactPath(p string, fldPath *field.Path) field.ErrorList {
+	if p == "" || p == "./" || p == "." {
 		return nil
 	}
-	if path.IsAbs(p) {
-		return field.ErrorList{field.Invalid(fldPath, p, "must be a relative path in the artifact, such as ./ or ./base")}
-	}
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			return field.ErrorList{field.Invalid(fldPath, p, "must not contain '..': the path stays inside the artifact")}
-		}
-	}
-	return nil
+	return field.ErrorList{field.Invalid(fldPath, p, "must be ./ (or .), the artifact's root: an artifact's files have no directories")}
 }
 
 // ValidateReconciliationRequest checks a new ReconciliationRequest created at now, the

@@ -174,7 +174,7 @@ func artifact() *gitops.OCIArtifact {
 			Manifests:   []common.RawObject{raw(configMapManifest), raw(deploymentManifest)},
 			Targets: []gitops.ArtifactTarget{
 				{Cluster: "local", Namespace: "flux-system", TargetNamespace: "apps", Path: "./", Prune: ptr.To(true)},
-				{Cluster: "edge", Namespace: "flux-system", Path: "./base"},
+				{Cluster: "edge", Namespace: "flux-system", Path: "."},
 			},
 		},
 	}
@@ -197,6 +197,13 @@ func TestValidOCIArtifact(t *testing.T) {
 	fromConfigMap.Spec.Targets = nil
 	if errs := ValidateOCIArtifact(fromConfigMap); len(errs) > 0 {
 		t.Fatalf("artifact from a ConfigMap without targets: %v", errs)
+	}
+	for _, p := range []string{"", ".", "./"} {
+		a := artifact()
+		a.Spec.Targets[1].Path = p
+		if errs := ValidateOCIArtifact(a); len(errs) > 0 {
+			t.Errorf("path %q: %v", p, errs)
+		}
 	}
 	for _, repo := range []string{"app", "a/b/c", "my_team/app.v2", "team__a/app--x", strings.Repeat("a", 255)} {
 		a := artifact()
@@ -255,8 +262,14 @@ func TestOCIArtifactRules(t *testing.T) {
 		"targetNamespace": {func(a *gitops.OCIArtifact) { a.Spec.Targets[0].TargetNamespace = "Apps" },
 			wantErr{"spec.targets[0].targetNamespace", field.ErrorTypeInvalid}},
 		"absolute path": {func(a *gitops.OCIArtifact) { a.Spec.Targets[1].Path = "/base" }, wantErr{"spec.targets[1].path", field.ErrorTypeInvalid}},
+		"root /":        {func(a *gitops.OCIArtifact) { a.Spec.Targets[1].Path = "/" }, wantErr{"spec.targets[1].path", field.ErrorTypeInvalid}},
 		"path up":       {func(a *gitops.OCIArtifact) { a.Spec.Targets[1].Path = "./base/../../etc" }, wantErr{"spec.targets[1].path", field.ErrorTypeInvalid}},
 		"path ..":       {func(a *gitops.OCIArtifact) { a.Spec.Targets[1].Path = ".." }, wantErr{"spec.targets[1].path", field.ErrorTypeInvalid}},
+		// Artifacts are flat (manifests.ValidFileName): a directory would make Flux fail with
+		// "path not found" while the Kubectl engine applied everything.
+		"directory":            {func(a *gitops.OCIArtifact) { a.Spec.Targets[1].Path = "./base" }, wantErr{"spec.targets[1].path", field.ErrorTypeInvalid}},
+		"directory without ./": {func(a *gitops.OCIArtifact) { a.Spec.Targets[1].Path = "base" }, wantErr{"spec.targets[1].path", field.ErrorTypeInvalid}},
+		"root spelled .//":     {func(a *gitops.OCIArtifact) { a.Spec.Targets[1].Path = ".//" }, wantErr{"spec.targets[1].path", field.ErrorTypeInvalid}},
 	}
 	for name, tc := range cases {
 		a := artifact()
@@ -302,6 +315,25 @@ func TestOCIArtifactUpdate(t *testing.T) {
 		tc.mutate(a)
 		expectOne(t, name, ValidateOCIArtifactUpdate(a, old), tc.want)
 	}
+}
+
+// A target path stored before only the artifact's root was allowed stays valid while it is
+// unchanged (so that the artifact can be updated and its finalizer released); a changed or a
+// new target must use the root.
+func TestOCIArtifactUpdateKeepsAStoredPath(t *testing.T) {
+	old := artifact()
+	old.Spec.Targets[1].Path = "./base"
+	unchanged := old.DeepCopy()
+	unchanged.Finalizers = []string{"gitops.plinth.dev/delivery"}
+	if errs := ValidateOCIArtifactUpdate(unchanged, old); len(errs) > 0 {
+		t.Errorf("an unchanged stored path: %v", errs)
+	}
+	changed := old.DeepCopy()
+	changed.Spec.Targets[1].Path = "./overlays"
+	expectOne(t, "a changed path", ValidateOCIArtifactUpdate(changed, old), wantErr{"spec.targets[1].path", field.ErrorTypeInvalid})
+	moved := old.DeepCopy()
+	moved.Spec.Targets[1].Cluster = "west"
+	expectOne(t, "the path on another cluster", ValidateOCIArtifactUpdate(moved, old), wantErr{"spec.targets[1].path", field.ErrorTypeInvalid})
 }
 
 func pushedStatus() gitops.OCIArtifactStatus {
