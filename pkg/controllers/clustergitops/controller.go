@@ -88,6 +88,9 @@ type Controller struct {
 	namespace  string
 	probe      time.Duration
 	now        func() time.Time
+	// leases remembers the Flux Leases seen on each cluster, to tell renewed ones from stale
+	// ones without comparing clocks.
+	leases *leaseTracker
 }
 
 // NewController returns the controller. It reads Clusters and OCIRegistries; a Cluster wakes
@@ -99,6 +102,7 @@ func NewController(client Clientset, recorder events.EventRecorder, clusters pla
 	c := &Controller{
 		client: client, recorder: recorder, clusters: clusters.Lister(), registries: registries.Lister(),
 		clients: clients, namespace: opts.Namespace, probe: opts.ProbeInterval, now: time.Now,
+		leases: newLeaseTracker(),
 	}
 	if c.namespace == "" {
 		c.namespace = DefaultNamespace
@@ -136,6 +140,7 @@ func specOrDeletionChanged(oldObj, obj interface{}) bool {
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
 	cl, err := c.clusters.Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.leases.forget(key.Name)
 		// Owner references let Kubernetes' garbage collector remove the registry too; this
 		// does not wait for one (the local platform runs none).
 		return c.deleteRegistriesOf(ctx, key.Name)
@@ -167,6 +172,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		})
 		c.EnqueueAfter(key, c.probe)
 	} else {
+		c.leases.forget(cl.Name)
 		gitOps.FluxComponents = nil
 		apimeta.RemoveStatusCondition(&status.Conditions, platformv1alpha1.ConditionFluxAvailable)
 	}
@@ -188,7 +194,7 @@ func (c *Controller) detect(ctx context.Context, cluster string) finding {
 	if err != nil {
 		return unreachable(err)
 	}
-	return detectFlux(ctx, dyn, c.now())
+	return detectFlux(ctx, dyn, c.leases.freshness(cluster, c.now()))
 }
 
 // writeStatus writes the Cluster's status when it changed — only status.gitOps and the

@@ -256,6 +256,36 @@ func TestFluxThroughLeasesAndALeaseGoingStale(t *testing.T) {
 	f.expectEvents("Normal FluxRunning", "Warning FluxNotRunning")
 }
 
+// TestLeasesOfASkewedClock: a cluster whose clock is far behind plinth-controller's writes
+// renewTimes that look stale; once a probe sees them change, Flux counts as running, and stops
+// counting once they stop changing for the lease duration.
+func TestLeasesOfASkewedClock(t *testing.T) {
+	f := setup(t, newCluster("local", flux))
+	behind := now.Add(-5 * time.Minute)
+	leases := func(renewed time.Time) {
+		f.clients.dyn = newDynamic(append(fluxCRDs("v1.9.6"),
+			lease("flux-system", "source-controller-leader-election", "host_a", renewed, 35),
+			lease("flux-system", "kustomize-controller-leader-election", "host_b", renewed, 35))...)
+	}
+	leases(behind)
+	f.reconcile("local")
+	if cond := fluxAvailable(t, f.cluster("local")); cond == nil || cond.Reason != ReasonFluxNotRunning {
+		t.Fatalf("first probe, renewTimes 5 minutes off: %+v", cond)
+	}
+	leases(behind.Add(30 * time.Second))
+	f.c.now = func() time.Time { return now.Add(30 * time.Second) }
+	f.reconcile("local")
+	if cond := fluxAvailable(t, f.cluster("local")); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Fatalf("renewed since the previous probe: %+v", cond)
+	}
+	f.c.now = func() time.Time { return now.Add(30*time.Second + 35*time.Second) }
+	f.reconcile("local")
+	if cond := fluxAvailable(t, f.cluster("local")); cond == nil || cond.Reason != ReasonFluxNotRunning {
+		t.Fatalf("not renewed for the lease duration: %+v", cond)
+	}
+	f.expectEvents("Warning FluxNotRunning", "Normal FluxRunning", "Warning FluxNotRunning")
+}
+
 func TestUnreachableKeepsWhatWasFound(t *testing.T) {
 	f := setup(t, newCluster("local", flux))
 	f.clients.dyn = newDynamic(append(fluxCRDs("v2.7.0"),

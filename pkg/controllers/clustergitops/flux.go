@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -72,10 +71,10 @@ type finding struct {
 // cluster: both CRDs serve v1, and each controller either has a Deployment of its name (in any
 // namespace) that is Available — its version is the image tag — or holds its leader-election
 // Lease, <controller>-leader-election (in the namespace of its pod, or of RUNTIME_NAMESPACE when
-// run outside the cluster), renewed within the lease's duration — its version is its CRD's
-// app.kubernetes.io/version label. The Lease is how controllers running outside the cluster
-// (the local platform's) show they serve.
-func detectFlux(ctx context.Context, dyn dynamic.Interface, now time.Time) finding {
+// run outside the cluster), still renewed as fresh says (a leaseTracker's freshness) — its
+// version is its CRD's app.kubernetes.io/version label. The Lease is how controllers running
+// outside the cluster (the local platform's) show they serve.
+func detectFlux(ctx context.Context, dyn dynamic.Interface, fresh func(*coordinationv1.Lease) bool) finding {
 	versions := map[string]string{}
 	for _, comp := range components {
 		crd, err := dyn.Resource(crdsResource).Get(ctx, comp.crd, metav1.GetOptions{})
@@ -108,7 +107,7 @@ func detectFlux(ctx context.Context, dyn dynamic.Interface, now time.Time) findi
 		if err != nil {
 			return failed(err, "leases.coordination.k8s.io")
 		}
-		if heldLease(leases.Items, lease, now) {
+		if heldLease(leases.Items, lease, fresh) {
 			found = append(found, platformv1alpha1.FluxComponent{Name: comp.name, Version: versions[comp.name]})
 			continue
 		}
@@ -220,10 +219,9 @@ func imageTag(image string) string {
 	return ""
 }
 
-// heldLease says whether a Lease named name, in any namespace, has a holder and was renewed
-// within its lease duration. A controller that released its Lease (on shutdown) leaves no
-// holder.
-func heldLease(items []unstructured.Unstructured, name string, now time.Time) bool {
+// heldLease says whether a Lease named name, in any namespace, has a holder and is renewed, as
+// fresh says. A controller that released its Lease (on shutdown) leaves no holder.
+func heldLease(items []unstructured.Unstructured, name string, fresh func(*coordinationv1.Lease) bool) bool {
 	for i := range items {
 		if items[i].GetName() != name {
 			continue
@@ -236,7 +234,7 @@ func heldLease(items []unstructured.Unstructured, name string, now time.Time) bo
 		if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil || s.LeaseDurationSeconds == nil {
 			continue
 		}
-		if now.Before(s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second)) {
+		if fresh(&l) {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -81,7 +82,9 @@ func lease(namespace, name, holder string, renewed time.Time, seconds int64) *un
 }
 
 func TestDetectFlux(t *testing.T) {
-	fresh, stale := now.Add(-5*time.Second), now.Add(-time.Minute)
+	// stale is beyond a 35s lease duration plus maxClockSkew; skewed is a fresh renewal by a
+	// cluster whose clock is 45s behind plinth-controller's.
+	fresh, stale, skewed := now.Add(-5*time.Second), now.Add(-2*time.Minute), now.Add(-50*time.Second)
 	for _, tc := range []struct {
 		name       string
 		objs       []runtime.Object
@@ -151,6 +154,13 @@ func TestDetectFlux(t *testing.T) {
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.9.6"}},
 		message:    "its kustomize-controller is not running",
 	}, {
+		name: "leases written by a clock 45s behind",
+		objs: append(fluxCRDs("v1.9.6"),
+			lease("flux-system", "source-controller-leader-election", "host_1", skewed, 35),
+			lease("flux-system", "kustomize-controller-leader-election", "host_2", skewed, 35)),
+		reason:     ReasonFluxRunning,
+		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.9.6"}, {Name: "kustomize-controller", Version: "v1.9.6"}},
+	}, {
 		name: "a released lease",
 		objs: append(fluxCRDs("v1.9.6"),
 			lease("flux-system", "source-controller-leader-election", "", fresh, 35),
@@ -166,7 +176,7 @@ func TestDetectFlux(t *testing.T) {
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.6.2"}, {Name: "kustomize-controller", Version: "v2.7.0"}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := detectFlux(context.Background(), newDynamic(tc.objs...), now)
+			f := detectFlux(context.Background(), newDynamic(tc.objs...), newLeaseTracker().freshness("local", now))
 			wantStatus := metav1.ConditionFalse
 			if tc.reason == ReasonFluxRunning {
 				wantStatus = metav1.ConditionTrue
@@ -187,7 +197,7 @@ func TestDetectFlux(t *testing.T) {
 // Deployments and Leases are listed by name, not all of a cluster's.
 func TestDetectListsByName(t *testing.T) {
 	dyn := newDynamic(fluxCRDs("v2.7.0")...)
-	detectFlux(context.Background(), dyn, now)
+	detectFlux(context.Background(), dyn, newLeaseTracker().freshness("local", now))
 	var selectors []string
 	for _, a := range dyn.Actions() {
 		if l, ok := a.(clienttesting.ListAction); ok {
@@ -208,7 +218,7 @@ func TestDetectFailures(t *testing.T) {
 	forbidden.PrependReactor("list", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "", errors.New("no"))
 	})
-	if f := detectFlux(context.Background(), forbidden, now); f.reason != ReasonForbidden || f.status != metav1.ConditionFalse ||
+	if f := detectFlux(context.Background(), forbidden, newLeaseTracker().freshness("local", now)); f.reason != ReasonForbidden || f.status != metav1.ConditionFalse ||
 		!strings.Contains(f.message, "may not list deployments.apps") {
 		t.Errorf("forbidden: %+v", f)
 	}
@@ -216,9 +226,52 @@ func TestDetectFailures(t *testing.T) {
 	down.PrependReactor("get", "customresourcedefinitions", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")
 	})
-	if f := detectFlux(context.Background(), down, now); f.reason != ReasonClusterUnreachable ||
+	if f := detectFlux(context.Background(), down, newLeaseTracker().freshness("local", now)); f.reason != ReasonClusterUnreachable ||
 		f.message != "The cluster could not be asked whether Flux runs on it: dial tcp 10.0.0.1:6443: connect: connection refused." {
 		t.Errorf("unreachable: %+v", f)
+	}
+}
+
+// TestLeaseFreshnessComparesRenewals: after the first probe a Lease is renewed when its
+// renewTime changed, whatever the target's clock says, and stale once it has not changed for
+// its lease duration on plinth-controller's clock.
+func TestLeaseFreshnessComparesRenewals(t *testing.T) {
+	tracker := newLeaseTracker()
+	held := func(renewed time.Time, at time.Time) bool {
+		t.Helper()
+		u := lease("flux-system", "source-controller-leader-election", "host_1", renewed, 35)
+		var l coordinationv1.Lease
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l); err != nil {
+			t.Fatal(err)
+		}
+		return tracker.freshness("local", at)(&l)
+	}
+	// The target's clock is 10 minutes behind: its renewTimes are far in plinth's past.
+	behind := now.Add(-10 * time.Minute)
+	if held(behind, now) {
+		t.Fatal("a first renewTime 10 minutes off counted as renewed")
+	}
+	if !held(behind.Add(5*time.Second), now.Add(5*time.Second)) || !held(behind.Add(10*time.Second), now.Add(30*time.Second)) {
+		t.Fatal("a renewTime that changed since the previous probe did not count as renewed")
+	}
+	if !held(behind.Add(10*time.Second), now.Add(64*time.Second)) {
+		t.Fatal("stale before its lease duration passed since the renewal was seen")
+	}
+	if held(behind.Add(10*time.Second), now.Add(65*time.Second)) {
+		t.Fatal("a renewTime unchanged for the lease duration counted as renewed")
+	}
+	// Another cluster's Lease of the same name is its own: a first probe there.
+	u := lease("flux-system", "source-controller-leader-election", "host_1", behind.Add(10*time.Second), 35)
+	var l coordinationv1.Lease
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l); err != nil {
+		t.Fatal(err)
+	}
+	if tracker.freshness("edge", now.Add(40*time.Second))(&l) {
+		t.Fatal("the first probe of another cluster used this cluster's memory")
+	}
+	tracker.forget("local")
+	if held(behind.Add(10*time.Second), now.Add(70*time.Second)) {
+		t.Fatal("a forgotten cluster's first probe counted an old renewTime")
 	}
 }
 
