@@ -67,9 +67,10 @@ for tool in "$@"; do
     modfile=()
     if [ -n "${patched}" ]; then
         # go build -overlay refuses files in the module cache: build against a patched copy of
-        # controller-runtime instead, through a copy of the module's go.mod that replaces it.
+        # controller-runtime instead, through a copy of the module's go.mod that replaces it. go list -m
+        # names no directory for a module not downloaded yet (a clean module cache): download first.
         work="${ROOT}/_output/flux-build/${tool}"
-        runtime_dir=$(cd "${module}" && go list -m -f '{{.Dir}}' sigs.k8s.io/controller-runtime)
+        runtime_dir=$(cd "${module}" && go mod download sigs.k8s.io/controller-runtime && go list -m -f '{{.Dir}}' sigs.k8s.io/controller-runtime)
         rm -rf "${work}"
         mkdir -p "${work}"
         cp -r "${runtime_dir}" "${work}/controller-runtime"

@@ -23,8 +23,8 @@ const (
 	// FluxNamespace is Flux's runtime namespace: its leader-election Leases and, by default,
 	// the OCIRepositories and Kustomizations plinth-controller creates.
 	FluxNamespace = "flux-system"
-	// FluxUser is the identity both controllers authenticate as; it is bound to cluster-admin,
-	// as Flux's own install binds its controllers' service accounts.
+	// FluxUser is the identity both controllers authenticate as; it is in system:masters (see
+	// Identities), as powerful as the cluster-admin binding of Flux's own install.
 	FluxUser = "flux"
 )
 
@@ -34,7 +34,7 @@ var FluxControllers = []string{"source-controller", "kustomize-controller"}
 // fluxCRDsDir is where hack/build-tools.sh puts each controller's CRDs and version.
 func (p *Platform) fluxCRDsDir() string { return filepath.Join(p.cfg.BinDir, "..", "flux-crds") }
 
-// installFlux installs Flux's CRDs, its namespace, its identity's binding to cluster-admin and
+// installFlux installs Flux's CRDs, its namespace and
 // what plinth-controller needs of Flux on Cluster local (as the plinth:targets group), and waits
 // until the CRDs are established: the controllers exit when a kind they watch is not served.
 func (p *Platform) installFlux(ctx context.Context) error {
@@ -54,14 +54,6 @@ func (p *Platform) installFlux(ctx context.Context) error {
 kind: Namespace
 metadata:
   name: %[1]s
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: plinth-local:flux
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[2]s}
 ---
 # plinth-controller, as a member of plinth:targets, finds Flux (its CRDs, Leases and
 # Deployments), and creates, follows and deletes the OCIRepositories and Kustomizations that
@@ -94,7 +86,7 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: plinth:target-flux}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "plinth:targets"}
-`, FluxNamespace, FluxUser)
+`, FluxNamespace)
 	if err := p.kubectlStdin(ctx, manifest.String(), "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
 		return err
 	}

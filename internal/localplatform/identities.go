@@ -17,8 +17,11 @@ var Identities = []Identity{
 	// The controller's service account, authenticated by certificate so the local platform
 	// needs no token machinery; RBAC matches it like the real service account.
 	{User: ControllerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:plinth-system"}, Namespace: "plinth-system"},
-	// Flux's controllers (flux.go), bound to cluster-admin there.
-	{User: FluxUser},
+	// Flux's controllers (flux.go). Flux applies whatever an artifact holds, so its install binds
+	// it to cluster-admin; here it is in system:masters instead, which is the same power on the
+	// kube-apiserver and keeps kubectl auth can-i truthful for it on plinth-apiserver too, whose
+	// internal-API authorizer refuses cluster-admins outside the platform groups.
+	{User: FluxUser, Groups: []string{"system:masters"}},
 }
 
 // ControllerUser is plinth-controller's service account identity.

@@ -116,9 +116,37 @@ func (p *Platform) registerLocalCluster(ctx context.Context) error {
 	}
 	cmd := exec.CommandContext(ctx, p.bin("kubectl"), "--kubeconfig", p.AdminKubeconfig(), "create", "-f", "-")
 	cmd.Stdin = strings.NewReader(manifest)
-	if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "AlreadyExists") {
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	if !strings.Contains(string(out), "AlreadyExists") {
 		// kubectl's message names the object, never the kubeconfig.
 		return fmt.Errorf("registering Cluster %s: %v\n%s", LocalCluster, err, out)
+	}
+	return p.upgradeLocalClusterGitOps(ctx)
+}
+
+// upgradeLocalClusterGitOps gives a Cluster local registered before GitOps existed (engine
+// Kubectl and no registry: the defaults) the platform's GitOps settings, so that a platform
+// directory from an older Plinth gets Flux and a registry too. Settings an admin chose are kept.
+func (p *Platform) upgradeLocalClusterGitOps(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, p.bin("kubectl"), "--kubeconfig", p.AdminKubeconfig(), "get", "cluster", LocalCluster,
+		"-o", "jsonpath={.spec.gitOps.engine}/{.spec.gitOps.registryEnabled}")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("reading Cluster %s: %v", LocalCluster, err)
+	}
+	if current := strings.TrimSpace(string(out)); current != "Kubectl/" && current != "Kubectl/false" && current != "/" {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"gitOps": LocalGitOps(p.cfg.RegistryPort)}})
+	if err != nil {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, p.bin("kubectl"), "--kubeconfig", p.AdminKubeconfig(), "patch", "cluster", LocalCluster,
+		"--type", "merge", "-p", string(patch)).CombinedOutput(); err != nil {
+		return fmt.Errorf("giving Cluster %s its GitOps settings: %v\n%s", LocalCluster, err, out)
 	}
 	return nil
 }

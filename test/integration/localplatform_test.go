@@ -71,8 +71,25 @@ func TestLocalUpChildrenDoNotOutliveIt(t *testing.T) {
 		args = append(args, flag, strconv.Itoa(ports[i]))
 	}
 
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(filepath.Join(framework.BinDir(), "kubectl"), append([]string{"--kubeconfig", filepath.Join(dir, "admin.kubeconfig")}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	localGitOps := func() string {
+		return kubectl("get", "cluster", "local", "-o", "jsonpath={.spec.gitOps.engine}/{.spec.gitOps.registryEnabled}")
+	}
+
 	t.Run("Ctrl-C stops everything within ten seconds", func(t *testing.T) {
 		up := startLocalUp(t, bin, args)
+		// Cluster local as a Plinth from before GitOps registered it: the next start upgrades it.
+		kubectl("patch", "cluster", "local", "--type", "merge", "-p", `{"spec":{"gitOps":{"engine":"Kubectl","registryEnabled":false}}}`)
+		if got := localGitOps(); got != "Kubectl/" { // registryEnabled false is omitted
+			t.Fatalf("Cluster local's gitOps after the patch: %s", got)
+		}
 		began := time.Now()
 		if err := up.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
@@ -92,6 +109,9 @@ func TestLocalUpChildrenDoNotOutliveIt(t *testing.T) {
 	// The same ports again: the stop above freed them.
 	t.Run("SIGKILL takes the children along", func(t *testing.T) {
 		up := startLocalUp(t, bin, args)
+		if got := localGitOps(); got != "Flux/true" {
+			t.Errorf("Cluster local registered before GitOps was not given engine Flux and a registry on restart: %s", got)
+		}
 		if err := up.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
