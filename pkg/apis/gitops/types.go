@@ -331,7 +331,8 @@ type ReconciliationRequestSpec struct {
 	// Defaults to Manual.
 	Mode ReconciliationMode
 	// RequestedAt is when the reconciliation was asked; it is the value written to each
-	// target's reconcile.fluxcd.io/requestedAt annotation. Defaults to the time of creation.
+	// target's reconcile.fluxcd.io/requestedAt annotation. Defaults to the time of creation;
+	// a value a client sets must be within 5 minutes of the server's time.
 	RequestedAt *metav1.MicroTime
 	// Timeout is how long the targets have to handle the request and be Ready before the
 	// request Fails. Defaults to 5m.

@@ -2448,7 +2448,7 @@ func schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestSpec(ref common.Refere
 					},
 					"requestedAt": {
 						SchemaProps: spec.SchemaProps{
-							Description: "RequestedAt is when the reconciliation was asked; it is the value written to each target's reconcile.fluxcd.io/requestedAt annotation. Defaults to the time of creation.",
+							Description: "RequestedAt is when the reconciliation was asked; it is the value written to each target's reconcile.fluxcd.io/requestedAt annotation. Defaults to the time of creation; a value a client sets must be within 5 minutes of the server's time.",
 							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
 						},
 					},

@@ -34,7 +34,8 @@ type ReconciliationRequestSpecApplyConfiguration struct {
 	// Defaults to Manual.
 	Mode *gitopsv1alpha1.ReconciliationMode `json:"mode,omitempty"`
 	// RequestedAt is when the reconciliation was asked; it is the value written to each
-	// target's reconcile.fluxcd.io/requestedAt annotation. Defaults to the time of creation.
+	// target's reconcile.fluxcd.io/requestedAt annotation. Defaults to the time of creation;
+	// a value a client sets must be within 5 minutes of the server's time.
 	RequestedAt *v1.MicroTime `json:"requestedAt,omitempty"`
 	// Timeout is how long the targets have to handle the request and be Ready before the
 	// request Fails. Defaults to 5m.
