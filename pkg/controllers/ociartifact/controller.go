@@ -11,7 +11,8 @@
 // "reconcile now" of the new one. Each target Cluster gets the pushed version through its
 // engine; targets dropped from spec are removed. The artifact is looked at again every poll
 // interval while an engine reports a target on its way (targets that applied the version are
-// not delivered to again on those polls), with backoff while a push or a delivery fails, and
+// not delivered to again on those polls), with backoff while a push or a delivery fails (up to
+// the Cluster's Flux interval while Flux reports a target failing and retries by itself), and
 // every resync period otherwise; a Cluster being registered or getting Flux wakes it.
 //
 // Deleting an OCIArtifact removes what its engines created on every target and deletes its
@@ -64,7 +65,17 @@ const (
 	// operationTimeout bounds one registry operation and one delivery to a target, so that a
 	// registry or cluster that stops answering does not hold a worker.
 	operationTimeout = 30 * time.Second
+	// perObjectTimeout is added to operationTimeout for each object a delivery applies or a
+	// removal deletes: the Kubectl engine makes a request or two per object, so a fixed bound
+	// would fail every attempt of a large artifact (200 objects get 50 s) however healthy the
+	// cluster.
+	perObjectTimeout = 100 * time.Millisecond
 )
+
+// deliveryTimeout bounds one delivery or removal of that many objects.
+func deliveryTimeout(objects int) time.Duration {
+	return operationTimeout + time.Duration(objects)*perObjectTimeout
+}
 
 // Options tune the controller.
 type Options struct {
@@ -103,6 +114,12 @@ type Controller struct {
 	// memory on purpose (recording it would write status on every delivery); after a start
 	// every target is delivered to once.
 	delivered map[targetKey]delivered
+	// after looks at an artifact again after a delay: the loop's EnqueueAfter (a test sees
+	// the delays through it).
+	after func(key cache.ObjectName, d time.Duration)
+	// stalls counts the reconciles in a row of each artifact that found a target stalled
+	// (Flux failing and retrying by itself) and none on its way: the backoff's exponent.
+	stalls map[cache.ObjectName]int
 }
 
 // targetKey is one target of one artifact.
@@ -146,9 +163,10 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, ar
 		artifacts: artifacts.Lister(), indexer: artifacts.Informer().GetIndexer(), registries: registries.Lister(),
 		clusters: clusters.Lister(), configMaps: configMaps.Lister(),
 		resync: opts.ResyncPeriod, poll: opts.PollInterval, clock: opts.Clock,
-		requested: map[cache.ObjectName]string{}, delivered: map[targetKey]delivered{},
+		requested: map[cache.ObjectName]string{}, delivered: map[targetKey]delivered{}, stalls: map[cache.ObjectName]int{},
 	}
 	c.Loop = loop.New(Name, c.reconcile, artifacts.Informer(), registries.Informer(), clusters.Informer(), configMaps.Informer())
+	c.after = c.EnqueueAfter
 	if err := c.WatchMappedIf(artifacts.Informer(), loop.Self, wakesArtifact); err != nil {
 		return nil, err
 	}
@@ -256,13 +274,20 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if deliveryErr != nil {
 		return deliveryErr
 	}
-	if p.inProgress {
+	switch {
+	case p.inProgress:
 		// An engine is on its way (Flux has not applied yet): nothing here announces when
 		// it is done.
-		c.EnqueueAfter(key, c.poll)
-	} else {
+		c.settle(key)
+		c.after(key, c.poll)
+	case p.stalledFor > 0:
+		// Flux reports a failure and retries by itself at its interval: polling it every
+		// poll interval would cost requests on the target and learn nothing new.
+		c.after(key, c.backoff(key, p.stalledFor))
+	default:
 		// At rest, or waiting for a Cluster to be registered or get Flux, which wakes it.
-		c.EnqueueAfter(key, c.resync)
+		c.settle(key)
+		c.after(key, c.resync)
 	}
 	return nil
 }
@@ -314,10 +339,29 @@ func (c *Controller) finalize(ctx context.Context, art *gitopsv1alpha1.OCIArtifa
 	return nil
 }
 
+// backoff is how soon an artifact with a stalled target is looked at again: twice the poll
+// interval, doubling with each reconcile in a row that finds it stalled, up to limit (the
+// stalled targets' Flux interval).
+func (c *Controller) backoff(key cache.ObjectName, limit time.Duration) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(c.stalls[key]+1, 30) // 2^30 poll intervals exceed any interval
+	c.stalls[key] = n
+	return max(min(c.poll<<n, limit), c.poll)
+}
+
+// settle ends the backoff of an artifact with no stalled target left.
+func (c *Controller) settle(key cache.ObjectName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.stalls, key)
+}
+
 func (c *Controller) forget(key cache.ObjectName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.requested, key)
+	delete(c.stalls, key)
 	for k := range c.delivered {
 		if k.artifact == key {
 			delete(c.delivered, k)

@@ -638,17 +638,37 @@ func TestTargetsOfEveryKind(t *testing.T) {
 	if len(h.flux.took()) != 1 || len(h.kubectl.took()) != 1 {
 		t.Error("an engine was asked for a cluster it does not serve")
 	}
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, ReasonDeliveryInProgress)
+	// Not in progress: waiting for Flux, which the reason says and a warning tells.
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, ReasonFluxNotAvailable)
 	if !strings.HasPrefix(c.Message, "2 of 4 targets applied revision 1.0.0@sha256:") || !strings.HasSuffix(c.Message, "Cluster noflux: Flux is not available on cluster noflux: Flux's CRDs are not installed.") {
 		t.Errorf("message %q", c.Message)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeliveryInProgress)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonFluxNotAvailable)
+	if evs := h.events(); !slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, "Warning FluxNotAvailable ") }) {
+		t.Errorf("events %v, want a FluxNotAvailable warning", evs)
+	}
 
 	// Each Cluster wakes the artifacts that target it.
 	for _, name := range []string{"east", "nowhere"} {
 		if keys := h.c.byIndex(ArtifactsByCluster, clusterKey)(cluster(name, "", nil)); len(keys) != 1 || keys[0] != appKey {
 			t.Errorf("cluster %s wakes %v", name, keys)
 		}
+	}
+}
+
+// A target naming a Cluster that is not registered is not in progress: ClusterNotFound, a
+// warning.
+func TestUnregisteredCluster(t *testing.T) {
+	art := newArtifact(t)
+	art.Spec.Targets = []gitopsv1alpha1.ArtifactTarget{{Cluster: "east"}, {Cluster: "nowhere"}}
+	h := newHarness(t, art)
+	art = h.step()
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonClusterNotFound)
+	if !strings.HasSuffix(c.Message, "Cluster nowhere: Cluster nowhere is not registered.") {
+		t.Errorf("message %q", c.Message)
+	}
+	if evs := h.events(); !slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, "Warning ClusterNotFound ") }) {
+		t.Errorf("events %v, want a ClusterNotFound warning", evs)
 	}
 }
 
@@ -695,6 +715,44 @@ func TestPollsSkipTargetsAtRest(t *testing.T) {
 	h.step()
 	if len(h.kubectl.took()) != 1 {
 		t.Error("a reconcile request did not deliver again")
+	}
+}
+
+// A Flux target that Flux reports failing (not progressing) is not polled: the artifact is
+// looked at again with backoff from twice the poll interval up to the Cluster's Flux interval,
+// without failing the reconcile; a target on its way again is polled, and the backoff starts
+// over.
+func TestStalledTargetBacksOff(t *testing.T) {
+	art := newArtifact(t)
+	art.Spec.Targets = []gitopsv1alpha1.ArtifactTarget{{Cluster: "fluxy"}}
+	h := newHarness(t, art)
+	fluxy := cluster("fluxy", platformv1alpha1.GitOpsEngineFlux, &metav1.Condition{Type: platformv1alpha1.ConditionFluxAvailable, Status: metav1.ConditionTrue})
+	fluxy.Spec.GitOps.FluxInterval = &metav1.Duration{Duration: 20 * time.Second}
+	if err := h.clusters.Update(fluxy); err != nil {
+		t.Fatal(err)
+	}
+	var delays []time.Duration
+	h.c.after = func(key cache.ObjectName, d time.Duration) { delays = append(delays, d) }
+	h.flux.ready, h.flux.stalled = false, true
+	for range 5 {
+		art = h.step() // no error: Flux retries by itself
+	}
+	want := []time.Duration{4 * time.Second, 8 * time.Second, 16 * time.Second, 20 * time.Second, 20 * time.Second}
+	if !slices.Equal(delays, want) {
+		t.Errorf("looked at again after %v, want %v", delays, want)
+	}
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeliveryFailed)
+	if !strings.HasSuffix(c.Message, "Cluster fluxy: Kustomization flux-system/team-a-app is not ready (ReconciliationFailed): dry-run failed.") {
+		t.Errorf("message %q", c.Message)
+	}
+
+	delays = nil
+	h.flux.stalled = false // on its way again
+	h.step()
+	h.flux.stalled = true
+	h.step()
+	if want := []time.Duration{DefaultPollInterval, 4 * time.Second}; !slices.Equal(delays, want) {
+		t.Errorf("looked at again after %v, want %v", delays, want)
 	}
 }
 

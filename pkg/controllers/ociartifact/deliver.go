@@ -83,6 +83,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 	}
 	cluster, err := p.c.clusters.Get(t.Cluster)
 	if apierrors.IsNotFound(err) {
+		p.reasons[t.Cluster] = ReasonClusterNotFound
 		return notReady(fmt.Sprintf("Cluster %s is not registered.", t.Cluster)), nil
 	}
 	if err != nil {
@@ -101,6 +102,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 			}
 			ts := notReady(msg)
 			ts.Engine = string(name)
+			p.reasons[t.Cluster] = ReasonFluxNotAvailable
 			return ts, nil
 		}
 	}
@@ -121,7 +123,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 		// Applied already, with nothing changed since: a poll for another target.
 		return *prev, nil
 	}
-	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
+	opCtx, cancel := context.WithTimeout(ctx, deliveryTimeout(len(art.Objects)))
 	defer cancel()
 	ts, err := engine.Deliver(opCtx, art, target)
 	ts.Cluster = t.Cluster
@@ -129,6 +131,15 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 	// from spec.
 	ts.Prune = ptr.To(t.Prune == nil || *t.Prune)
 	p.c.remember(key, given, err == nil && ts.Ready)
+	if errors.Is(err, delivery.ErrStalled) {
+		// Not retried as an error: the target retries by itself, and the artifact is looked
+		// at again with backoff up to the target's interval.
+		p.reasons[t.Cluster] = ReasonDeliveryFailed
+		if i := target.Interval(); p.stalledFor == 0 || i < p.stalledFor {
+			p.stalledFor = i
+		}
+		return ts, nil
+	}
 	if err != nil {
 		return ts, fmt.Errorf("delivering to cluster %s: %w", t.Cluster, err)
 	}
@@ -205,7 +216,11 @@ func (p *pass) removeWith(ctx context.Context, name platformv1alpha1.GitOpsEngin
 		klog.FromContext(ctx).Info("No engine to remove a delivery with; left on the cluster", "engine", name, "cluster", target.Cluster.Name)
 		return nil
 	}
-	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
+	objects := 0
+	if last != nil {
+		objects = len(last.Inventory)
+	}
+	opCtx, cancel := context.WithTimeout(ctx, deliveryTimeout(objects))
 	defer cancel()
 	return engine.Remove(opCtx, p.art.Namespace, p.art.Name, target, last, opts)
 }
@@ -230,13 +245,18 @@ func (p *pass) setDelivered(art delivery.Artifact, failed bool) {
 		setCondition(st, gen, now, gitopsv1alpha1.ConditionDelivered, metav1.ConditionTrue, ReasonDelivered,
 			fmt.Sprintf("Every target applied revision %s.", art.Revision()))
 	default:
-		reason := ReasonDeliveryInProgress
-		if failed {
-			reason = ReasonDeliveryFailed
-		}
 		msg := fmt.Sprintf("%d of %d targets applied revision %s.", ready, len(targets), art.Revision())
 		if waiting == nil {
 			waiting = &st.Targets[len(targets)] // a dropped target not removed yet
+		}
+		// The reason of the target the message names, when it is waiting for a known cause.
+		reason := p.reasons[waiting.Cluster]
+		switch {
+		case reason != "":
+		case failed:
+			reason = ReasonDeliveryFailed
+		default:
+			reason = ReasonDeliveryInProgress
 		}
 		if waiting.Message != "" {
 			msg += " Cluster " + waiting.Cluster + ": " + waiting.Message

@@ -2,6 +2,7 @@ package ociartifact
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
@@ -15,6 +16,8 @@ type fakeEngine struct {
 	name      string
 	flux      bool
 	ready     bool
+	// stalled makes a delivery not Ready report delivery.ErrStalled, as Flux failing.
+	stalled bool
 	err       error
 	removeErr error
 	delivered []delivery.Artifact
@@ -46,6 +49,11 @@ func (f *fakeEngine) Deliver(_ context.Context, art delivery.Artifact, target de
 	}
 	if f.ready {
 		st.Ready, st.Revision, st.Message = true, art.Revision(), "Applied."
+		return st, nil
+	}
+	if f.stalled {
+		st.Message = "Kustomization flux-system/team-a-app is not ready (ReconciliationFailed): dry-run failed."
+		return st, fmt.Errorf("%s: %w", st.Message, delivery.ErrStalled)
 	}
 	return st, nil
 }

@@ -42,6 +42,13 @@ const (
 	ReasonNoTargets = "NoTargets"
 	// ReasonDeliveryInProgress: a target has not applied the pushed version yet.
 	ReasonDeliveryInProgress = "DeliveryInProgress"
+	// ReasonClusterNotFound: a target names a Cluster that is not registered; its
+	// registration wakes the artifact.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonFluxNotAvailable: a target's Cluster has the GitOps engine Flux, but Flux has not
+	// been detected there (not installed, not running, or not probed yet); Flux being
+	// detected wakes the artifact.
+	ReasonFluxNotAvailable = "FluxNotAvailable"
 	// ReasonDeliveryFailed: a delivery to a target failed; retried with backoff.
 	ReasonDeliveryFailed = "DeliveryFailed"
 	// ReasonDeleteFailed: the artifact is being deleted and its tag could not be deleted yet.
@@ -62,12 +69,19 @@ type pass struct {
 	now         time.Time
 	// inProgress says an engine reported a target on its way, not failed: it is polled.
 	inProgress bool
+	// stalledFor, when not zero, says a target's engine reported it failing and retrying by
+	// itself (delivery.ErrStalled): the smallest Flux interval of such targets, which bounds
+	// the backoff.
+	stalledFor time.Duration
+	// reasons are the Delivered reasons of targets not Ready for a known cause (not
+	// registered, no Flux, stalled), by Cluster; the others are in progress or failed.
+	reasons map[string]string
 }
 
 func newPass(c *Controller, stored *gitopsv1alpha1.OCIArtifact) *pass {
 	art := stored.DeepCopy()
 	gitopsv1alpha1.SetObjectDefaults_OCIArtifact(art)
-	return &pass{c: c, stored: stored, art: art, status: stored.Status.DeepCopy(), now: c.clock.Now()}
+	return &pass{c: c, stored: stored, art: art, status: stored.Status.DeepCopy(), now: c.clock.Now(), reasons: map[string]string{}}
 }
 
 // pushed is the artifact's version as it is in the registry.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
@@ -44,8 +45,13 @@ func New(clients delivery.Clients) delivery.Engine {
 // Deliver validates and applies the OCIRepository and the Kustomization of art on the target,
 // and reports what Flux has applied: Ready once the Kustomization is Ready with art's revision
 // applied. A failure Flux reports (the pull or the apply failed; Flux retries by itself) is
-// in the status, not an error; an error means the objects are invalid, the cluster cannot be
-// reached, Flux's kinds are not served there, or the names are taken by another artifact.
+// in the status, with an error wrapping delivery.ErrStalled once Flux stopped progressing; any
+// other error means the objects are invalid, the cluster cannot be reached, Flux's kinds are
+// not served there, or the names are taken by another artifact.
+//
+// Objects delivered before under other names (the target's namespace changed) are handed
+// over first: the old Kustomization's prune is turned off and the old pair deleted, so the
+// new pair takes over the applied objects with no outage in between.
 func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
 	repo, kustomization := Objects(art, target)
 	status := gitopsv1alpha1.ArtifactTargetStatus{
@@ -59,17 +65,31 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	if errs := append(ValidateOCIRepository(repo, art.Tag), ValidateKustomization(kustomization, repo)...); len(errs) > 0 {
 		return fail(fmt.Errorf("the Flux objects for cluster %s are not valid: %w", target.Cluster.Name, errs.ToAggregate()))
 	}
+	owner := delivery.ArtifactAnnotation(art.Namespace, art.Name)
+	if prev := target.Previous; prev != nil {
+		oldKustomization, oldRepo := moved(prev.Kustomization, status.Kustomization), moved(prev.OCIRepository, status.OCIRepository)
+		if oldKustomization != "" || oldRepo != "" {
+			if err := e.removePair(ctx, owner, target.Cluster.Name, oldKustomization, oldRepo, false); err != nil {
+				// Reported under the old names, so that the next attempt hands over again.
+				status.OCIRepository, status.Kustomization = prev.OCIRepository, prev.Kustomization
+				return fail(fmt.Errorf("handing the objects over from the Flux objects in namespace %s failed: %w", namespaceOf(prev.Kustomization, prev.OCIRepository), err))
+			}
+		}
+	}
 	repos, kustomizations, err := e.resources(ctx, target.Cluster.Name, repo.Namespace)
 	if err != nil {
 		return fail(err)
 	}
-	owner := delivery.ArtifactAnnotation(art.Namespace, art.Name)
-	if err := claim(ctx, repos, repo.Name, owner); err != nil {
+	liveRepo, err := claim(ctx, repos, repo.Name, owner)
+	if err != nil {
 		return fail(err)
 	}
-	if err := claim(ctx, kustomizations, kustomization.Name, owner); err != nil {
+	liveKustomization, err := claim(ctx, kustomizations, kustomization.Name, owner)
+	if err != nil {
 		return fail(err)
 	}
+	keepNewerRequest(&repo.ObjectMeta, liveRepo, target)
+	keepNewerRequest(&kustomization.ObjectMeta, liveKustomization, target)
 	var appliedRepo sourcev1.OCIRepository
 	if err := apply(ctx, repos, repo, &appliedRepo); err != nil {
 		return fail(err)
@@ -78,7 +98,90 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	if err := apply(ctx, kustomizations, kustomization, &applied); err != nil {
 		return fail(err)
 	}
-	return Observe(status, art, &appliedRepo, &applied), nil
+	status = Observe(status, art, &appliedRepo, &applied)
+	if !status.Ready && Stalled(art, &appliedRepo, &applied) {
+		return status, fmt.Errorf("%s: %w", status.Message, delivery.ErrStalled)
+	}
+	return status, nil
+}
+
+// moved is the key the target's objects had before when it differs from now, or "".
+func moved(before, now string) string {
+	if before == now {
+		return ""
+	}
+	return before
+}
+
+// namespaceOf is the namespace of the first non-empty namespace/name key.
+func namespaceOf(keys ...string) string {
+	for _, k := range keys {
+		if ns, _, ok := strings.Cut(k, "/"); ok {
+			return ns
+		}
+	}
+	return ""
+}
+
+// keepNewerRequest leaves reconcile.fluxcd.io/requestedAt out of obj (what is applied) when the
+// live object holds another value that must not be rolled back: a newer one (both RFC 3339
+// times), which the ReconciliationRequest controller merge-patches on the objects directly, or
+// any other one once Flux handled the artifact's own request. A value another client set is
+// owned by it, so leaving it out of the apply leaves it on the object.
+func keepNewerRequest(obj *metav1.ObjectMeta, live *unstructured.Unstructured, target delivery.Target) {
+	ours := obj.Annotations[gitopsv1alpha1.ReconcileRequestAnnotation]
+	if live == nil || ours == "" {
+		return
+	}
+	current := live.GetAnnotations()[gitopsv1alpha1.ReconcileRequestAnnotation]
+	if current == "" || current == ours {
+		return
+	}
+	handled := target.Previous != nil && target.Previous.LastHandledReconcileAt == ours
+	if newer(current, ours) || handled {
+		delete(obj.Annotations, gitopsv1alpha1.ReconcileRequestAnnotation)
+	}
+}
+
+// newer says whether the request value a is a later time than b; values that are not RFC 3339
+// times are not ordered.
+func newer(a, b string) bool {
+	ta, errA := time.Parse(time.RFC3339Nano, a)
+	tb, errB := time.Parse(time.RFC3339Nano, b)
+	return errA == nil && errB == nil && ta.After(tb)
+}
+
+// Stalled says whether Flux stopped working on art: the OCIRepository or the Kustomization is
+// Ready=False for its current spec and not reconciling (Flux marks a failed attempt Reconciling
+// with reason ProgressingWithRetry and retries at its interval), with no reconcile request
+// pending, and the Kustomization's failure is about art's revision. Anything else (Ready
+// Unknown, Reconciling, a new spec, request or revision Flux has not taken up yet) is progress.
+func Stalled(art delivery.Artifact, repo *sourcev1.OCIRepository, kustomization *kustomizev1.Kustomization) bool {
+	if pending(repo.Annotations, repo.Status.LastHandledReconcileAt) || pending(kustomization.Annotations, kustomization.Status.LastHandledReconcileAt) {
+		return false
+	}
+	if failing(repo.Status.Conditions, repo.Generation) {
+		return true
+	}
+	return failing(kustomization.Status.Conditions, kustomization.Generation) && kustomization.Status.LastAttemptedRevision == art.Revision()
+}
+
+// pending says whether a reconcile request on an object has not been handled yet.
+func pending(annotations map[string]string, handled string) bool {
+	request := annotations[gitopsv1alpha1.ReconcileRequestAnnotation]
+	return request != "" && request != handled
+}
+
+// failing says whether Flux's conditions say Ready=False for the object's generation (Flux
+// records the generation on each condition it sets; its status.observedGeneration moves only on
+// success) and Flux is not at work on it.
+func failing(conditions []metav1.Condition, generation int64) bool {
+	ready := apimeta.FindStatusCondition(conditions, fluxmeta.ReadyCondition)
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.ObservedGeneration != generation {
+		return false
+	}
+	r := apimeta.FindStatusCondition(conditions, fluxmeta.ReconcilingCondition)
+	return r == nil || r.Status != metav1.ConditionTrue || r.Reason == fluxmeta.ProgressingWithRetryReason
 }
 
 // Remove deletes the target's Kustomization, then its OCIRepository: Flux's finalizer on the
@@ -238,22 +341,23 @@ func (e *notServedError) Error() string {
 func (e *notServedError) Unwrap() error { return e.err }
 
 // claim refuses to take over name when it exists and was not created for the artifact owner:
-// ObjectName joins namespace and name with '-', so team-a/app and team/a-app meet.
-func claim(ctx context.Context, client dynamic.ResourceInterface, name, owner string) error {
+// ObjectName joins namespace and name with '-', so team-a/app and team/a-app meet. It returns
+// the live object, nil when there is none.
+func claim(ctx context.Context, client dynamic.ResourceInterface, name, owner string) (*unstructured.Unstructured, error) {
 	current, err := client.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if got := current.GetAnnotations()[gitopsv1alpha1.AnnotationArtifact]; got != owner {
 		if got == "" {
 			got = "no OCIArtifact"
 		}
-		return fmt.Errorf("%s %s/%s exists for %s, not for %s", current.GetKind(), current.GetNamespace(), name, got, owner)
+		return nil, fmt.Errorf("%s %s/%s exists for %s, not for %s", current.GetKind(), current.GetNamespace(), name, got, owner)
 	}
-	return nil
+	return current, nil
 }
 
 // apply applies obj with server-side apply, taking over fields another manager set (the

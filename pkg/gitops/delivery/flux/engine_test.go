@@ -3,6 +3,7 @@ package flux
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -351,4 +353,186 @@ func equalStatus(a, b gitopsv1alpha1.ArtifactTargetStatus) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
+}
+
+// TestDeliverHandsOverFromTheOldNamespace: a target whose namespace changed has its old pair
+// handed over (prune off, then deleted) before the new pair is applied; a failed hand-over
+// keeps reporting the old names, so that the next attempt tries again.
+func TestDeliverHandsOverFromTheOldNamespace(t *testing.T) {
+	art, old := testArtifact(), testTarget()
+	old.Spec.Namespace = "gitops"
+	oldRepo, oldK := Objects(art, old)
+	client, clients := newFakeCluster(t, fluxStatus(t, oldRepo), fluxStatus(t, oldK))
+	target := testTarget()
+	target.Previous = &gitopsv1alpha1.ArtifactTargetStatus{Cluster: "local", Engine: "Flux", OCIRepository: "gitops/team-a-app", Kustomization: "gitops/team-a-app"}
+
+	client.PrependReactor("delete", "kustomizations", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errUnreachable
+	})
+	status, err := New(clients).Deliver(context.Background(), art, target)
+	if err == nil || status.Kustomization != "gitops/team-a-app" || status.OCIRepository != "gitops/team-a-app" ||
+		!strings.HasPrefix(status.Message, "Handing the objects over from the Flux objects in namespace gitops failed") {
+		t.Fatalf("error %v, status %+v", err, status)
+	}
+	if len(applies(client)) != 0 {
+		t.Error("the new pair was applied before the old one was handed over")
+	}
+
+	client, clients = newFakeCluster(t, fluxStatus(t, oldRepo), fluxStatus(t, oldK))
+	status, err = New(clients).Deliver(context.Background(), art, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.Kustomization != "flux-system/team-a-app" || status.OCIRepository != "flux-system/team-a-app" {
+		t.Errorf("status %+v", status)
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "get" {
+			verbs = append(verbs, a.GetVerb()+" "+a.GetResource().Resource+" "+a.GetNamespace())
+		}
+	}
+	want := []string{
+		"patch kustomizations gitops", "delete kustomizations gitops", "delete ocirepositories gitops",
+		"patch ocirepositories flux-system", "patch kustomizations flux-system",
+	}
+	if !slices.Equal(verbs, want) {
+		t.Errorf("actions %v, want %v", verbs, want)
+	}
+	if got := patches(client); len(got) != 1 || !strings.Contains(got[0], `"spec":{"prune":false}`) {
+		t.Errorf("patches %v, want the old Kustomization's prune off", got)
+	}
+
+	// Delivered again under the same names: nothing to hand over.
+	client.ClearActions()
+	target.Previous = &status
+	if _, err := New(clients).Deliver(context.Background(), art, target); err != nil || len(deletes(client)) != 0 || len(patches(client)) != 0 {
+		t.Errorf("error %v, deleted %v, patched %v", err, deletes(client), patches(client))
+	}
+}
+
+// TestDeliverKeepsANewerReconcileRequest: a requestedAt the ReconciliationRequest controller
+// set on the objects after the artifact's own is not rolled back; an older one is replaced.
+func TestDeliverKeepsANewerReconcileRequest(t *testing.T) {
+	for name, c := range map[string]struct {
+		live, ours, handled string
+		applied             bool
+	}{
+		"newer live value":          {live: "2026-11-24T03:00:00Z", ours: "2026-11-24T02:00:00Z", applied: false},
+		"older live value":          {live: "2026-11-24T01:00:00Z", ours: "2026-11-24T02:00:00Z", applied: true},
+		"same value":                {live: "2026-11-24T02:00:00Z", ours: "2026-11-24T02:00:00Z", applied: true},
+		"no live value":             {live: "", ours: "2026-11-24T02:00:00Z", applied: true},
+		"other value, ours handled": {live: "manual-2", ours: "manual-1", handled: "manual-1", applied: false},
+		"other value, not handled":  {live: "manual-2", ours: "manual-1", applied: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			art, target := testArtifact(), testTarget()
+			repo, k := Objects(art, target)
+			for _, obj := range []metav1.Object{repo, k} {
+				if c.live != "" {
+					obj.GetAnnotations()[meta.ReconcileRequestAnnotation] = c.live
+				}
+			}
+			client, clients := newFakeCluster(t, fluxStatus(t, repo), fluxStatus(t, k))
+			target.ReconcileRequest = c.ours
+			target.Previous = &gitopsv1alpha1.ArtifactTargetStatus{Cluster: "local", Engine: "Flux", LastHandledReconcileAt: c.handled,
+				OCIRepository: "flux-system/team-a-app", Kustomization: "flux-system/team-a-app"}
+			if _, err := New(clients).Deliver(context.Background(), art, target); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range applies(client) {
+				var body struct {
+					Metadata metav1.ObjectMeta `json:"metadata"`
+				}
+				if err := json.Unmarshal(a.GetPatch(), &body); err != nil {
+					t.Fatal(err)
+				}
+				got, ok := body.Metadata.Annotations[meta.ReconcileRequestAnnotation]
+				if ok != c.applied || (ok && got != c.ours) {
+					t.Errorf("%s applied requestedAt %q (%v), want applied %v", a.GetResource().Resource, got, ok, c.applied)
+				}
+				live, err := client.Resource(a.GetResource()).Namespace("flux-system").Get(context.Background(), "team-a-app", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := c.ours
+				if !c.applied {
+					want = c.live
+				}
+				if got := live.GetAnnotations()[meta.ReconcileRequestAnnotation]; got != want {
+					t.Errorf("%s holds requestedAt %q, want %q", a.GetResource().Resource, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestStalled: Flux failing for the current spec and revision, not at work, with no request
+// pending, is stalled; everything else is progress.
+func TestStalled(t *testing.T) {
+	art := testArtifact()
+	cond := func(ready metav1.ConditionStatus, generation int64, reconciling string) []metav1.Condition {
+		c := []metav1.Condition{{Type: "Ready", Status: ready, Reason: "Failed", ObservedGeneration: generation}}
+		if reconciling != "" {
+			c = append(c, metav1.Condition{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: reconciling, ObservedGeneration: generation})
+		}
+		return c
+	}
+	repo := func(conditions []metav1.Condition) *sourcev1.OCIRepository {
+		r := &sourcev1.OCIRepository{}
+		r.Generation = 2
+		r.Status.Conditions = conditions
+		return r
+	}
+	kustomization := func(conditions []metav1.Condition, attempted string) *kustomizev1.Kustomization {
+		k := &kustomizev1.Kustomization{}
+		k.Generation = 3
+		k.Status.Conditions = conditions
+		k.Status.LastAttemptedRevision = attempted
+		return k
+	}
+	readyRepo := repo(cond(metav1.ConditionTrue, 2, ""))
+	for name, c := range map[string]struct {
+		repo    *sourcev1.OCIRepository
+		k       *kustomizev1.Kustomization
+		stalled bool
+	}{
+		"apply failed":                 {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, ""), art.Revision()), true},
+		"apply failed, retrying later": {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, meta.ProgressingWithRetryReason), art.Revision()), true},
+		"reconciling":                  {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, meta.ProgressingReason), art.Revision()), false},
+		"ready unknown":                {readyRepo, kustomization(cond(metav1.ConditionUnknown, 3, ""), art.Revision()), false},
+		"failed an older revision":     {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, ""), "0.9.0@sha256:00"), false},
+		"failed an older spec":         {readyRepo, kustomization(cond(metav1.ConditionFalse, 2, ""), art.Revision()), false},
+		"pull failed":                  {repo(cond(metav1.ConditionFalse, 2, meta.ProgressingWithRetryReason)), kustomization(nil, ""), true},
+		"pull failed for an older tag": {repo(cond(metav1.ConditionFalse, 1, "")), kustomization(nil, ""), false},
+		"request pending": {readyRepo, func() *kustomizev1.Kustomization {
+			k := kustomization(cond(metav1.ConditionFalse, 3, ""), art.Revision())
+			k.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+			return k
+		}(), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Stalled(art, c.repo, c.k); got != c.stalled {
+				t.Errorf("stalled %v, want %v", got, c.stalled)
+			}
+		})
+	}
+}
+
+// TestDeliverReportsAStalledTarget: Flux failing to apply the revision is reported in the
+// status with an error wrapping delivery.ErrStalled.
+func TestDeliverReportsAStalledTarget(t *testing.T) {
+	art, target := testArtifact(), testTarget()
+	repo, k := Objects(art, target)
+	repo.Status.Conditions = readyCondition(metav1.ConditionTrue, "Succeeded", "stored artifact")
+	k.Generation = 1
+	k.Status.Conditions = readyCondition(metav1.ConditionFalse, "ReconciliationFailed", "ConfigMap/x dry-run failed")
+	k.Status.Conditions[0].ObservedGeneration = 1
+	k.Status.LastAttemptedRevision = art.Revision()
+	_, clients := newFakeCluster(t, fluxStatus(t, repo), fluxStatus(t, k))
+	status, err := New(clients).Deliver(context.Background(), art, target)
+	if !errors.Is(err, delivery.ErrStalled) || status.Ready ||
+		status.Message != "Kustomization flux-system/team-a-app is not ready (ReconciliationFailed): ConfigMap/x dry-run failed." {
+		t.Errorf("error %v, status %+v", err, status)
+	}
 }
