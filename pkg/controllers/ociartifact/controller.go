@@ -21,6 +21,7 @@ package ociartifact
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,6 +71,11 @@ const (
 	// would fail every attempt of a large artifact (200 objects get 50 s) however healthy the
 	// cluster.
 	perObjectTimeout = 100 * time.Millisecond
+	// removalBound is how long a deleted artifact waits for its targets and its tag to be
+	// removed. A Cluster that is gone for good or a registry stuck in Error would otherwise
+	// hold the artifact, and its name, forever; past the bound a warning names what is left
+	// behind and the finalizer goes.
+	removalBound = 2 * time.Minute
 )
 
 // deliveryTimeout bounds one delivery or removal of that many objects.
@@ -114,6 +120,8 @@ type Controller struct {
 	// memory on purpose (recording it would write status on every delivery); after a start
 	// every target is delivered to once.
 	delivered map[targetKey]delivered
+	// repositories serializes the registry operations on each <endpoint>/<repository>.
+	repositories keyedMutex
 	// after looks at an artifact again after a delay: the loop's EnqueueAfter (a test sees
 	// the delays through it).
 	after func(key cache.ObjectName, d time.Duration)
@@ -307,36 +315,64 @@ func (c *Controller) writeStatus(ctx context.Context, art *gitopsv1alpha1.OCIArt
 	return nil
 }
 
-// finalize removes the artifact from its targets and its tag from the registry, then lets the
-// object go.
+// finalize removes the artifact from its targets and then its tag from the registry, and lets
+// the object go. What cannot be removed within removalBound of the deletion is left behind,
+// named in a warning.
 func (c *Controller) finalize(ctx context.Context, art *gitopsv1alpha1.OCIArtifact) error {
 	if !slices.Contains(art.Finalizers, gitopsv1alpha1.ArtifactFinalizer) {
 		return nil
 	}
+	key := cache.NewObjectName(art.Namespace, art.Name)
+	waited := c.clock.Since(art.DeletionTimestamp.Time)
 	p := newPass(c, art)
+	var errs []error
+	var left []string
 	for _, t := range slices.Clone(p.status.Targets) {
 		if err := p.remove(ctx, t); err != nil {
-			if werr := c.writeStatus(ctx, art, p.status); werr != nil {
-				return werr
-			}
-			return err
+			errs = append(errs, err)
+			left = append(left, leftOn(t))
 		}
 	}
-	if err := p.deleteTag(ctx); err != nil {
-		setCondition(p.status, art.Generation, c.clock.Now(), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleteFailed, sentence(err.Error()))
+	// The tag goes after the targets, which may still pull it, unless they are given up.
+	if len(errs) == 0 || waited >= removalBound {
+		if err := p.deleteTag(ctx); err != nil {
+			setCondition(p.status, art.Generation, c.clock.Now(), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleteFailed, sentence(err.Error()))
+			errs = append(errs, err)
+			left = append(left, "tag "+p.status.URL)
+		}
+	}
+	if len(errs) > 0 && waited < removalBound {
 		if werr := c.writeStatus(ctx, art, p.status); werr != nil {
 			return werr
 		}
-		return err
+		// Looked at again when the bound passes at the latest, whatever the backoff.
+		c.after(key, removalBound-waited)
+		return errors.Join(errs...)
+	}
+	if len(errs) > 0 {
+		transition.Record(c.recorder, art, ReasonLeftBehind, "Delete", fmt.Sprintf(
+			"Removing the artifact failed for %s since its deletion; it is deleted and leaves behind %s.", removalBound, strings.Join(left, ", ")))
 	}
 	updated := art.DeepCopy()
 	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == gitopsv1alpha1.ArtifactFinalizer })
 	if _, err := c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("Artifact removed from its targets and registry, finalizer removed")
-	c.forget(cache.NewObjectName(art.Namespace, art.Name))
+	klog.FromContext(ctx).V(2).Info("Artifact removed from its targets and registry, finalizer removed", "leftBehind", left)
+	c.forget(key)
 	return nil
+}
+
+// leftOn names what a target that could not be removed keeps.
+func leftOn(t gitopsv1alpha1.ArtifactTargetStatus) string {
+	switch {
+	case t.Kustomization != "" || t.OCIRepository != "":
+		return fmt.Sprintf("Kustomization %s and OCIRepository %s on cluster %s", t.Kustomization, t.OCIRepository, t.Cluster)
+	case len(t.Inventory) > 0:
+		return fmt.Sprintf("%d objects applied by the %s engine on cluster %s", len(t.Inventory), t.Engine, t.Cluster)
+	default:
+		return "what was delivered to cluster " + t.Cluster
+	}
 }
 
 // backoff is how soon an artifact with a stalled target is looked at again: twice the poll

@@ -546,11 +546,81 @@ func TestAdoptsTheSamePush(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.clock.Step(time.Minute)
+	h.events()
 	art := h.step()
 	if art.Status.Digest != digest {
 		t.Errorf("pushed again: digest %s, was %s", art.Status.Digest, digest)
 	}
 	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	// Told as what it is, not as a push.
+	evs := h.events()
+	if !slices.ContainsFunc(evs, func(e string) bool {
+		return strings.HasPrefix(e, "Normal Adopted Version 1.0.0 was found in oci://") && strings.HasSuffix(e, "adopted, not pushed again.")
+	}) || slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, "Normal Pushed") }) {
+		t.Errorf("events %v, want Adopted and no Pushed", evs)
+	}
+}
+
+// Two artifacts of one repository take turns from the lookup to the retention: a push waits
+// while another holds the repository.
+func TestPushWaitsForTheRepository(t *testing.T) {
+	h := newHarness(t, newArtifact(t))
+	unlock := h.c.repositories.lock(h.reg.Endpoint + "/team-a/app")
+	done := make(chan error)
+	go func() { done <- h.c.reconcile(context.Background(), appKey) }()
+	select {
+	case err := <-done:
+		t.Fatalf("pushed while the repository was held: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if tags := h.tags(); len(tags) != 0 {
+		t.Errorf("tags %v while the repository was held", tags)
+	}
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if tags := h.tags(); !slices.Equal(tags, []string{"1.0.0"}) {
+		t.Errorf("tags %v", tags)
+	}
+}
+
+func TestKeyedMutex(t *testing.T) {
+	var k keyedMutex
+	unlockA := k.lock("a")
+	unlockB := k.lock("b") // another key does not wait
+	got := make(chan struct{})
+	go func() {
+		unlock := k.lock("a")
+		close(got)
+		unlock()
+	}()
+	select {
+	case <-got:
+		t.Fatal("a held key was locked again")
+	case <-time.After(100 * time.Millisecond):
+	}
+	unlockA()
+	<-got
+	unlockB()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.locks) != 0 {
+		t.Errorf("%d keys kept after their last unlock", len(k.locks))
+	}
+}
+
+// A delivery gets operationTimeout and 100 ms per object, so that large artifacts are not cut
+// off on every attempt.
+func TestDeliveryTimeoutGrowsWithTheObjects(t *testing.T) {
+	if got := deliveryTimeout(200); got != 50*time.Second {
+		t.Errorf("200 objects get %s, want 50s", got)
+	}
+	h := newHarness(t, newArtifact(t))
+	h.step()
+	if got := h.kubectl.timeout; got <= operationTimeout || got > operationTimeout+200*time.Millisecond {
+		t.Errorf("a delivery of 2 objects got %s, want 30.2s", got)
+	}
 }
 
 func TestRetention(t *testing.T) {
@@ -993,6 +1063,45 @@ func TestDeletion(t *testing.T) {
 	}
 	if art := h.get(); slices.Contains(art.Finalizers, gitopsv1alpha1.ArtifactFinalizer) {
 		t.Errorf("finalizers %v", art.Finalizers)
+	}
+}
+
+// A deletion that cannot remove everything within removalBound lets the artifact go and warns
+// what is left: the targets that could not be removed and the tag.
+func TestDeletionIsBounded(t *testing.T) {
+	art := newArtifact(t)
+	art.Spec.Targets = []gitopsv1alpha1.ArtifactTarget{{Cluster: "east"}, {Cluster: "fluxy"}}
+	h := newHarness(t, art)
+	h.step()
+	h.markDeleted()
+	h.flux.removeErr = errors.New("cluster fluxy does not answer")
+	h.setRegistry(func(r *gitopsv1alpha1.OCIRegistry) { r.Status.Phase = gitopsv1alpha1.RegistryPhaseError })
+	var delays []time.Duration
+	h.c.after = func(_ cache.ObjectName, d time.Duration) { delays = append(delays, d) }
+
+	h.clock.Step(90 * time.Second)
+	if err := h.reconcile(); err == nil {
+		t.Fatal("deleted before the bound although the removal failed")
+	}
+	if !slices.Contains(h.get().Finalizers, gitopsv1alpha1.ArtifactFinalizer) || !slices.Equal(delays, []time.Duration{30 * time.Second}) {
+		t.Fatalf("finalizers %v, looked at again after %v", h.get().Finalizers, delays)
+	}
+	if len(h.kubectl.removed) != 1 {
+		t.Error("a failing target kept the others from being removed")
+	}
+	h.events()
+
+	h.clock.Step(30 * time.Second)
+	if err := h.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(h.get().Finalizers, gitopsv1alpha1.ArtifactFinalizer) {
+		t.Fatal("the finalizer stayed past the bound")
+	}
+	evs := h.events()
+	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning LeftBehind Removing the artifact failed for 2m0s since its deletion; it is deleted and leaves behind "+
+		"Kustomization flux-system/team-a-app and OCIRepository flux-system/team-a-app on cluster fluxy, tag oci://") {
+		t.Errorf("events %v", evs)
 	}
 }
 

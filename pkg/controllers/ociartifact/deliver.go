@@ -389,6 +389,7 @@ func (p *pass) deleteTag(ctx context.Context) error {
 	if registry.Status.Phase != gitopsv1alpha1.RegistryPhaseRunning {
 		return fmt.Errorf("OCIRegistry %s is not running (phase %s); tag %s is deleted once it runs", registry.Name, phaseOf(registry), tag)
 	}
+	defer p.c.repositories.lock(endpoint + "/" + repository)()
 	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
 	defer cancel()
 	_, revision, found, err := artifact.Lookup(opCtx, endpoint, repository, tag)

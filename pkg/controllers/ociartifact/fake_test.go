@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
@@ -12,12 +13,14 @@ import (
 // fakeEngine records what it is asked and answers what the test set: Ready with the artifact's
 // revision when ready, the reconcile request handled, Flux's object names when flux.
 type fakeEngine struct {
-	mu        sync.Mutex
-	name      string
-	flux      bool
-	ready     bool
+	mu    sync.Mutex
+	name  string
+	flux  bool
+	ready bool
+	// timeout is the time the last Deliver was given.
+	timeout time.Duration
 	// stalled makes a delivery not Ready report delivery.ErrStalled, as Flux failing.
-	stalled bool
+	stalled   bool
 	err       error
 	removeErr error
 	delivered []delivery.Artifact
@@ -28,9 +31,12 @@ type fakeEngine struct {
 	removeOpts    []delivery.RemoveOptions
 }
 
-func (f *fakeEngine) Deliver(_ context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
+func (f *fakeEngine) Deliver(ctx context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if deadline, ok := ctx.Deadline(); ok {
+		f.timeout = time.Until(deadline)
+	}
 	f.delivered = append(f.delivered, art)
 	f.targets = append(f.targets, target)
 	st := gitopsv1alpha1.ArtifactTargetStatus{Cluster: target.Cluster.Name, Engine: f.name, Message: "Not applied yet."}

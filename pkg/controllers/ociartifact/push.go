@@ -53,6 +53,12 @@ const (
 	ReasonDeliveryFailed = "DeliveryFailed"
 	// ReasonDeleteFailed: the artifact is being deleted and its tag could not be deleted yet.
 	ReasonDeleteFailed = "DeleteFailed"
+	// ReasonLeftBehind: the artifact was deleted without removing everything it delivered or
+	// pushed within removalBound; the event names what is left (an event only).
+	ReasonLeftBehind = "LeftBehind"
+	// ReasonAdopted: the version's tag already held the same content (pushed before the
+	// status recorded it), which is kept rather than pushed again (an event only).
+	ReasonAdopted = "Adopted"
 	// ReasonPruneFailed: retention could not delete old versions (an event only).
 	ReasonPruneFailed = "PruneFailed"
 	// ReasonPruned: retention deleted old versions (an event only).
@@ -130,8 +136,13 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 		return nil, nil
 	}
 
+	// One artifact at a time per repository, from the lookup to the retention: another
+	// artifact of the repository could push between this lookup and push, or its retention
+	// delete the version pushed here.
+	defer p.c.repositories.lock(endpoint + "/" + spec.Repository)()
 	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
 	defer cancel()
+	var adopted bool
 	digest, existing, found, err := artifact.Lookup(opCtx, endpoint, spec.Repository, spec.Tag)
 	if err != nil {
 		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, sentence(err.Error())))
@@ -146,6 +157,7 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	case found && existing == revision:
 		// Pushed before this status recorded it (a restart after the push, or an artifact
 		// deleted and created again): the same content, kept as it is.
+		adopted = true
 	default:
 		digest, err = artifact.Push(opCtx, endpoint, spec.Repository, spec.Tag, files, artifact.Metadata{
 			Source: artifact.Source(p.art.Namespace, p.art.Name), Revision: revision, Created: p.now.UTC().Format(time.RFC3339),
@@ -166,7 +178,12 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	st.RegistryEndpoint, st.URL, st.Digest, st.Revision, st.PushedVersion = endpoint, url, digest, revision, spec.Version
 	msg := fmt.Sprintf("Version %s is pushed to %s as %s.", spec.Version, url, digest)
 	setCondition(st, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed, msg)
-	transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push", msg)
+	if adopted {
+		transition.Record(p.c.recorder, p.stored, ReasonAdopted, "Push",
+			fmt.Sprintf("Version %s was found in %s with the same content as %s; adopted, not pushed again.", spec.Version, url, digest))
+	} else {
+		transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push", msg)
+	}
 	p.prune(opCtx, registry, endpoint)
 	return result, nil
 }

@@ -24,7 +24,7 @@ var warnings = sets.New(
 	"FluxNotInstalled", "FluxNotRunning", "ClusterUnreachable", "Forbidden", "RegistryConflict",
 	"TargetNotFound", "TimedOut", "ReconciliationFailed",
 	"InvalidManifests", "RegistryNotReady", "RegistryUnavailable", "VersionImmutable", "PushFailed", "PruneFailed",
-	"DeliveryFailed", "DeleteFailed", "FluxNotAvailable",
+	"DeliveryFailed", "DeleteFailed", "FluxNotAvailable", "LeftBehind",
 )
 
 // Type is the event type of a reason: Warning for the reasons that need attention.
