@@ -16,7 +16,8 @@
 // every resync period otherwise; a Cluster being registered or getting Flux wakes it.
 //
 // Deleting an OCIArtifact removes what its engines created on every target and deletes its
-// tag from the registry before the finalizer lets it go.
+// tag from the registry before the finalizer lets it go; what cannot be removed within two
+// minutes is left behind, named in a LeftBehind warning.
 package ociartifact
 
 import (

@@ -5,7 +5,12 @@
 // after an artifact named it does not block changes to the artifact (plinth-controller reports
 // that target as not Ready).
 //
-// Clusters come from the Plinth informer, never from etcd per request.
+// An OCIArtifact is also created only if no other OCIArtifact of its namespace pushes to the
+// same repository of the same OCIRegistry: two artifacts there would push over each other's
+// tags, delete the tag the other adopted when deleted, and prune each other's versions by
+// retention. Both fields are immutable, so creates are all there is to check.
+//
+// Clusters and OCIArtifacts come from the Plinth informers, never from etcd per request.
 package gitopstargets
 
 import (
@@ -14,6 +19,7 @@ import (
 	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
@@ -21,6 +27,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/admission/initializer"
 	"github.com/plinth-dev/plinth/pkg/apis/gitops"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+	gitopslisters "github.com/plinth-dev/plinth/pkg/generated/listers/gitops/v1alpha1"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 )
 
@@ -35,7 +42,8 @@ func Register(plugins *admission.Plugins) {
 // Plugin is the GitOpsTargets admission plugin.
 type Plugin struct {
 	*admission.Handler
-	clusters listers.ClusterLister
+	clusters  listers.ClusterLister
+	artifacts gitopslisters.OCIArtifactLister
 }
 
 var (
@@ -48,30 +56,33 @@ func New() *Plugin {
 	return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update)}
 }
 
-// SetPlinthInformerFactory reads Clusters from the factory; the plugin is ready once their
-// cache has synced.
+// SetPlinthInformerFactory reads Clusters and OCIArtifacts from the factory; the plugin is
+// ready once both caches have synced.
 func (p *Plugin) SetPlinthInformerFactory(f informers.SharedInformerFactory) {
-	informer := f.Platform().V1alpha1().Clusters()
-	p.clusters = informer.Lister()
-	p.SetReadyFunc(admission.ReadyFunc(informer.Informer().HasSynced))
+	clusters, artifacts := f.Platform().V1alpha1().Clusters(), f.Gitops().V1alpha1().OCIArtifacts()
+	p.clusters, p.artifacts = clusters.Lister(), artifacts.Lister()
+	p.SetReadyFunc(func() bool { return clusters.Informer().HasSynced() && artifacts.Informer().HasSynced() })
 }
 
-// ValidateInitialization requires the Cluster informer.
+// ValidateInitialization requires the Cluster and OCIArtifact informers.
 func (p *Plugin) ValidateInitialization() error {
-	if p.clusters == nil {
+	if p.clusters == nil || p.artifacts == nil {
 		return fmt.Errorf("%s admission plugin needs the Plinth informer factory", PluginName)
 	}
 	return nil
 }
 
 // Validate refuses an OCIArtifact or a ReconciliationRequest naming a Cluster that does not
-// exist: 422 Invalid, with a NotFound cause at each such spec.targets[i].cluster.
+// exist, and a new OCIArtifact for a repository another one of its namespace pushes to: 422
+// Invalid, with a NotFound cause at each such spec.targets[i].cluster and a Duplicate cause at
+// spec.repository naming the other artifact.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if a.GetSubresource() != "" {
 		return nil
 	}
 	var kind string
 	var clusters, before []string
+	var created *gitops.OCIArtifact
 	switch a.GetResource().GroupResource() {
 	case gitops.Resource("ociartifacts"):
 		obj, ok := a.GetObject().(*gitops.OCIArtifact)
@@ -79,6 +90,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 			return nil
 		}
 		kind, clusters = "OCIArtifact", artifactClusters(obj)
+		if a.GetOperation() == admission.Create {
+			created = obj
+		}
 		if old, ok := a.GetOldObject().(*gitops.OCIArtifact); ok && a.GetOperation() == admission.Update {
 			before = artifactClusters(old)
 		}
@@ -103,7 +117,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 			check = append(check, i)
 		}
 	}
-	if len(check) == 0 {
+	if len(check) == 0 && created == nil {
 		return nil
 	}
 	if !p.WaitForReady() {
@@ -119,10 +133,48 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 			return apierrors.NewInternalError(err)
 		}
 	}
+	if created != nil {
+		dup, err := p.repositoryTaken(created, a.GetNamespace())
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		errs = append(errs, dup...)
+	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(gitops.Kind(kind), a.GetName(), errs)
 	}
 	return nil
+}
+
+// repositoryTaken reports, as a Duplicate at spec.repository, another OCIArtifact of the
+// namespace with the same registry and repository (one being deleted holds it until its tag is
+// deleted). The repository is the defaulted one (the server defaults before admission), or
+// spec.name as defaulting would make it.
+func (p *Plugin) repositoryTaken(a *gitops.OCIArtifact, namespace string) (field.ErrorList, error) {
+	registry, repository := a.Spec.RegistryRef.Name, a.Spec.Repository
+	if repository == "" {
+		repository = a.Spec.Name
+	}
+	if registry == "" || repository == "" {
+		return nil, nil // required: validation's to report
+	}
+	others, err := p.artifacts.OCIArtifacts(namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range others {
+		theirs := o.Spec.Repository
+		if theirs == "" {
+			theirs = o.Spec.Name
+		}
+		if o.Name == a.Name || o.Spec.RegistryRef.Name != registry || theirs != repository {
+			continue
+		}
+		dup := field.Duplicate(field.NewPath("spec", "repository"), repository)
+		dup.Detail = fmt.Sprintf("OCIArtifact %s already pushes to repository %s of OCIRegistry %s; one artifact per repository", o.Name, repository, registry)
+		return field.ErrorList{dup}, nil
+	}
+	return nil, nil
 }
 
 // artifactClusters are the target Clusters of an artifact, in the order of spec.targets.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/plinth-dev/plinth/pkg/apis/gitops"
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
@@ -20,6 +21,11 @@ import (
 // newPlugin serves the named Clusters from an informer's indexer, as the server's informer
 // would.
 func newPlugin(t *testing.T, clusters ...string) *Plugin {
+	return newPluginWith(t, nil, clusters...)
+}
+
+// newPluginWith serves the named Clusters and the given OCIArtifacts from informers' indexers.
+func newPluginWith(t *testing.T, artifacts []*gitopsv1alpha1.OCIArtifact, clusters ...string) *Plugin {
 	t.Helper()
 	f := informers.NewSharedInformerFactory(fake.NewSimpleClientset(), 0)
 	p := New()
@@ -33,7 +39,12 @@ func newPlugin(t *testing.T, clusters ...string) *Plugin {
 			t.Fatal(err)
 		}
 	}
-	// The indexer is filled by hand: nothing lists, so the informer never counts as synced.
+	for _, a := range artifacts {
+		if err := f.Gitops().V1alpha1().OCIArtifacts().Informer().GetIndexer().Add(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The indexers are filled by hand: nothing lists, so the informers never count as synced.
 	p.SetReadyFunc(func() bool { return true })
 	return p
 }
@@ -175,6 +186,58 @@ func TestReadsTheInformer(t *testing.T) {
 			t.Errorf("before the Cluster cache syncs: %v, want 403 not yet ready", err)
 		}
 	})
+}
+
+// storedArtifact is an OCIArtifact as the informer holds it: defaulted, repository set.
+func storedArtifact(namespace, name, registry, repository string) *gitopsv1alpha1.OCIArtifact {
+	return &gitopsv1alpha1.OCIArtifact{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: gitopsv1alpha1.OCIArtifactSpec{RegistryRef: gitopsv1alpha1.LocalObjectReference{Name: registry},
+			Name: "workloads/" + name, Repository: repository},
+	}
+}
+
+// A second OCIArtifact for a registry's repository in the namespace is refused at
+// spec.repository, naming the first; other registries, repositories and namespaces are free.
+func TestOneArtifactPerRepository(t *testing.T) {
+	p := newPluginWith(t, []*gitopsv1alpha1.OCIArtifact{
+		storedArtifact("plinth-system", "web", "local", "team-a/web"),
+		storedArtifact("other", "api", "local", "team-a/api"),
+	}, "local")
+	create := func(registry, repository, name string) error {
+		a := artifact("local")
+		a.Spec.RegistryRef.Name, a.Spec.Repository, a.Spec.Name = registry, repository, name
+		return p.Validate(context.Background(), attrs(a, nil, "ociartifacts", "", admission.Create), nil)
+	}
+	err := create("local", "team-a/web", "workloads/app")
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("a second artifact for team-a/web: %v, want 422", err)
+	}
+	c := err.(apierrors.APIStatus).Status().Details.Causes
+	if len(c) != 1 || c[0].Type != metav1.CauseTypeFieldValueDuplicate || c[0].Field != "spec.repository" ||
+		c[0].Message != `Duplicate value: "team-a/web": OCIArtifact web already pushes to repository team-a/web of OCIRegistry local; one artifact per repository` {
+		t.Errorf("causes %+v", c)
+	}
+	// Not defaulted yet: the repository defaulting would give (spec.name).
+	if err := create("local", "", "team-a/web"); !apierrors.IsInvalid(err) {
+		t.Errorf("an undefaulted repository: %v, want 422", err)
+	}
+	for name, c := range map[string][3]string{
+		"another repository":        {"local", "team-a/app", "workloads/app"},
+		"another registry":          {"edge", "team-a/web", "workloads/web"},
+		"a repository of elsewhere": {"local", "team-a/api", "workloads/api"},
+		"no registry yet":           {"", "team-a/web", "workloads/web"},
+	} {
+		if err := create(c[0], c[1], c[2]); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Updates cannot change the repository (immutable): not judged again.
+	old := artifact("local")
+	old.Spec.RegistryRef.Name, old.Spec.Repository = "local", "team-a/web"
+	if err := p.Validate(context.Background(), attrs(old.DeepCopy(), old, "ociartifacts", "", admission.Update), nil); err != nil {
+		t.Errorf("an update: %v", err)
+	}
 }
 
 func TestValidateInitialization(t *testing.T) {
