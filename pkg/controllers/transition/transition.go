@@ -22,7 +22,7 @@ var warnings = sets.New(
 	"ClusterDegraded", "Unreachable", "Unhealthy", "CredentialsInvalid", "UnknownEncryptionKey",
 	"ProvisionFailed", "UpdateFailed", "ArchiveFailed", "DestroyFailed", "CheckFailed", "ComputeFailed", "NotRunning", "ProviderConflict",
 	"FluxNotInstalled", "FluxNotRunning", "ClusterUnreachable", "Forbidden", "RegistryConflict",
-	"TargetNotFound", "TimedOut", "ReconciliationFailed",
+	"TargetNotFound", "TimedOut", "ReconciliationFailed", "TargetUnavailable",
 	"InvalidManifests", "RegistryNotReady", "RegistryUnavailable", "VersionImmutable", "PushFailed", "PruneFailed",
 	"DeliveryFailed", "DeleteFailed", "FluxNotAvailable", "LeftBehind",
 )

@@ -5,6 +5,7 @@
 package ociartifact
 
 import (
+	"context"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,18 @@ var Definition = strategy.Definition[*gitops.OCIArtifact]{
 	Validate:             validation.ValidateOCIArtifact,
 	ValidateUpdate:       validation.ValidateOCIArtifactUpdate,
 	ValidateStatusUpdate: validation.ValidateOCIArtifactStatusUpdate,
+	PrepareForUpdate:     tagFollowsVersion,
+}
+
+// tagFollowsVersion moves a defaulted tag along with the version. The tag is defaulted to the
+// version when the object is created and stored so; an update that changes only the version —
+// what kubectl apply sends for a manifest without a tag — would otherwise keep the old tag and
+// push the new version under it. A tag that differs from its version's default was chosen and
+// stays.
+func tagFollowsVersion(_ context.Context, obj, old *gitops.OCIArtifact) {
+	if obj.Spec.Version != old.Spec.Version && obj.Spec.Tag == old.Spec.Tag && old.Spec.Tag == gitops.DefaultTag(old.Spec.Version) {
+		obj.Spec.Tag = gitops.DefaultTag(obj.Spec.Version)
+	}
 }
 
 // NewREST returns the ociartifacts resource and its status subresource. Updates of the main

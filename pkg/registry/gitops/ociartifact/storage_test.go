@@ -262,3 +262,23 @@ func TestTable(t *testing.T) {
 		}
 	}
 }
+
+// A defaulted tag follows the version: kubectl apply of a manifest without a tag sends only the
+// new version, and the new version must not be pushed under the old tag. A chosen tag stays.
+func TestDefaultedTagFollowsTheVersion(t *testing.T) {
+	e := newEnv(t)
+	e.create(artifact("app", "1.0.0")) // tag 1.0.0, as defaulting stores it
+	a, err := e.update("app", func(a *gitops.OCIArtifact) { a.Spec.Version = "1.1.0+build.7" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Spec.Tag != "1.1.0_build.7" {
+		t.Errorf("tag after a version change = %q, want the new version's tag 1.1.0_build.7", a.Spec.Tag)
+	}
+	if a, err = e.update("app", func(a *gitops.OCIArtifact) { a.Spec.Version, a.Spec.Tag = "1.2.0", "stable" }); err != nil || a.Spec.Tag != "stable" {
+		t.Fatalf("choosing a tag with a version: %v %q", err, a.Spec.Tag)
+	}
+	if a, err = e.update("app", func(a *gitops.OCIArtifact) { a.Spec.Version = "1.3.0" }); err != nil || a.Spec.Tag != "stable" {
+		t.Errorf("a chosen tag must stay when the version changes: %v %q", err, a.Spec.Tag)
+	}
+}
