@@ -351,6 +351,9 @@ type ReconciliationTarget struct {
 	// Namespace is the Flux object's namespace on the cluster. Defaults to flux-system for Flux
 	// kinds; must be empty for OCIArtifact.
 	Namespace string
+	// Revision, when set, is the revision the target must report before the request counts as
+	// handled.
+	Revision string
 }
 
 // ReconciliationRequestStatus is the outcome of a request.

@@ -2579,6 +2579,13 @@ func schema_pkg_apis_gitops_v1alpha1_ReconciliationTarget(ref common.ReferenceCa
 							Format:      "",
 						},
 					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision, when set, is the revision the target must report before the request counts as handled, for example 1.1.0@sha256:<digest>: the OCIRepository's artifact revision, the Kustomization's lastAppliedRevision, the OCIArtifact target's revision. plinth-controller sets it on the Automatic requests it makes after a push, so that such a request succeeds only once the new version is applied.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"cluster", "kind", "name"},
 			},

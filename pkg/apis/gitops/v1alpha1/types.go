@@ -442,6 +442,13 @@ type ReconciliationTarget struct {
 	// kinds; must be empty for OCIArtifact.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+	// Revision, when set, is the revision the target must report before the request counts as
+	// handled, for example 1.1.0@sha256:<digest>: the OCIRepository's artifact revision, the
+	// Kustomization's lastAppliedRevision, the OCIArtifact target's revision. plinth-controller
+	// sets it on the Automatic requests it makes after a push, so that such a request succeeds
+	// only once the new version is applied.
+	// +optional
+	Revision string `json:"revision,omitempty"`
 }
 
 // ReconciliationRequestStatus is the outcome of a request.

@@ -33,6 +33,12 @@ type ReconciliationTargetApplyConfiguration struct {
 	// Namespace is the Flux object's namespace on the cluster. Defaults to flux-system for Flux
 	// kinds; must be empty for OCIArtifact.
 	Namespace *string `json:"namespace,omitempty"`
+	// Revision, when set, is the revision the target must report before the request counts as
+	// handled, for example 1.1.0@sha256:<digest>: the OCIRepository's artifact revision, the
+	// Kustomization's lastAppliedRevision, the OCIArtifact target's revision. plinth-controller
+	// sets it on the Automatic requests it makes after a push, so that such a request succeeds
+	// only once the new version is applied.
+	Revision *string `json:"revision,omitempty"`
 }
 
 // ReconciliationTargetApplyConfiguration constructs a declarative configuration of the ReconciliationTarget type for use with
@@ -70,5 +76,13 @@ func (b *ReconciliationTargetApplyConfiguration) WithName(value string) *Reconci
 // If called multiple times, the Namespace field is set to the value of the last call.
 func (b *ReconciliationTargetApplyConfiguration) WithNamespace(value string) *ReconciliationTargetApplyConfiguration {
 	b.Namespace = &value
+	return b
+}
+
+// WithRevision sets the Revision field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Revision field is set to the value of the last call.
+func (b *ReconciliationTargetApplyConfiguration) WithRevision(value string) *ReconciliationTargetApplyConfiguration {
+	b.Revision = &value
 	return b
 }
