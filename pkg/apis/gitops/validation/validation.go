@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -38,6 +39,10 @@ const (
 	// counts as handled once a target reports that time or a later one, so a far-future value
 	// would make every later request look handled. Five minutes allows for clocks that drift.
 	MaxRequestedAtSkew = 5 * time.Minute
+	// MaxTargetRevisionLength is how long a ReconciliationRequest target's revision may be: a
+	// tag (at most 128 characters), "@" and a digest (sha256:<64 hex>, or a longer algorithm's)
+	// fit well within it.
+	MaxTargetRevisionLength = 256
 )
 
 var (
@@ -410,6 +415,7 @@ func validateRequestSpec(s *gitops.ReconciliationRequestSpec, path *field.Path) 
 				errs = append(errs, cv.DNSLabel(t.Namespace, p.Child("namespace"))...)
 			}
 		}
+		errs = append(errs, targetRevision(t.Revision, p.Child("revision"))...)
 		k := key{t.Cluster, t.Kind, t.Namespace, t.Name}
 		if seen.Has(k) {
 			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s %s/%s on %s", t.Kind, t.Namespace, t.Name, t.Cluster)))
@@ -426,6 +432,20 @@ func validateRequestSpec(s *gitops.ReconciliationRequestSpec, path *field.Path) 
 		errs = append(errs, field.Invalid(timeout, s.Timeout.Duration.String(), "must be at most 1h"))
 	}
 	return errs
+}
+
+// targetRevision checks a ReconciliationRequest target's optional revision: the value is
+// compared with what the target reports (for example 1.1.0@sha256:<digest>), which never
+// holds whitespace, so a value with whitespace would keep the request waiting until it times
+// out.
+func targetRevision(revision string, path *field.Path) field.ErrorList {
+	switch {
+	case len(revision) > MaxTargetRevisionLength:
+		return field.ErrorList{field.TooLong(path, "", MaxTargetRevisionLength)}
+	case strings.IndexFunc(revision, unicode.IsSpace) >= 0:
+		return field.ErrorList{field.Invalid(path, revision, "must not contain whitespace")}
+	}
+	return nil
 }
 
 func observedGeneration(g int64, path *field.Path) field.ErrorList {

@@ -457,6 +457,14 @@ func TestValidReconciliationRequest(t *testing.T) {
 	if errs := ValidateReconciliationRequest(r, requestTime); len(errs) > 0 {
 		t.Fatalf("five targets, an hour: %v", errs)
 	}
+	// A revision to wait for, as plinth-controller sets on Automatic requests, up to the
+	// longest allowed.
+	r = request()
+	r.Spec.Targets[0].Revision = "1.1.0@sha256:" + strings.Repeat("0f", 32)
+	r.Spec.Targets[2].Revision = strings.Repeat("r", MaxTargetRevisionLength)
+	if errs := ValidateReconciliationRequest(r, requestTime); len(errs) > 0 {
+		t.Fatalf("targets with revisions: %v", errs)
+	}
 	// A client's clock may be a few minutes off the server's.
 	for _, skew := range []time.Duration{-MaxRequestedAtSkew, MaxRequestedAtSkew} {
 		r := request()
@@ -501,6 +509,13 @@ func TestReconciliationRequestRules(t *testing.T) {
 		"requestedAt far in the past": {func(r *gitops.ReconciliationRequest) {
 			r.Spec.RequestedAt = ptr.To(metav1.NewMicroTime(requestTime.Add(-MaxRequestedAtSkew - time.Second)))
 		}, wantErr{"spec.requestedAt", field.ErrorTypeInvalid}},
+		"revision too long": {func(r *gitops.ReconciliationRequest) {
+			r.Spec.Targets[0].Revision = "1.1.0@sha256:" + strings.Repeat("a", MaxTargetRevisionLength)
+		}, wantErr{"spec.targets[0].revision", field.ErrorTypeTooLong}},
+		"revision with a space": {func(r *gitops.ReconciliationRequest) { r.Spec.Targets[1].Revision = "1.1.0 @sha256:abc" },
+			wantErr{"spec.targets[1].revision", field.ErrorTypeInvalid}},
+		"revision with a newline": {func(r *gitops.ReconciliationRequest) { r.Spec.Targets[2].Revision = "1.1.0@sha256:abc\n" },
+			wantErr{"spec.targets[2].revision", field.ErrorTypeInvalid}},
 	}
 	for name, tc := range cases {
 		r := request()
