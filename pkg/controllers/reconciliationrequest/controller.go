@@ -2,8 +2,8 @@
 // ReconciliationRequest it sets Flux's reconcile.fluxcd.io/requestedAt annotation, with the
 // request's time as the value, on each target (as flux reconcile does), then follows the
 // targets until each reports that value as handled (status.lastHandledReconcileAt) and is
-// Ready, and records the outcome per target and as a phase: Pending, InProgress, then
-// Succeeded or Failed. Targets are Flux's OCIRepositories and Kustomizations on a Cluster
+// Ready, and, for a target whose spec names a revision, reports that revision, and records the
+// outcome per target and as a phase: Pending, InProgress, then Succeeded or Failed. Targets are Flux's OCIRepositories and Kustomizations on a Cluster
 // (through the dynamic client of the Cluster) and OCIArtifacts in the request's namespace,
 // whose controller honours the same annotation for its delivery to the Cluster, whatever the
 // Cluster's engine. A finished request is a record and is never touched again.
@@ -47,9 +47,10 @@ const DefaultPollInterval = 2 * time.Second
 // Reasons of the Ready condition, also the events' reasons.
 const (
 	// ReasonInProgress: the targets were asked to reconcile and have not all handled the
-	// request and become Ready yet (Ready Unknown).
+	// request, become Ready and reported the revision the request names yet (Ready Unknown).
 	ReasonInProgress = "InProgress"
-	// ReasonSucceeded: every target handled the request and is Ready (Ready True).
+	// ReasonSucceeded: every target handled the request, is Ready and reports the revision the
+	// request names, if any (Ready True).
 	ReasonSucceeded = "Succeeded"
 	// ReasonTargetNotFound: a target does not exist, an OCIArtifact target is not delivered to
 	// the target's cluster, or a stored target's kind cannot be reconciled (Failed).
@@ -70,8 +71,9 @@ const (
 	// ReasonReconciliationFailed: a target handled the request and its reconcile failed: it
 	// reports Ready False (Failed).
 	ReasonReconciliationFailed = "ReconciliationFailed"
-	// ReasonTimedOut: the targets were not all asked, or did not all handle the request and
-	// become Ready, within spec.timeout of the request's creation (Failed).
+	// ReasonTimedOut: the targets were not all asked, or did not all handle the request,
+	// become Ready and report the revision the request names, within spec.timeout of the
+	// request's creation (Failed).
 	ReasonTimedOut = "TimedOut"
 )
 
@@ -216,10 +218,12 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 				waiting = append(waiting, fmt.Sprintf("%s (%s)", describe(t), strings.TrimSuffix(te.message, ".")))
 				continue
 			}
-			record(&status.Targets[i], obs, value, now)
+			record(&status.Targets[i], obs, value, t.Revision, now)
 			switch {
-			case obs.failed(value):
+			case obs.failed(value, t.Revision):
 				failure = &targetError{reason: ReasonReconciliationFailed, message: fmt.Sprintf("%s handled the request and is not Ready: %s", describe(t), status.Targets[i].Message)}
+			case !status.Targets[i].Ready && !obs.at(t.Revision):
+				waiting = append(waiting, fmt.Sprintf("%s (%s)", describe(t), strings.TrimSuffix(reports(obs.revision, t.Revision), ".")))
 			case !status.Targets[i].Ready:
 				waiting = append(waiting, describe(t))
 			}
@@ -235,7 +239,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			c.setReady(status, req, metav1.ConditionTrue, ReasonSucceeded,
 				fmt.Sprintf("%s handled the request made at %s and %s Ready.", capitalize(count(len(req.Spec.Targets))), value, isAre(len(req.Spec.Targets))))
 		case now.After(deadline):
-			failure = &targetError{reason: ReasonTimedOut, message: fmt.Sprintf("Not handled and Ready within %s: %s.", timeout(req), strings.Join(waiting, ", "))}
+			failure = &targetError{reason: ReasonTimedOut, message: fmt.Sprintf("Not handled and Ready within %s: %s.", timeout(req), strings.Join(waiting, "; "))}
 		case len(retrying) > 0:
 			c.setReady(status, req, metav1.ConditionUnknown, retryReason,
 				fmt.Sprintf("%s Trying again until %s.", strings.Join(retrying, " "), deadline.UTC().Format(time.RFC3339)))
@@ -294,15 +298,20 @@ func alignTargets(status *gitopsv1alpha1.ReconciliationRequestStatus, targets []
 }
 
 // record writes what a target reported into its status entry: handledAt is when the
-// controller first saw the request handled, and stays.
-func record(s *gitopsv1alpha1.ReconciliationTargetStatus, obs observation, value string, now time.Time) {
+// controller first saw the request handled, and stays. A target is Ready once it handled the
+// request, is Ready and reports the revision the request waits for (want, when set): after a
+// push, a target can handle the request before its source has the new revision, and be
+// Ready with the old one.
+func record(s *gitopsv1alpha1.ReconciliationTargetStatus, obs observation, value, want string, now time.Time) {
 	handled := obs.handled(value)
 	if handled && s.HandledAt == nil {
 		s.HandledAt = &metav1.Time{Time: now}
 	}
-	s.Ready = handled && obs.ready == metav1.ConditionTrue
+	s.Ready = handled && obs.ready == metav1.ConditionTrue && obs.at(want)
 	s.Revision = obs.revision
 	switch {
+	case handled && obs.ready == metav1.ConditionTrue && !obs.at(want):
+		s.Message = "Handled the request; " + reports(obs.revision, want)
 	case handled && obs.message != "":
 		s.Message = obs.message
 	case handled:
@@ -312,6 +321,14 @@ func record(s *gitopsv1alpha1.ReconciliationTargetStatus, obs observation, value
 	default:
 		s.Message = fmt.Sprintf("Waiting for the request to be handled; the last handled was made at %s.", obs.lastHandled)
 	}
+}
+
+// reports says which revision a target reports while the request waits for want.
+func reports(revision, want string) string {
+	if revision == "" {
+		return fmt.Sprintf("waiting for revision %s, it reports none yet.", want)
+	}
+	return fmt.Sprintf("waiting for revision %s, it reports %s.", want, revision)
 }
 
 func (c *Controller) setReady(status *gitopsv1alpha1.ReconciliationRequestStatus, req *gitopsv1alpha1.ReconciliationRequest,

@@ -543,3 +543,117 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		}, func(stop <-chan struct{}) { f.Start(stop) }
 	})
 }
+
+// TestTargetsMustReportTheRevision: a target whose spec names a revision (an Automatic request
+// after a push) is not done when it handled the request and is Ready with another revision,
+// as a Kustomization is when it reconciled before its source had the new revision: the request
+// stays InProgress, and succeeds once the target reports the revision.
+func TestTargetsMustReportTheRevision(t *testing.T) {
+	repo, k := fluxTarget("OCIRepository"), fluxTarget("Kustomization")
+	repo.Revision, k.Revision = "1.1.0@sha256:bb", "1.1.0@sha256:bb"
+	h := newHarness(t, request(repo, k), nil, fluxObject("OCIRepository"), fluxObject("Kustomization"))
+	h.reconcile()
+	h.expectEvents("Normal InProgress Asked 2 targets to reconcile at " + value + "; waiting for them to handle it and be Ready.")
+
+	h.report(repoGVR, "team-a-app", value, metav1.ConditionTrue, "stored artifact", "1.1.0@sha256:bb")
+	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionTrue, "Applied revision: 1.0.0@sha256:aa", "1.0.0@sha256:aa")
+	got := h.reconcile()
+	r, ks := got.Status.Targets[0], got.Status.Targets[1]
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || readyCondition(t, got).Reason != ReasonInProgress || !r.Ready ||
+		ks.Ready || ks.HandledAt == nil || ks.Revision != "1.0.0@sha256:aa" ||
+		ks.Message != "Handled the request; waiting for revision 1.1.0@sha256:bb, it reports 1.0.0@sha256:aa." {
+		t.Fatalf("status while the Kustomization applied the old revision: %+v", got.Status)
+	}
+	h.expectEvents()
+
+	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionTrue, "Applied revision: 1.1.0@sha256:bb", "1.1.0@sha256:bb")
+	got = h.reconcile()
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationSucceeded || !got.Status.Targets[1].Ready || got.Status.Targets[1].Revision != "1.1.0@sha256:bb" {
+		t.Fatalf("status once the Kustomization applied the revision: %+v", got.Status)
+	}
+	h.expectEvents("Normal Succeeded 2 targets handled the request made at " + value + " and are Ready.")
+}
+
+// TestTargetNotAtTheRevisionTimesOut: a target that never reports the revision fails the
+// request at its deadline, saying which revision it still reports.
+func TestTargetNotAtTheRevisionTimesOut(t *testing.T) {
+	for name, c := range map[string]struct {
+		revision, want string
+	}{
+		"an older revision": {"1.0.0@sha256:aa", "Kustomization flux-system/team-a-app on cluster local (waiting for revision 1.1.0@sha256:bb, it reports 1.0.0@sha256:aa)"},
+		"no revision":       {"", "Kustomization flux-system/team-a-app on cluster local (waiting for revision 1.1.0@sha256:bb, it reports none yet)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := fluxTarget("Kustomization")
+			k.Revision = "1.1.0@sha256:bb"
+			h := newHarness(t, request(k), nil, fluxObject("Kustomization"))
+			h.reconcile()
+			h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionTrue, "Applied", c.revision)
+			if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress {
+				t.Fatalf("status before the deadline: %+v", got.Status)
+			}
+			h.clock.SetTime(created.Add(time.Minute + time.Millisecond))
+			got := h.reconcile()
+			if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonTimedOut ||
+				cond.Message != "Not handled and Ready within 1m0s: "+c.want+"." {
+				t.Fatalf("status after the deadline: %+v", got.Status)
+			}
+		})
+	}
+}
+
+// TestAnOlderRevisionsFailureIsNotTheRequests: a Kustomization that handled the request and
+// failed to apply an older revision than the one the request waits for (its source has not
+// brought the new one yet) keeps the request waiting; failing to apply the awaited revision
+// fails it.
+func TestAnOlderRevisionsFailureIsNotTheRequests(t *testing.T) {
+	k := fluxTarget("Kustomization")
+	k.Revision = "1.1.0@sha256:bb"
+	h := newHarness(t, request(k), nil, fluxObject("Kustomization"))
+	h.reconcile()
+	attempt := func(revision string) {
+		t.Helper()
+		u, err := h.target.Resource(kustomizationGVR).Namespace("flux-system").Get(context.Background(), "team-a-app", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedField(u.Object, revision, "status", "lastAttemptedRevision"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.target.Resource(kustomizationGVR).Namespace("flux-system").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionFalse, "ConfigMap/apps/x dry-run failed", "0.9.0@sha256:99")
+	attempt("1.0.0@sha256:aa")
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress {
+		t.Fatalf("failed on an older revision's failure: %+v", got.Status)
+	}
+	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionFalse, "ConfigMap/apps/y dry-run failed", "0.9.0@sha256:99")
+	attempt("1.1.0@sha256:bb")
+	got := h.reconcile()
+	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonReconciliationFailed ||
+		cond.Message != "Kustomization flux-system/team-a-app on cluster local handled the request and is not Ready: ConfigMap/apps/y dry-run failed." {
+		t.Fatalf("status after the revision failed: %+v", got.Status)
+	}
+}
+
+// TestOCIArtifactTargetMustReportTheRevision: an OCIArtifact target's entry for the cluster
+// must report the revision too.
+func TestOCIArtifactTargetMustReportTheRevision(t *testing.T) {
+	art := ociArtifact("local")
+	h := newHarness(t, request(gitopsv1alpha1.ReconciliationTarget{Cluster: "local", Kind: "OCIArtifact", Name: "app", Revision: "1.1.0@sha256:bb"}), []runtime.Object{art})
+	h.reconcile()
+	art = art.DeepCopy()
+	art.Status.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "local", Ready: true, Revision: "1.0.0@sha256:aa", LastHandledReconcileAt: value}}
+	h.setArtifact(art)
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || got.Status.Targets[0].Ready {
+		t.Fatalf("the old revision counted: %+v", got.Status)
+	}
+	art = art.DeepCopy()
+	art.Status.Targets[0].Revision = "1.1.0@sha256:bb"
+	h.setArtifact(art)
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationSucceeded || !got.Status.Targets[0].Ready {
+		t.Fatalf("status at the revision: %+v", got.Status)
+	}
+}

@@ -50,8 +50,13 @@ type observation struct {
 	ready metav1.ConditionStatus
 	// final says that ready False is the outcome of the reconcile, not progress: Flux sets Ready
 	// False when a reconcile fails, and Unknown while it runs.
-	final             bool
-	revision, message string
+	final bool
+	// revision is the revision the target reports: an OCIRepository's artifact revision, a
+	// Kustomization's last applied revision, an OCIArtifact target's revision.
+	revision string
+	// attempted is the revision a Kustomization last tried to apply (empty for other kinds).
+	attempted string
+	message   string
 }
 
 // handled says whether the target has handled the request value: it reports that value, or a
@@ -65,9 +70,19 @@ func (o observation) handled(value string) bool {
 	return err1 == nil && err2 == nil && !handled.Before(requested)
 }
 
-// failed says whether the target handled the request and the reconcile failed.
-func (o observation) failed(value string) bool {
-	return o.final && o.ready == metav1.ConditionFalse && o.handled(value)
+// at says whether the target reports the revision the request waits for (any revision when
+// the request names none).
+func (o observation) at(revision string) bool {
+	return revision == "" || o.revision == revision
+}
+
+// failed says whether the target handled the request and the reconcile failed. When the
+// request waits for a revision and a Kustomization says the revision it failed to apply is
+// another one, the failure is an older revision's: its source has not brought the new one
+// yet, and the Kustomization reconciles again when it does.
+func (o observation) failed(value, revision string) bool {
+	return o.final && o.ready == metav1.ConditionFalse && o.handled(value) &&
+		(revision == "" || o.attempted == "" || o.attempted == revision)
 }
 
 // fluxKinds are the Flux kinds a request may target, by spec.targets[].kind.
@@ -147,6 +162,7 @@ func observeFlux(u *unstructured.Unstructured) (observation, error) {
 			return obs, err
 		}
 		obs.lastHandled, conditions, obs.revision = k.Status.LastHandledReconcileAt, k.Status.Conditions, k.Status.LastAppliedRevision
+		obs.attempted = k.Status.LastAttemptedRevision
 	}
 	obs.ready, obs.final = metav1.ConditionUnknown, true
 	if ready := apimeta.FindStatusCondition(conditions, fluxmeta.ReadyCondition); ready != nil {
