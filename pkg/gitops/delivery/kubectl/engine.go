@@ -8,7 +8,10 @@
 // carries the gitops.plinth.dev/artifact label (a hash of the OCIArtifact's namespace and
 // name) and annotation (namespace/name): pruning and removal delete only objects that still
 // carry this artifact's label, never one another artifact or a person took over since, nor
-// one marked kustomize.toolkit.fluxcd.io/prune: disabled. Nor does it take over what it did
+// one marked kustomize.toolkit.fluxcd.io/prune: disabled. The inventory is not the only
+// memory of what was applied: among the kinds and namespaces the inventory and the new
+// version name, objects carrying the label that the new version lacks are pruned too (a pass
+// whose status write was lost applied them). Nor does it take over what it did
 // not create: an object that exists on the target without this artifact's label refuses the
 // version unless annotated gitops.plinth.dev/adopt: "true". A namespaced object needs a
 // namespace, its own or the target's targetNamespace, as with Flux.
@@ -49,7 +52,8 @@ func New(clients delivery.Clients) delivery.Engine {
 }
 
 // Deliver applies every object of art on the target and, when the target prunes, deletes
-// what the previous inventory has and this one lacks. The status is Ready with art's revision
+// what the previous inventory has and this one lacks, and what carries the artifact's label
+// among the kinds and namespaces of both without being in this one (sweep). The status is Ready with art's revision
 // and the new inventory once all of it succeeded.
 //
 // Before anything is applied, every object whose kind the target serves is placed (its
@@ -122,7 +126,12 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	status.Inventory = applied
 
 	if prunes(target.Spec) {
-		stale := deleteOrder(difference(previous, applied))
+		// The last inventory is not the only memory of what was applied: see sweep.
+		lost, err := sweep(ctx, client, mapper, p.label, union(previous, applied), ids(applied), fluxObjects(art.Namespace, art.Name, target))
+		if err != nil {
+			return fail(union(applied, previous), fmt.Errorf("pruning on cluster %s failed: %w", cluster, err))
+		}
+		stale := deleteOrder(union(difference(previous, applied), lost))
 		for i, entry := range stale {
 			if err := deleteEntry(ctx, client, mapper, entry, p.label); err != nil {
 				// What is not pruned yet stays in the inventory, for the next delivery.
@@ -137,7 +146,8 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	return status, nil
 }
 
-// Remove deletes the objects of the last inventory that still carry the artifact's label, when
+// Remove deletes the objects of the last inventory that still carry the artifact's label, and
+// those of its kinds and namespaces that carry the label although no inventory has them, when
 // the target prunes (the default); without prune, or with opts.Keep (another engine takes them
 // over), what was applied stays. What is gone already needs nothing.
 func (e *engine) Remove(ctx context.Context, namespace, name string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus,
@@ -151,7 +161,12 @@ func (e *engine) Remove(ctx context.Context, namespace, name string, target deli
 		return err
 	}
 	label := delivery.ArtifactLabel(namespace, name)
-	for _, entry := range deleteOrder(last.Inventory) {
+	// What a pass whose status was lost applied goes too: see sweep.
+	lost, err := sweep(ctx, client, mapper, label, last.Inventory, nil, fluxObjects(namespace, name, target))
+	if err != nil {
+		return fmt.Errorf("removing the artifact from cluster %s failed: %w", cluster, err)
+	}
+	for _, entry := range deleteOrder(union(last.Inventory, lost)) {
 		if err := deleteEntry(ctx, client, mapper, entry, label); err != nil {
 			return fmt.Errorf("deleting %s on cluster %s failed: %w", entryDescription(entry), cluster, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,7 @@ var (
 	crdsGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	widgetsGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	rolesGVR       = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	kustomizations = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
 )
 
 // fakeClients gives every cluster the same fake client and mapper, or err.
@@ -59,6 +61,7 @@ func mapper(widgets bool) meta.RESTMapper {
 	add(deploymentsGVR, "Deployment", meta.RESTScopeNamespace)
 	add(crdsGVR, "CustomResourceDefinition", meta.RESTScopeRoot)
 	add(rolesGVR, "ClusterRole", meta.RESTScopeRoot)
+	add(kustomizations, "Kustomization", meta.RESTScopeNamespace)
 	if widgets {
 		add(widgetsGVR, "Widget", meta.RESTScopeNamespace)
 	}
@@ -71,7 +74,7 @@ func newCluster(t *testing.T, objects ...runtime.Object) (*dynamicfake.FakeDynam
 	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		namespacesGVR: "NamespaceList", configMapsGVR: "ConfigMapList", deploymentsGVR: "DeploymentList",
-		crdsGVR: "CustomResourceDefinitionList", widgetsGVR: "WidgetList", rolesGVR: "ClusterRoleList",
+		crdsGVR: "CustomResourceDefinitionList", widgetsGVR: "WidgetList", rolesGVR: "ClusterRoleList", kustomizations: "KustomizationList",
 	}, objects...)
 	tracker := client.Tracker()
 	uids := 0
@@ -658,7 +661,143 @@ func TestDeliverManyObjects(t *testing.T) {
 	if err != nil || !status.Ready || len(status.Inventory) != 200 {
 		t.Fatalf("status ready %v with %d entries, err %v", status.Ready, len(status.Inventory), err)
 	}
-	if got := len(client.Actions()); got != 400 {
-		t.Errorf("%d requests, want 400 (a read and an apply per object)", got)
+	if got := len(client.Actions()); got != 401 {
+		t.Errorf("%d requests, want 401 (a read and an apply per object, a list of the ConfigMaps to prune)", got)
+	}
+}
+
+// lists are the lists made, as resource/namespace?selector.
+func lists(client *dynamicfake.FakeDynamicClient) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if l, ok := a.(clienttesting.ListAction); ok {
+			out = append(out, l.GetResource().Resource+"/"+l.GetNamespace()+"?"+l.GetListRestrictions().Labels.String())
+		}
+	}
+	return out
+}
+
+// What a pass applied whose status was lost (its objects carry the label but are in no
+// inventory) is pruned when a later version drops it, among the kinds and namespaces of the
+// last inventory and the new version, with the inventory's rules: prune disabled stays, so
+// does what carries no label or another artifact's, and the Flux engine's own Kustomization.
+func TestDeliverPrunesWhatALostPassApplied(t *testing.T) {
+	disabled := existing(configMapsGVR, "ConfigMap", "shop", "kept", label)
+	disabled.SetAnnotations(map[string]string{"kustomize.toolkit.fluxcd.io/prune": "disabled"})
+	client, clients := newCluster(t,
+		existing(deploymentsGVR, "Deployment", "shop", "web", label),
+		// Applied by the lost pass.
+		existing(configMapsGVR, "ConfigMap", "shop", "lost", label),
+		existing(deploymentsGVR, "Deployment", "shop", "lost", label),
+		existing(configMapsGVR, "ConfigMap", "cache", "lost", label),
+		existing(namespacesGVR, "Namespace", "", "lost", label),
+		existing(kustomizations, "Kustomization", "flux-system", "lost", label),
+		// Not the artifact's to prune.
+		disabled,
+		existing(configMapsGVR, "ConfigMap", "shop", "other", delivery.ArtifactLabel("team-b", "other")),
+		object("v1", "ConfigMap", "shop", "unlabelled").Unstructured,
+		existing(kustomizations, "Kustomization", "flux-system", "team-a-app", label),
+		// In a namespace neither version names: unknown.
+		existing(configMapsGVR, "ConfigMap", "elsewhere", "lost", label),
+	)
+	previous := &gitopsv1alpha1.ArtifactTargetStatus{Revision: "0.9.0@sha256:old", Inventory: []gitopsv1alpha1.InventoryEntry{
+		{ID: "_shop__Namespace", Version: "v1"},
+		{ID: "shop_web_apps_Deployment", Version: "v1"},
+		{ID: "flux-system_nested_kustomize.toolkit.fluxcd.io_Kustomization", Version: "v1"},
+	}}
+	status, err := New(clients).Deliver(context.Background(), artifact(
+		object("v1", "Namespace", "", "shop"),
+		object("v1", "ConfigMap", "shop", "settings"),
+		object("v1", "ConfigMap", "cache", "settings"),
+	), target(true, previous))
+	if err != nil || !status.Ready {
+		t.Fatalf("status %+v, err %v", status, err)
+	}
+	wantDeleted := []string{
+		"kustomizations/flux-system/lost", "configmaps/cache/lost", "configmaps/shop/lost", "deployments/shop/lost", "deployments/shop/web", "namespaces//lost",
+	}
+	got := deleted(client)
+	if diff := cmp.Diff(wantDeleted, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if got[len(got)-1] != "namespaces//lost" {
+		t.Errorf("deleted %v: Namespaces go last", got)
+	}
+	for _, kept := range [][3]string{{"shop", "kept"}, {"shop", "other"}, {"shop", "unlabelled"}, {"elsewhere", "lost"}, {"shop", "settings"}} {
+		if !exists(t, client, configMapsGVR, kept[0], kept[1]) {
+			t.Errorf("ConfigMap %s/%s was deleted", kept[0], kept[1])
+		}
+	}
+	if !exists(t, client, kustomizations, "flux-system", "team-a-app") {
+		t.Error("the Flux engine's Kustomization was deleted")
+	}
+	if want := []gitopsv1alpha1.InventoryEntry{
+		{ID: "_shop__Namespace", Version: "v1"}, {ID: "shop_settings__ConfigMap", Version: "v1"}, {ID: "cache_settings__ConfigMap", Version: "v1"},
+	}; !cmp.Equal(want, status.Inventory) {
+		t.Errorf("inventory %v", status.Inventory)
+	}
+	// One list per kind, cluster-wide or in each namespace involved, by the artifact's label.
+	sel := "gitops.plinth.dev/artifact=" + label
+	wantLists := []string{
+		"namespaces/?" + sel,
+		"deployments/cache?" + sel, "deployments/flux-system?" + sel, "deployments/shop?" + sel,
+		"kustomizations/cache?" + sel, "kustomizations/flux-system?" + sel, "kustomizations/shop?" + sel,
+		"configmaps/cache?" + sel, "configmaps/flux-system?" + sel, "configmaps/shop?" + sel,
+	}
+	if diff := cmp.Diff(wantLists, lists(client)); diff != "" {
+		t.Errorf("lists (-want +got):\n%s", diff)
+	}
+}
+
+// Without prune nothing is listed nor deleted; a list that fails fails the delivery, keeping
+// everything applied and the last inventory for the next one.
+func TestDeliverSweepWithoutPruneOrFailing(t *testing.T) {
+	client, clients := newCluster(t, existing(configMapsGVR, "ConfigMap", "shop", "lost", label))
+	previous := &gitopsv1alpha1.ArtifactTargetStatus{Revision: "0.9.0@sha256:old",
+		Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "shop_old__ConfigMap", Version: "v1"}}}
+	art := artifact(object("v1", "ConfigMap", "shop", "settings"))
+	if status, err := New(clients).Deliver(context.Background(), art, target(false, previous)); err != nil || !status.Ready {
+		t.Fatalf("status %+v, err %v", status, err)
+	}
+	if len(lists(client)) != 0 || len(deleted(client)) != 0 {
+		t.Errorf("without prune: listed %v, deleted %v", lists(client), deleted(client))
+	}
+
+	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(configMapsGVR.GroupResource(), "", errors.New("no"))
+	})
+	status, err := New(clients).Deliver(context.Background(), art, target(true, previous))
+	if err == nil || status.Ready || !strings.HasPrefix(status.Message, "Pruning on cluster east failed: listing the ConfigMap objects of the artifact in namespace shop failed") {
+		t.Fatalf("status %+v, err %v", status, err)
+	}
+	want := []gitopsv1alpha1.InventoryEntry{{ID: "shop_settings__ConfigMap", Version: "v1"}, {ID: "shop_old__ConfigMap", Version: "v1"}}
+	if !cmp.Equal(want, status.Inventory) || status.Revision != "0.9.0@sha256:old" || len(deleted(client)) != 0 {
+		t.Errorf("inventory %v, revision %s, deleted %v", status.Inventory, status.Revision, deleted(client))
+	}
+}
+
+// Removing the artifact removes what a lost pass applied too, among the last inventory's
+// kinds and namespaces.
+func TestRemoveSweepsWhatALostPassApplied(t *testing.T) {
+	client, clients := newCluster(t,
+		existing(deploymentsGVR, "Deployment", "shop", "web", label),
+		existing(deploymentsGVR, "Deployment", "shop", "lost", label),
+		existing(configMapsGVR, "ConfigMap", "shop", "unknown-kind", label),
+		existing(deploymentsGVR, "Deployment", "shop", "other", "someone-else"),
+	)
+	last := &gitopsv1alpha1.ArtifactTargetStatus{Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "shop_web_apps_Deployment", Version: "v1"}}}
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last, delivery.RemoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"deployments/shop/lost", "deployments/shop/web"}; !cmp.Equal(want, deleted(client), cmpopts.SortSlices(func(a, b string) bool { return a < b })) {
+		t.Errorf("deleted %v, want %v", deleted(client), want)
+	}
+
+	client.PrependReactor("list", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("unreachable")
+	})
+	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last, delivery.RemoveOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "listing the Deployment objects of the artifact in namespace shop failed") {
+		t.Errorf("a failing list: %v", err)
 	}
 }
