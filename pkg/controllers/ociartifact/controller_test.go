@@ -987,9 +987,15 @@ func TestAutomaticReconciliationRequest(t *testing.T) {
 		t.Fatalf("requests %v", reqs)
 	}
 	req := reqs[0]
+	// Each target must report the pushed revision, as Flux names it (<tag>@<manifest digest>;
+	// the tag defaults to the version), for the request to succeed.
+	pushed := "1.1.0@" + art.Status.Digest
+	if !strings.HasPrefix(art.Status.Digest, "sha256:") || !strings.HasSuffix(art.Status.URL, ":1.1.0") {
+		t.Fatalf("pushed to %q as %q", art.Status.URL, art.Status.Digest)
+	}
 	want := []gitopsv1alpha1.ReconciliationTarget{
-		{Cluster: "fluxy", Kind: "OCIRepository", Name: "team-a-app", Namespace: "flux-system"},
-		{Cluster: "fluxy", Kind: "Kustomization", Name: "team-a-app", Namespace: "flux-system"},
+		{Cluster: "fluxy", Kind: "OCIRepository", Name: "team-a-app", Namespace: "flux-system", Revision: pushed},
+		{Cluster: "fluxy", Kind: "Kustomization", Name: "team-a-app", Namespace: "flux-system", Revision: pushed},
 	}
 	if diff := cmp.Diff(want, req.Spec.Targets); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)

@@ -279,8 +279,10 @@ func (p *pass) allReady() bool {
 
 // requestReconcile creates an Automatic ReconciliationRequest of the Flux objects of the
 // targets that had applied an earlier revision: the record that the new version was asked to
-// land now. Its name derives from the artifact's UID and revision, so asking again after a
-// restart finds it there.
+// land now. Each of its targets names the pushed revision, so that the request succeeds only
+// once Flux reports the new version fetched and applied, not when it reconciled the old one.
+// Its name derives from the artifact's UID and revision, so asking again after a restart
+// finds it there.
 func (p *pass) requestReconcile(ctx context.Context, art delivery.Artifact, before []gitopsv1alpha1.ArtifactTargetStatus) error {
 	revision := p.status.Revision
 	var targets []gitopsv1alpha1.ReconciliationTarget
@@ -296,7 +298,8 @@ func (p *pass) requestReconcile(ctx context.Context, art delivery.Artifact, befo
 			{gitopsv1alpha1.TargetKindOCIRepository, t.OCIRepository}, {gitopsv1alpha1.TargetKindKustomization, t.Kustomization},
 		} {
 			ns, name, _ := strings.Cut(obj.key, "/")
-			targets = append(targets, gitopsv1alpha1.ReconciliationTarget{Cluster: t.Cluster, Kind: obj.kind, Name: name, Namespace: ns})
+			targets = append(targets, gitopsv1alpha1.ReconciliationTarget{Cluster: t.Cluster, Kind: obj.kind, Name: name, Namespace: ns,
+				Revision: art.Revision()})
 		}
 	}
 	key := cache.NewObjectName(p.art.Namespace, p.art.Name)
