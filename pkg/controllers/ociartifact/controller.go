@@ -129,6 +129,9 @@ type Controller struct {
 	// stalls counts the reconciles in a row of each artifact that found a target stalled
 	// (Flux failing and retrying by itself) and none on its way: the backoff's exponent.
 	stalls map[cache.ObjectName]int
+	// checked is when each artifact's pushed version was last found in its registry (see
+	// registryCheckDue); in memory: after a start each artifact looks once.
+	checked map[cache.ObjectName]registryCheck
 }
 
 // targetKey is one target of one artifact.
@@ -399,6 +402,7 @@ func (c *Controller) forget(key cache.ObjectName) {
 	defer c.mu.Unlock()
 	delete(c.requested, key)
 	delete(c.stalls, key)
+	delete(c.checked, key)
 	for k := range c.delivered {
 		if k.artifact == key {
 			delete(c.delivered, k)

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
@@ -120,13 +122,22 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	endpoint := registry.Spec.Endpoint
 	url := artifact.URL(endpoint, spec.Repository, spec.Tag)
 	st := p.status
+	key := cache.NewObjectName(p.art.Namespace, p.art.Name)
+	running := registry.Status.Phase == gitopsv1alpha1.RegistryPhaseRunning
+	// recheck: the status says the version is pushed, but the registry was not looked at for
+	// a resync period (or not since this process started): the tag may have been deleted by
+	// hand or lost with the registry's data, and nothing else would ever push it again.
+	recheck := false
 	if st.PushedVersion == spec.Version && st.Revision == revision && st.URL == url && st.Digest != "" {
-		// Pushed already; the registry is not needed until the next version.
-		setCondition(st, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed,
-			fmt.Sprintf("Version %s is pushed to %s as %s.", spec.Version, url, st.Digest))
-		return &pushed{endpoint: endpoint, objects: objects}, nil
+		if !running || !p.c.registryCheckDue(key, url, st.Digest, p.now) {
+			// Pushed already and found there lately (or the registry is not running to look:
+			// its phase change wakes the artifact); the registry is not needed.
+			p.stillPushed(url)
+			return &pushed{endpoint: endpoint, objects: objects}, nil
+		}
+		recheck = true
 	}
-	if registry.Status.Phase != gitopsv1alpha1.RegistryPhaseRunning {
+	if !running {
 		msg := fmt.Sprintf("OCIRegistry %s is not running (phase %s).", registry.Name, phaseOf(registry))
 		if registry.Status.LastError != "" {
 			msg = fmt.Sprintf("OCIRegistry %s is not running (phase %s): %s", registry.Name, phaseOf(registry), sentence(registry.Status.LastError))
@@ -144,6 +155,13 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	defer cancel()
 	var adopted bool
 	digest, existing, found, err := artifact.Lookup(opCtx, endpoint, spec.Repository, spec.Tag)
+	if err != nil && recheck {
+		// Not known to be gone: the version stays pushed for this pass (delivering it needs
+		// no registry for the Kubectl engine), and the next reconcile looks again.
+		klog.FromContext(ctx).V(2).Info("Checking the pushed version in the registry failed", "url", url, "err", err)
+		p.stillPushed(url)
+		return &pushed{endpoint: endpoint, objects: objects}, nil
+	}
 	if err != nil {
 		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, sentence(err.Error())))
 		return nil, err
@@ -154,6 +172,11 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 			"Version %s is already pushed to %s with other content (revision %s); a pushed version never changes, so push the new content as a new version.",
 			spec.Version, url, existing))
 		return nil, nil
+	case found && existing == revision && recheck && digest == st.Digest:
+		// Still there as pushed: nothing to do until the next check.
+		p.c.registryChecked(key, url, digest, p.now)
+		p.stillPushed(url)
+		return &pushed{endpoint: endpoint, objects: objects}, nil
 	case found && existing == revision:
 		// Pushed before this status recorded it (a restart after the push, or an artifact
 		// deleted and created again): the same content, kept as it is.
@@ -168,24 +191,67 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 		}
 	}
 
+	// When the push completed, not when the pass began: packaging and pushing a large
+	// artifact takes a while. An adopted tag keeps the time this status recorded for its
+	// version, if any (it was pushed then, or before).
+	done := p.c.clock.Now()
+	p.c.registryChecked(key, url, digest, done)
 	result := &pushed{endpoint: endpoint, objects: objects}
 	if st.Revision != "" && st.Revision != revision {
 		result.previousRevision = st.Revision
 	}
-	if st.PushedVersion != spec.Version || st.PushedAt == nil {
-		st.PushedAt = &metav1.Time{Time: p.now}
+	if !adopted || st.PushedVersion != spec.Version || st.PushedAt == nil {
+		st.PushedAt = &metav1.Time{Time: done}
 	}
 	st.RegistryEndpoint, st.URL, st.Digest, st.Revision, st.PushedVersion = endpoint, url, digest, revision, spec.Version
 	msg := fmt.Sprintf("Version %s is pushed to %s as %s.", spec.Version, url, digest)
 	setCondition(st, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed, msg)
-	if adopted {
+	switch {
+	case adopted:
 		transition.Record(p.c.recorder, p.stored, ReasonAdopted, "Push",
 			fmt.Sprintf("Version %s was found in %s with the same content as %s; adopted, not pushed again.", spec.Version, url, digest))
-	} else {
+	case recheck && !found:
+		transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push",
+			fmt.Sprintf("Version %s was missing from %s (deleted from the registry); pushed again as %s.", spec.Version, url, digest))
+	default:
 		transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push", msg)
 	}
 	p.prune(opCtx, registry, endpoint)
 	return result, nil
+}
+
+// stillPushed says the version the status records is pushed, as it was.
+func (p *pass) stillPushed(url string) {
+	setCondition(p.status, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed,
+		fmt.Sprintf("Version %s is pushed to %s as %s.", p.art.Spec.Version, url, p.status.Digest))
+}
+
+// registryCheck is when an artifact's pushed version was last found in (or pushed to) its
+// registry, and as what.
+type registryCheck struct {
+	url, digest string
+	at          time.Time
+}
+
+// registryCheckDue says whether the registry should be looked at for the pushed version url
+// with digest: not since a resync period, or never in this process, or as something else.
+// At most once a resync period, not on the polls while a target is on its way: the lookup
+// holds the repository's lock and costs the registry a request.
+func (c *Controller) registryCheckDue(key cache.ObjectName, url, digest string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.checked[key]
+	return !ok || last.url != url || last.digest != digest || now.Sub(last.at) >= c.resync
+}
+
+// registryChecked records that the registry holds url as digest at the time given.
+func (c *Controller) registryChecked(key cache.ObjectName, url, digest string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked == nil {
+		c.checked = map[cache.ObjectName]registryCheck{}
+	}
+	c.checked[key] = registryCheck{url: url, digest: digest, at: at}
 }
 
 // prune applies the registry's retention to the artifact's repository, never deleting the
