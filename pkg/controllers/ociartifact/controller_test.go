@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
@@ -1002,7 +1004,8 @@ func TestAutomaticReconciliationRequest(t *testing.T) {
 	}
 	if req.Spec.Mode != gitopsv1alpha1.ReconciliationModeAutomatic || req.Name != requestName(art, art.Status.Revision) ||
 		len(req.OwnerReferences) != 1 || req.OwnerReferences[0].UID != "uid-app" ||
-		req.Labels[gitopsv1alpha1.LabelArtifact] != delivery.ArtifactLabel("team-a", "app") {
+		req.Labels[gitopsv1alpha1.LabelArtifact] != delivery.ArtifactLabel("team-a", "app") ||
+		req.Annotations[reconciliationrequest.AnnotationArtifactGeneration] != strconv.FormatInt(art.Generation, 10) {
 		t.Errorf("request %+v", req)
 	}
 	// Polls until Flux applies it do not ask again; after a restart, asking again finds it.

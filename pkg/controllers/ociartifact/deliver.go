@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
 )
@@ -312,8 +314,13 @@ func (p *pass) requestReconcile(ctx context.Context, art delivery.Artifact, befo
 	req := &gitopsv1alpha1.ReconciliationRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: p.art.Namespace, Name: requestName(p.art, revision),
-			Labels:      map[string]string{gitopsv1alpha1.LabelArtifact: delivery.ArtifactLabel(p.art.Namespace, p.art.Name)},
-			Annotations: map[string]string{gitopsv1alpha1.AnnotationArtifact: delivery.ArtifactAnnotation(p.art.Namespace, p.art.Name)},
+			Labels: map[string]string{gitopsv1alpha1.LabelArtifact: delivery.ArtifactLabel(p.art.Namespace, p.art.Name)},
+			Annotations: map[string]string{
+				gitopsv1alpha1.AnnotationArtifact: delivery.ArtifactAnnotation(p.art.Namespace, p.art.Name),
+				// Orders this push before a later one's: the request ends as superseded once
+				// the artifact pushed another revision at a later generation.
+				reconciliationrequest.AnnotationArtifactGeneration: strconv.FormatInt(p.art.Generation, 10),
+			},
 			// Records of the artifact's pushes: they go with it.
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: gitopsv1alpha1.SchemeGroupVersion.String(), Kind: "OCIArtifact", Name: p.art.Name, UID: p.art.UID,

@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,11 +73,22 @@ const (
 	// ReasonReconciliationFailed: a target handled the request and its reconcile failed: it
 	// reports Ready False (Failed).
 	ReasonReconciliationFailed = "ReconciliationFailed"
+	// ReasonSuperseded: an Automatic request's OCIArtifact pushed another revision, at a later
+	// generation, before the targets reported the revision the request waits for; the newer
+	// push's request follows the targets from there (Failed; a Normal event: new versions in
+	// quick succession are no fault).
+	ReasonSuperseded = "Superseded"
 	// ReasonTimedOut: the targets were not all asked, or did not all handle the request,
 	// become Ready and report the revision the request names, within spec.timeout of the
 	// request's creation (Failed).
 	ReasonTimedOut = "TimedOut"
 )
+
+// AnnotationArtifactGeneration is set by plinth-controller on the Automatic request it makes
+// after a push: the generation of the OCIArtifact (its owner) that pushed the revision the
+// request's targets name. Once the artifact's status describes a later generation with another
+// pushed revision, the request is superseded: its revision will not reach the targets.
+const AnnotationArtifactGeneration = "gitops.plinth.dev/artifact-generation"
 
 // Options tune the controller.
 type Options struct {
@@ -231,6 +244,10 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 				break
 			}
 		}
+		superseded := ""
+		if failure == nil && len(waiting) > 0 {
+			superseded = c.superseded(req)
+		}
 		switch {
 		case failure != nil:
 		case len(waiting) == 0:
@@ -238,6 +255,8 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			status.CompletionTime = &metav1.Time{Time: now}
 			c.setReady(status, req, metav1.ConditionTrue, ReasonSucceeded,
 				fmt.Sprintf("%s handled the request made at %s and %s Ready.", capitalize(count(len(req.Spec.Targets))), value, isAre(len(req.Spec.Targets))))
+		case superseded != "":
+			failure = &targetError{reason: ReasonSuperseded, message: superseded}
 		case now.After(deadline):
 			failure = &targetError{reason: ReasonTimedOut, message: fmt.Sprintf("Not handled and Ready within %s: %s.", timeout(req), strings.Join(waiting, "; "))}
 		case len(retrying) > 0:
@@ -261,6 +280,49 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		c.EnqueueAfter(key, max(min(c.poll, deadline.Sub(now)), 0)+time.Millisecond)
 	}
 	return nil
+}
+
+// superseded says why an Automatic request will not see its revision reach the targets, or
+// "": its OCIArtifact (the owner, the same object by UID) has a status for a later
+// generation than the request's AnnotationArtifactGeneration and pushed another revision
+// there. The generation orders the two pushes without comparing revisions or clocks; the
+// artifact's status is read from the informer, which can only lag, never lead, so a lag
+// keeps the request waiting rather than ending it early.
+func (c *Controller) superseded(req *gitopsv1alpha1.ReconciliationRequest) string {
+	if req.Spec.Mode != gitopsv1alpha1.ReconciliationModeAutomatic {
+		return ""
+	}
+	generation, err := strconv.ParseInt(req.Annotations[AnnotationArtifactGeneration], 10, 64)
+	if err != nil {
+		return ""
+	}
+	i := slices.IndexFunc(req.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.Kind == "OCIArtifact" && o.APIVersion == gitopsv1alpha1.SchemeGroupVersion.String()
+	})
+	if i < 0 {
+		return ""
+	}
+	art, err := c.artifacts.OCIArtifacts(req.Namespace).Get(req.OwnerReferences[i].Name)
+	if err != nil || art.UID != req.OwnerReferences[i].UID || art.Status.ObservedGeneration <= generation || art.Status.Digest == "" {
+		return ""
+	}
+	pushed := pushedRevision(art)
+	for _, t := range req.Spec.Targets {
+		if t.Revision != "" && t.Revision != pushed {
+			return fmt.Sprintf("OCIArtifact %s pushed revision %s since; the targets will not get revision %s this request waited for.", art.Name, pushed, t.Revision)
+		}
+	}
+	return ""
+}
+
+// pushedRevision is the revision an OCIArtifact pushed, as Flux names it: <tag>@<digest>, the
+// tag from status.url (oci://<endpoint>/<repository>:<tag>).
+func pushedRevision(art *gitopsv1alpha1.OCIArtifact) string {
+	tag := art.Spec.Tag
+	if i := strings.LastIndex(art.Status.URL, ":"); i > strings.LastIndex(art.Status.URL, "/") {
+		tag = art.Status.URL[i+1:]
+	}
+	return tag + "@" + art.Status.Digest
 }
 
 // deadline is when a request not finished fails: its timeout after its creation. The

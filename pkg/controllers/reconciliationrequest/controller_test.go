@@ -657,3 +657,72 @@ func TestOCIArtifactTargetMustReportTheRevision(t *testing.T) {
 		t.Fatalf("status at the revision: %+v", got.Status)
 	}
 }
+
+// TestAutomaticRequestSupersededByANewerPush: the Automatic request of a push waits for its
+// revision until its OCIArtifact has a status for a later generation that pushed another
+// revision (two versions in quick succession); then it ends, Failed with reason Superseded and
+// a Normal event. A later generation that pushed nothing new, another artifact of the same
+// name, or a Manual request keep waiting.
+func TestAutomaticRequestSupersededByANewerPush(t *testing.T) {
+	const v12 = "1.2.0@sha256:bb"
+	automatic := func(mode gitopsv1alpha1.ReconciliationMode) *gitopsv1alpha1.ReconciliationRequest {
+		repo, k := fluxTarget("OCIRepository"), fluxTarget("Kustomization")
+		repo.Revision, k.Revision = v12, v12
+		req := request(repo, k)
+		req.Spec.Mode = mode
+		req.Annotations = map[string]string{AnnotationArtifactGeneration: "3"}
+		req.OwnerReferences = []metav1.OwnerReference{{APIVersion: "gitops.plinth.dev/v1alpha1", Kind: "OCIArtifact", Name: "app", UID: "uid-app"}}
+		return req
+	}
+	artifactAt := func(uid types.UID, generation int64, tag, digest string) *gitopsv1alpha1.OCIArtifact {
+		art := ociArtifact("local")
+		art.UID, art.Generation = uid, generation
+		art.Status.ObservedGeneration = generation
+		art.Status.URL, art.Status.Digest = "oci://localhost:5000/workloads/app:"+tag, digest
+		return art
+	}
+	for name, c := range map[string]struct {
+		mode       gitopsv1alpha1.ReconciliationMode
+		art        *gitopsv1alpha1.OCIArtifact
+		superseded bool
+	}{
+		"a later generation pushed 1.3.0": {gitopsv1alpha1.ReconciliationModeAutomatic, artifactAt("uid-app", 4, "1.3.0", "sha256:cc"), true},
+		"the same generation (a status not written yet)": {gitopsv1alpha1.ReconciliationModeAutomatic,
+			artifactAt("uid-app", 3, "1.1.0", "sha256:aa"), false},
+		"a later generation that pushed nothing new": {gitopsv1alpha1.ReconciliationModeAutomatic, artifactAt("uid-app", 4, "1.2.0", "sha256:bb"), false},
+		"another artifact of the same name":          {gitopsv1alpha1.ReconciliationModeAutomatic, artifactAt("uid-other", 4, "1.3.0", "sha256:cc"), false},
+		"a Manual request":                           {gitopsv1alpha1.ReconciliationModeManual, artifactAt("uid-app", 4, "1.3.0", "sha256:cc"), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, automatic(c.mode), []runtime.Object{c.art}, fluxObject("OCIRepository"), fluxObject("Kustomization"))
+			h.reconcile()
+			h.expectEvents("Normal InProgress Asked 2 targets to reconcile at " + value + "; waiting for them to handle it and be Ready.")
+			h.report(repoGVR, "team-a-app", value, metav1.ConditionTrue, "stored artifact", "1.1.0@sha256:aa")
+			h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionTrue, "Applied revision: 1.1.0@sha256:aa", "1.1.0@sha256:aa")
+			got := h.reconcile()
+			if !c.superseded {
+				if got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress {
+					t.Fatalf("status: %+v", got.Status)
+				}
+				h.expectEvents()
+				return
+			}
+			cond := readyCondition(t, got)
+			want := "OCIArtifact app pushed revision 1.3.0@sha256:cc since; the targets will not get revision 1.2.0@sha256:bb this request waited for."
+			if got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || got.Status.CompletionTime == nil || cond.Reason != ReasonSuperseded || cond.Message != want {
+				t.Fatalf("status: %+v", got.Status)
+			}
+			h.expectEvents("Normal Superseded " + want)
+		})
+	}
+
+	// A request whose targets report its revision succeeds, even when superseded since.
+	h := newHarness(t, automatic(gitopsv1alpha1.ReconciliationModeAutomatic), []runtime.Object{artifactAt("uid-app", 4, "1.3.0", "sha256:cc")},
+		fluxObject("OCIRepository"), fluxObject("Kustomization"))
+	h.reconcile()
+	h.report(repoGVR, "team-a-app", value, metav1.ConditionTrue, "stored artifact", v12)
+	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionTrue, "Applied revision: "+v12, v12)
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationSucceeded {
+		t.Fatalf("status: %+v", got.Status)
+	}
+}
