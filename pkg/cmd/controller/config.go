@@ -219,13 +219,14 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 		return nil, err
 	}
 	// OCIArtifacts: pushed to their registries in Flux's format and delivered by the engine of
-	// each target Cluster.
+	// each target Cluster; the Kustomizations of Flux targets are watched through the same
+	// clients, so an artifact turns Ready as soon as Flux does.
 	engines := map[platformv1alpha1.GitOpsEngine]delivery.Engine{
 		platformv1alpha1.GitOpsEngineKubectl: kubectldelivery.New(gitopsClients),
 		platformv1alpha1.GitOpsEngineFlux:    fluxdelivery.New(gitopsClients),
 	}
 	artifacts, err := ociartifact.NewController(c.Plinth, recorder, gitops.OCIArtifacts(), gitops.OCIRegistries(), platform.Clusters(),
-		core.ConfigMaps(), engines, ociartifact.Options{})
+		core.ConfigMaps(), engines, ociartifact.Options{Clients: gitopsClients})
 	if err != nil {
 		return nil, err
 	}

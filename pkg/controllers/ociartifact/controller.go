@@ -9,11 +9,14 @@
 // content it is adopted. After a push the registry's retention is applied, and for Flux
 // targets that had applied an earlier version an Automatic ReconciliationRequest records the
 // "reconcile now" of the new one. Each target Cluster gets the pushed version through its
-// engine; targets dropped from spec are removed. The artifact is looked at again every poll
-// interval while an engine reports a target on its way (targets that applied the version are
-// not delivered to again on those polls), with backoff while a push or a delivery fails (up to
-// the Cluster's Flux interval while Flux reports a target failing and retries by itself), and
-// every resync period otherwise; a Cluster being registered or getting Flux wakes it.
+// engine; targets dropped from spec are removed. The artifact is looked at again as soon as
+// Flux reports on the Kustomization of one of its Flux targets (a watch per target Cluster,
+// watch.go), and every poll interval while an engine reports a target on its way (every
+// watched poll interval, the fallback, when all of them are watched; targets that applied the
+// version are not delivered to again on those polls), with backoff while a push or a delivery
+// fails (up to the Cluster's Flux interval while Flux reports a target failing and retries by
+// itself), and every resync period otherwise; a Cluster being registered or getting Flux
+// wakes it.
 //
 // Deleting an OCIArtifact removes what its engines created on every target and deletes its
 // tag from the registry before the finalizer lets it go; what cannot be removed within two
@@ -94,6 +97,14 @@ type Options struct {
 	PollInterval time.Duration
 	// Clock tells the time for pushedAt and the created annotation; nil means the real clock.
 	Clock clock.PassiveClock
+	// Clients reach the target Clusters, to watch the Kustomizations of Flux targets: an
+	// artifact is looked at as soon as Flux reports on one of its targets. Nil means no
+	// watches: Flux targets are polled every PollInterval.
+	Clients delivery.Clients
+	// WatchedPollInterval is how soon an artifact is looked at again when every target on its
+	// way is watched (the fallback should a watch miss an event); zero means
+	// DefaultWatchedPollInterval.
+	WatchedPollInterval time.Duration
 }
 
 // Controller pushes and delivers OCIArtifacts.
@@ -110,6 +121,10 @@ type Controller struct {
 	resync     time.Duration
 	poll       time.Duration
 	clock      clock.PassiveClock
+	// watchedPoll is the poll of an artifact whose targets on their way are all watched.
+	watchedPoll time.Duration
+	// watches wake artifacts when Flux reports on their targets' Kustomizations.
+	watches *kustomizationWatches
 
 	mu sync.Mutex
 	// requested is the revision each artifact last asked its Flux targets to reconcile, so
@@ -167,6 +182,9 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, ar
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.WatchedPollInterval <= 0 {
+		opts.WatchedPollInterval = DefaultWatchedPollInterval
+	}
 	if err := artifacts.Informer().AddIndexers(Indexers); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
@@ -174,11 +192,12 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, ar
 		plinth: plinth, recorder: recorder, engines: engines,
 		artifacts: artifacts.Lister(), indexer: artifacts.Informer().GetIndexer(), registries: registries.Lister(),
 		clusters: clusters.Lister(), configMaps: configMaps.Lister(),
-		resync: opts.ResyncPeriod, poll: opts.PollInterval, clock: opts.Clock,
+		resync: opts.ResyncPeriod, poll: opts.PollInterval, clock: opts.Clock, watchedPoll: opts.WatchedPollInterval,
 		requested: map[cache.ObjectName]string{}, delivered: map[targetKey]delivered{}, stalls: map[cache.ObjectName]int{},
 	}
 	c.Loop = loop.New(Name, c.reconcile, artifacts.Informer(), registries.Informer(), clusters.Informer(), configMaps.Informer())
 	c.after = c.EnqueueAfter
+	c.watches = newKustomizationWatches(opts.Clients, c.clusters, c.artifacts, c.Enqueue)
 	if err := c.WatchMappedIf(artifacts.Informer(), loop.Self, wakesArtifact); err != nil {
 		return nil, err
 	}
@@ -192,6 +211,14 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, ar
 		return nil, err
 	}
 	return c, nil
+}
+
+// Run runs the controller until ctx ends, and the watches of the target Clusters'
+// Kustomizations with it: they stop before Run returns.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	c.watches.run(ctx)
+	defer c.watches.stopAll()
+	return c.Loop.Run(ctx, workers)
 }
 
 // wakesArtifact: a spec change, a deletion or a new reconcile request; not status writes.
@@ -280,6 +307,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		return err
 	}
 	deliveryErr := p.deliver(ctx, result)
+	c.watches.track(key, fluxClusters(p.art, p.status))
 	if err := c.writeStatus(ctx, stored, p.status); err != nil {
 		return err
 	}
@@ -288,10 +316,10 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	}
 	switch {
 	case p.inProgress:
-		// An engine is on its way (Flux has not applied yet): nothing here announces when
-		// it is done.
+		// An engine is on its way (Flux has not applied yet): the watch of its Cluster's
+		// Kustomizations wakes it when Flux reports, the poll is the fallback.
 		c.settle(key)
-		c.after(key, c.poll)
+		c.after(key, c.pollFor(p.art, p.status))
 	case p.stalledFor > 0:
 		// Flux reports a failure and retries by itself at its interval: polling it every
 		// poll interval would cost requests on the target and learn nothing new.
@@ -398,6 +426,7 @@ func (c *Controller) settle(key cache.ObjectName) {
 }
 
 func (c *Controller) forget(key cache.ObjectName) {
+	c.watches.forget(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.requested, key)
