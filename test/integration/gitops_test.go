@@ -5,10 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,14 +24,17 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	gitops "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
 
@@ -51,13 +58,18 @@ var (
 // ConfigMap is pushed there in Flux's format (the digest readable through the registry's /v2
 // API) and Flux applies it; version 1.1.0 changes the ConfigMap and drops the Deployment, which
 // is pruned; Manual ReconciliationRequests complete with the handled time; the same through a
-// Cluster with engine Kubectl; the registry's data survives a restart of plinth-controller; a
-// Flux controller that dies comes back.
+// Cluster with engine Kubectl; the faults: two versions in quick succession, a version
+// applied while plinth-controller (and the registry in it) is down, plinth-controller killed
+// right after a version is applied, a registry whose disk is full; the registry's data
+// survives a restart of plinth-controller; a Flux controller that dies comes back.
 func TestGitOps(t *testing.T) {
 	began := time.Now()
 	out := &framework.Output{}
 	p := framework.StartLocalPlatformWith(t, func(c *localplatform.Config) {
-		c.ControllerArgs = append(c.ControllerArgs, "--cluster-probe-interval=1s")
+		c.ControllerArgs = append(c.ControllerArgs, "--cluster-probe-interval=1s",
+			// A full disk is seen within 2 s, and a killed plinth-controller's lease expires
+			// after 8 s instead of 15 s: the faults' tests wait for both.
+			"--registry-probe-interval=2s", "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s")
 		c.Progress = out
 	})
 	t.Logf("the local platform with Flux started in %s", time.Since(began).Round(100*time.Millisecond))
@@ -216,6 +228,63 @@ func TestGitOps(t *testing.T) {
 		}
 	})
 
+	t.Run("two versions in quick succession: the second lands and nothing is stuck", func(t *testing.T) {
+		began := time.Now()
+		updateArtifact(t, dana, "web", "1.2.0", webConfig("1.2.0"))
+		updateArtifact(t, dana, "web", "1.3.0", webConfig("1.3.0"))
+		v13 := followDelivery(t, dana, "web", "1.3.0")
+		waitForCondition(t, 60*time.Second, func() (bool, string) { return objectsAre(kube, "gitops-flux", "1.3.0", false) })
+		t.Logf("1.3.0 pushed and applied %s after 1.2.0 and 1.3.0 were applied back to back", time.Since(began).Round(100*time.Millisecond))
+		expectFluxManifest(t, p.RegistryEndpoint(), "workloads/web", "1.3.0", v13.Status.Digest, v13.Status.Revision)
+		// What the controller said it pushed of 1.2.0 is in the registry, as it said.
+		tags := registryTags(t, p.RegistryEndpoint(), "workloads/web")
+		if digest := pushedDigest(t, kube, "web", "1.2.0"); digest != "" {
+			if !slices.Contains(tags, "1.2.0") {
+				t.Errorf("1.2.0 was pushed as %s and is not listed: %v", digest, tags)
+			} else if got := manifestDigest(t, p.RegistryEndpoint(), "workloads/web", "1.2.0"); got != digest {
+				t.Errorf("1.2.0 was pushed as %s and the registry has %s", digest, got)
+			}
+			t.Logf("1.2.0 was pushed as %s too; tags %v", digest, tags)
+		} else {
+			t.Logf("1.2.0 was never pushed; tags %v", tags)
+		}
+		// Every Automatic ReconciliationRequest of the artifact ends: 1.3.0's Succeeded, one
+		// for 1.2.0 Succeeded or Superseded.
+		requests := dana.GitopsV1alpha1().ReconciliationRequests(gitopsNamespace)
+		selector := gitops.LabelArtifact + "=" + delivery.ArtifactLabel(gitopsNamespace, "web")
+		waitForCondition(t, 60*time.Second, func() (bool, string) {
+			list, err := requests.List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return false, err.Error()
+			}
+			var latest bool
+			var states []string
+			for _, r := range list.Items {
+				revision := r.Spec.Targets[0].Revision
+				reason := ""
+				if c := apimeta.FindStatusCondition(r.Status.Conditions, gitops.ConditionReady); c != nil {
+					reason = c.Reason
+				}
+				states = append(states, fmt.Sprintf("%s %s %s %s", r.Name, revision, r.Status.Phase, reason))
+				switch {
+				case r.Status.Phase != gitops.ReconciliationSucceeded && r.Status.Phase != gitops.ReconciliationFailed:
+					return false, "not finished: " + strings.Join(states, ", ")
+				case revision == v13.Spec.Tag+"@"+v13.Status.Digest:
+					if r.Status.Phase != gitops.ReconciliationSucceeded {
+						t.Errorf("the request for 1.3.0: %s", states[len(states)-1])
+					}
+					latest = true
+				case r.Status.Phase == gitops.ReconciliationFailed && reason != "Superseded":
+					t.Errorf("a request failed: %s", states[len(states)-1])
+				}
+			}
+			if latest {
+				t.Logf("Automatic requests: %s", strings.Join(states, ", "))
+			}
+			return latest, strings.Join(states, ", ")
+		})
+	})
+
 	t.Run("the registry's data survives a restart of plinth-controller", func(t *testing.T) {
 		before := registryTags(t, p.RegistryEndpoint(), "workloads/web")
 		p.StopController()
@@ -228,6 +297,143 @@ func TestGitOps(t *testing.T) {
 		})
 		expectFluxManifest(t, p.RegistryEndpoint(), "workloads/web", "1.1.0", web.Status.Digest, web.Status.Revision)
 		waitRegistryRunning(t, dana)
+	})
+
+	t.Run("a version applied while plinth-controller and its registry are down lands once they are back", func(t *testing.T) {
+		p.StopController()
+		if _, err := listTags(p.RegistryEndpoint(), "workloads/web"); err == nil {
+			t.Fatal("the registry still answers with plinth-controller stopped")
+		}
+		updateArtifact(t, dana, "web", "1.4.0", webConfig("1.4.0"))
+		// Nothing works on it meanwhile: the status still describes the last version.
+		time.Sleep(time.Second)
+		a, err := artifacts.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problem := untruth(a, "1.4.0"); problem != "" || a.Status.PushedVersion != "1.3.0" {
+			t.Errorf("status while nothing runs: %s: %+v", problem, a.Status)
+		}
+		began := time.Now()
+		if err := p.StartController(); err != nil {
+			t.Fatal(err)
+		}
+		v14 := followDelivery(t, dana, "web", "1.4.0")
+		expectFluxManifest(t, p.RegistryEndpoint(), "workloads/web", "1.4.0", v14.Status.Digest, v14.Status.Revision)
+		waitForCondition(t, 60*time.Second, func() (bool, string) { return objectsAre(kube, "gitops-flux", "1.4.0", false) })
+		t.Logf("1.4.0 pushed and applied %s after plinth-controller started again", time.Since(began).Round(100*time.Millisecond))
+	})
+
+	t.Run("plinth-controller killed right after a version is applied recovers", func(t *testing.T) {
+		registry, err := dana.GitopsV1alpha1().OCIRegistries(gitopsNamespace).Get(ctx, localplatform.LocalCluster, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The registry keeps a blob being uploaded under the repository's _uploads until the
+		// upload completes: killing as soon as one appears interrupts the push.
+		uploads := filepath.Join(registry.Status.StoragePath, "docker", "registry", "v2", "repositories", "workloads", "web", "_uploads")
+		updateArtifact(t, dana, "web", "1.5.0", webConfig("1.5.0"))
+		uploading := false
+		for deadline := time.Now().Add(3 * time.Second); !uploading && time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
+			entries, _ := os.ReadDir(uploads)
+			uploading = len(entries) > 0
+		}
+		p.KillController()
+		a, err := artifacts.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("killed during a blob upload: %t; version %s recorded as pushed", uploading, a.Status.PushedVersion)
+		began := time.Now()
+		if err := p.StartController(); err != nil {
+			t.Fatal(err)
+		}
+		v15 := followDelivery(t, dana, "web", "1.5.0")
+		expectFluxManifest(t, p.RegistryEndpoint(), "workloads/web", "1.5.0", v15.Status.Digest, v15.Status.Revision)
+		waitForCondition(t, 60*time.Second, func() (bool, string) { return objectsAre(kube, "gitops-flux", "1.5.0", false) })
+		if tags := registryTags(t, p.RegistryEndpoint(), "workloads/web"); !slices.Contains(tags, "1.4.0") {
+			t.Errorf("tags %v lost 1.4.0", tags)
+		}
+		// Which step the kill interrupted: a push the killed controller completed but did not
+		// record is found in the registry and adopted; otherwise it is pushed (again).
+		if note := artifactEvent(t, kube, "web", "Adopted", "Version 1.5.0 "); note != "" {
+			t.Logf("the kill came after the push, before its status: %s", note)
+		} else {
+			t.Logf("the kill came before the push completed: %s", artifactEvent(t, kube, "web", "Pushed", "Version 1.5.0 "))
+		}
+		t.Logf("1.5.0 pushed and applied %s after plinth-controller started again (lease expiry included)", time.Since(began).Round(100*time.Millisecond))
+	})
+
+	t.Run("a registry whose disk is full is Error and a push says so; with room again it pushes", func(t *testing.T) {
+		registries := dana.GitopsV1alpha1().OCIRegistries(gitopsNamespace)
+		volume := filepath.Join(p.RegistryVolumeDir(), "full-disk")
+		fault := newDiskFault(t, volume)
+		port, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := registries.Create(ctx, &gitops.OCIRegistry{ObjectMeta: metav1.ObjectMeta{Name: "full-disk"},
+			Spec: gitops.OCIRegistrySpec{Endpoint: fmt.Sprintf("localhost:%d", port), VolumeName: "full-disk"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			// The artifact first: its finalizer deletes its tag from the running registry.
+			_ = artifacts.Delete(ctx, "full", metav1.DeleteOptions{})
+			waitGone(t, func() error { _, err := artifacts.Get(ctx, "full", metav1.GetOptions{}); return err })
+			_ = registries.Delete(ctx, "full-disk", metav1.DeleteOptions{})
+			waitGone(t, func() error { _, err := registries.Get(ctx, "full-disk", metav1.GetOptions{}); return err })
+		})
+		registryIs := func(phase gitops.RegistryPhase, lastError string) *gitops.OCIRegistry {
+			t.Helper()
+			var r *gitops.OCIRegistry
+			waitForCondition(t, 30*time.Second, func() (bool, string) {
+				if r, err = registries.Get(ctx, "full-disk", metav1.GetOptions{}); err != nil {
+					return false, err.Error()
+				}
+				return r.Status.Phase == phase && strings.Contains(r.Status.LastError, lastError), fmt.Sprintf("%+v", r.Status)
+			})
+			return r
+		}
+		registryIs(gitops.RegistryPhaseRunning, "")
+		if _, err := artifacts.Create(ctx, &gitops.OCIArtifact{
+			ObjectMeta: metav1.ObjectMeta{Name: "full"},
+			Spec: gitops.OCIArtifactSpec{RegistryRef: gitops.LocalObjectReference{Name: "full-disk"}, Name: "workloads/full", Version: "1.0.0",
+				Manifests: webConfig("full")},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pushedIs := func(version string, status metav1.ConditionStatus, reason, message string) *gitops.OCIArtifact {
+			t.Helper()
+			var a *gitops.OCIArtifact
+			waitForCondition(t, 30*time.Second, func() (bool, string) {
+				if a, err = artifacts.Get(ctx, "full", metav1.GetOptions{}); err != nil {
+					return false, err.Error()
+				}
+				c := apimeta.FindStatusCondition(a.Status.Conditions, gitops.ConditionPushed)
+				// The condition's message is a sentence: its first letter capitalised.
+				return a.Status.PushedVersion == version && c != nil && c.ObservedGeneration == a.Generation && c.Status == status &&
+					c.Reason == reason && strings.Contains(strings.ToLower(c.Message), strings.ToLower(message)), fmt.Sprintf("%+v", a.Status)
+			})
+			return a
+		}
+		pushedIs("1.0.0", metav1.ConditionTrue, "Pushed", "Version 1.0.0 is pushed")
+
+		fault.fill(t)
+		r := registryIs(gitops.RegistryPhaseError, fault.lastError)
+		t.Logf("OCIRegistry full-disk: %s", r.Status.LastError)
+		if c := apimeta.FindStatusCondition(r.Status.Conditions, gitops.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "CheckFailed" {
+			t.Errorf("Ready condition: %+v", c)
+		}
+		updateArtifact(t, dana, "full", "1.1.0", webConfig("full 1.1.0"))
+		a := pushedIs("1.0.0", metav1.ConditionFalse, "RegistryNotReady", r.Status.LastError)
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, gitops.ConditionPushed); !strings.Contains(c.Message, "OCIRegistry full-disk is not running (phase Error)") {
+			t.Errorf("Pushed condition: %+v", c)
+		}
+
+		fault.free(t)
+		registryIs(gitops.RegistryPhaseRunning, "")
+		a = pushedIs("1.1.0", metav1.ConditionTrue, "Pushed", "Version 1.1.0 is pushed")
+		expectFluxManifest(t, r.Spec.Endpoint, "workloads/full", "1.1.0", a.Status.Digest, a.Status.Revision)
 	})
 
 	// Last: until the restarted controller holds the Lease, nothing is reconciled.
@@ -252,6 +458,185 @@ func TestGitOps(t *testing.T) {
 		})
 		t.Logf("the restarted source-controller leads %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 	})
+}
+
+// webConfig is a version of the artifact with only its ConfigMap, whose greeting says which.
+func webConfig(greeting string) []common.RawObject {
+	return []common.RawObject{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web-config"},"data":{"greeting":"` + greeting + `"}}`)}}
+}
+
+// followDelivery is waitDelivered reading the status every 200 ms, and failing the test when
+// it says something false about version (untruth) on the way.
+func followDelivery(t *testing.T, c clientset.Interface, name, version string) *gitops.OCIArtifact {
+	t.Helper()
+	var a *gitops.OCIArtifact
+	var seen []string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if a, err = c.GitopsV1alpha1().OCIArtifacts(gitopsNamespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, nil // plinth-apiserver is not what is under test here
+		}
+		if problem := untruth(a, version); problem != "" {
+			return false, fmt.Errorf("%s: %+v", problem, a.Status)
+		}
+		if c := apimeta.FindStatusCondition(a.Status.Conditions, gitops.ConditionReady); c != nil {
+			if s := c.Reason + ": " + c.Message; len(seen) == 0 || seen[len(seen)-1] != s {
+				seen = append(seen, s)
+			}
+		}
+		ready := a.Status.PushedVersion == version && apimeta.IsStatusConditionTrue(a.Status.Conditions, gitops.ConditionReady) && len(a.Status.Targets) > 0
+		for _, target := range a.Status.Targets {
+			ready = ready && target.Ready && target.Revision == a.Spec.Tag+"@"+a.Status.Digest
+		}
+		return ready, nil
+	})
+	if err != nil {
+		t.Fatalf("%s %s: %v; Ready said: %s", name, version, err, strings.Join(seen, " | "))
+	}
+	t.Logf("%s %s: Ready said: %s", name, version, strings.Join(seen, " | "))
+	return a
+}
+
+// untruth says what an OCIArtifact's status claims falsely about version, the version of its
+// spec, or "": a condition of the current generation that says Pushed or Ready while the
+// version is not the one recorded as pushed, a version recorded as pushed without a digest or
+// under another tag, a target Ready at another revision while Ready is claimed.
+func untruth(a *gitops.OCIArtifact, version string) string {
+	st := a.Status
+	current := func(c *metav1.Condition) bool {
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == a.Generation
+	}
+	pushed, ready := apimeta.FindStatusCondition(st.Conditions, gitops.ConditionPushed), apimeta.FindStatusCondition(st.Conditions, gitops.ConditionReady)
+	switch {
+	case a.Spec.Version != version:
+		return "the spec is version " + a.Spec.Version
+	case st.PushedVersion == version && (st.Digest == "" || !strings.HasSuffix(st.URL, ":"+a.Spec.Tag)):
+		return "version " + version + " is recorded as pushed without its digest or tag"
+	case current(pushed) && st.PushedVersion != version:
+		return "Pushed is True for this generation while the pushed version is " + st.PushedVersion
+	case current(ready) && st.PushedVersion != version:
+		return "Ready is True for this generation while the pushed version is " + st.PushedVersion
+	}
+	if current(ready) {
+		for _, target := range st.Targets {
+			if !target.Ready || target.Revision != a.Spec.Tag+"@"+st.Digest {
+				return fmt.Sprintf("Ready is True while cluster %s is at %s (Ready %t)", target.Cluster, target.Revision, target.Ready)
+			}
+		}
+	}
+	return ""
+}
+
+// pushedDigest is the digest an OCIArtifact's Pushed events say version was pushed as, or ""
+// when none says it was.
+func pushedDigest(t *testing.T, kube kubernetes.Interface, name, version string) string {
+	t.Helper()
+	if note := artifactEvent(t, kube, name, "Pushed", "Version "+version+" is pushed to "); note != "" {
+		if i := strings.LastIndex(note, " as "); i > 0 {
+			return strings.TrimSuffix(note[i+len(" as "):], ".")
+		}
+	}
+	return ""
+}
+
+// artifactEvent is the note of an OCIArtifact's event with reason whose note starts with
+// prefix, or "".
+func artifactEvent(t *testing.T, kube kubernetes.Interface, name, reason, prefix string) string {
+	t.Helper()
+	events, err := kube.EventsV1().Events(gitopsNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "OCIArtifact" && e.Regarding.Name == name && e.Reason == reason && strings.HasPrefix(e.Note, prefix) {
+			return e.Note
+		}
+	}
+	return ""
+}
+
+// manifestDigest is the digest the registry serves <repository>:<tag>'s manifest with.
+func manifestDigest(t *testing.T, endpoint, repository, tag string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodHead, fmt.Sprintf("http://%s/v2/%s/manifests/%s", endpoint, repository, tag), nil)
+	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get("Docker-Content-Digest")
+}
+
+// waitGone waits until get reports NotFound.
+func waitGone(t *testing.T, get func() error) {
+	t.Helper()
+	waitForCondition(t, 30*time.Second, func() (bool, string) {
+		err := get()
+		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
+	})
+}
+
+// diskFault makes a registry's data directory refuse writes and take them again.
+type diskFault struct {
+	// lastError is what the OCIRegistry's status.lastError says while writes are refused.
+	lastError  string
+	fill, free func(t *testing.T)
+}
+
+// newDiskFault prepares dir, a registry volume not created yet, to refuse writes on fill:
+// with CAP_SYS_ADMIN, a 4 MiB tmpfs mounted there that fill fills up, a real full disk
+// (ENOSPC); without it but not as root, the directory made read-only. As root without
+// CAP_SYS_ADMIN nothing makes the directory refuse writes, and the test is skipped: the unit
+// tests of pkg/oci/registry (/dev/full) and pkg/controllers/ociregistry (a storage check
+// reporting a full disk) cover it.
+func newDiskFault(t *testing.T, dir string) *diskFault {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	mountErr := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=4m,mode=0750")
+	if mountErr == nil {
+		// Detached lazily: the registry may still hold it when the test ends.
+		t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+		filler := filepath.Join(dir, "filler")
+		return &diskFault{
+			lastError: "the disk holding " + dir + " is full",
+			fill: func(t *testing.T) {
+				f, err := os.Create(filler)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				chunk := make([]byte, 64<<10)
+				for {
+					if _, err := f.Write(chunk); err != nil {
+						if !errors.Is(err, syscall.ENOSPC) {
+							t.Fatal(err)
+						}
+						return
+					}
+				}
+			},
+			free: func(t *testing.T) {
+				if err := os.Remove(filler); err != nil {
+					t.Fatal(err)
+				}
+			},
+		}
+	}
+	if os.Geteuid() == 0 {
+		t.Skipf("no tmpfs can be mounted (%v) and root writes to read-only directories: a full disk is covered by the unit tests only", mountErr)
+	}
+	chmod := func(mode os.FileMode) func(t *testing.T) {
+		return func(t *testing.T) {
+			if err := os.Chmod(dir, mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o750) })
+	return &diskFault{lastError: "the data directory " + dir + " cannot be written", fill: chmod(0o500), free: chmod(0o750)}
 }
 
 // waitRegistryRunning waits until Cluster local's OCIRegistry is Running.
@@ -285,15 +670,20 @@ func waitDelivered(t *testing.T, c clientset.Interface, name, version string) *g
 	return a
 }
 
-// updateArtifact makes the OCIArtifact a new version with other manifests.
+// updateArtifact makes the OCIArtifact a new version with other manifests (again on a
+// conflict with a status write of plinth-controller).
 func updateArtifact(t *testing.T, c clientset.Interface, name, version string, manifests []common.RawObject) {
 	t.Helper()
-	a, err := c.GitopsV1alpha1().OCIArtifacts(gitopsNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		a, err := c.GitopsV1alpha1().OCIArtifacts(gitopsNamespace).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		a.Spec.Version, a.Spec.Tag, a.Spec.Manifests = version, version, manifests
+		_, err = c.GitopsV1alpha1().OCIArtifacts(gitopsNamespace).Update(context.Background(), a, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	a.Spec.Version, a.Spec.Tag, a.Spec.Manifests = version, version, manifests
-	if _, err := c.GitopsV1alpha1().OCIArtifacts(gitopsNamespace).Update(context.Background(), a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
