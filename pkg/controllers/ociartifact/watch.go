@@ -211,13 +211,14 @@ func stripManagedFields(obj interface{}) (interface{}, error) {
 	return obj, nil
 }
 
-// wake enqueues the artifact a Kustomization on the named Cluster was made for, when it
-// waits for that target: the artifact targets the Cluster, is not being deleted, and its
-// status there is not Ready with the revision the Kustomization reports (or not written
-// yet). What Flux reports of a target at rest is read at the next resync.
+// wake enqueues the artifact a Kustomization on the named Cluster was made for, when Flux
+// gave a verdict (Ready True or False; the Unknown of a reconcile under way tells the target
+// nothing new) and the artifact waits for that target: it targets the Cluster, is not being
+// deleted, and its status there is not Ready with the revision the Kustomization reports (or
+// not written yet). What Flux reports of a target at rest is read at the next resync.
 func (w *kustomizationWatches) wake(cluster string, obj interface{}) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	if !ok || !verdict(u) {
 		return
 	}
 	key, err := cache.ParseObjectName(u.GetAnnotations()[gitopsv1alpha1.AnnotationArtifact])
@@ -236,6 +237,17 @@ func (w *kustomizationWatches) wake(cluster string, obj interface{}) {
 		}
 	}
 	w.enqueue(key)
+}
+
+// verdict says whether the Kustomization's Ready condition is True or False.
+func verdict(u *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]interface{}); ok && m["type"] == "Ready" {
+			return m["status"] == string(metav1.ConditionTrue) || m["status"] == string(metav1.ConditionFalse)
+		}
+	}
+	return false
 }
 
 // synced says whether the named Cluster's Kustomizations are watched and the watch has

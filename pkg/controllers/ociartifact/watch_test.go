@@ -156,16 +156,12 @@ func (w *watched) update(u *unstructured.Unstructured) {
 	}
 }
 
-// withStatus is u with Flux's status: Ready with revision applied, or reconciling.
-func withStatus(u *unstructured.Unstructured, ready bool, revision string) *unstructured.Unstructured {
+// withStatus is u with Flux's status: Ready (True, False or Unknown) with revision applied.
+func withStatus(u *unstructured.Unstructured, status metav1.ConditionStatus, revision string) *unstructured.Unstructured {
 	u = u.DeepCopy()
-	status := "False"
-	if ready {
-		status = "True"
-	}
 	u.Object["status"] = map[string]interface{}{
 		"lastAppliedRevision": revision,
-		"conditions":          []interface{}{map[string]interface{}{"type": "Ready", "status": status, "reason": "Progressing"}},
+		"conditions":          []interface{}{map[string]interface{}{"type": "Ready", "status": string(status), "reason": "Progressing"}},
 	}
 	return u
 }
@@ -180,10 +176,10 @@ func waitClosed(t *testing.T, done <-chan struct{}, what string) {
 }
 
 // A Flux target on its way: its Cluster's Kustomizations are watched (by the artifact label),
-// and Flux reporting on the Kustomization enqueues the artifact at once; the poll is stretched
+// and Flux's verdict on the Kustomization enqueues the artifact at once; the poll is stretched
 // to the fallback once the watch has listed them. Neither the engine's own applies (no status
-// change) nor the initial list wake it, nor a Kustomization of an artifact that does not
-// exist or whose target is Ready with the reported revision.
+// change), Flux at work (Ready Unknown) nor the initial list wake it, nor a Kustomization of
+// an artifact that does not exist or whose target is Ready with the reported revision.
 func TestKustomizationStatusWakesItsArtifact(t *testing.T) {
 	art := newArtifact(t)
 	art.Spec.Targets = []gitopsv1alpha1.ArtifactTarget{{Cluster: "fluxy"}}
@@ -208,9 +204,11 @@ func TestKustomizationStatusWakesItsArtifact(t *testing.T) {
 
 	spec := own.DeepCopy()
 	spec.Object["spec"] = map[string]interface{}{"interval": "2m"}
-	w.update(spec)                                            // the engine's apply: no status change
-	w.update(withStatus(other, true, "1.0.0@sha256:1"))       // team-b/other is no artifact of this Plinth
-	w.update(withStatus(spec, true, w.get().Status.Revision)) // Flux reports
+	revision := w.get().Status.Revision
+	w.update(spec)                                                      // the engine's apply: no status change
+	w.update(withStatus(other, metav1.ConditionTrue, "1.0.0@sha256:1")) // team-b/other is no artifact of this Plinth
+	w.update(withStatus(spec, metav1.ConditionUnknown, ""))             // Flux at work: no verdict yet
+	w.update(withStatus(spec, metav1.ConditionTrue, revision))          // Flux applied it
 	if got := w.waitWoken(1); !slices.Equal(got, []cache.ObjectName{appKey}) {
 		t.Fatalf("enqueued %v, want only %v", got, appKey)
 	}
@@ -218,9 +216,10 @@ func TestKustomizationStatusWakesItsArtifact(t *testing.T) {
 	// Ready with that revision: further reports on a target at rest do not wake it.
 	w.flux.ready = true
 	at := w.step()
-	w.update(withStatus(spec, false, at.Status.Targets[0].Revision))
-	// A report of another revision than the one the target is Ready with does.
-	w.update(withStatus(spec, true, "2.0.0@sha256:2"))
+	w.update(withStatus(spec, metav1.ConditionFalse, at.Status.Targets[0].Revision))
+	// A report of another revision than the one the target is Ready with does, and so does a
+	// failure.
+	w.update(withStatus(spec, metav1.ConditionFalse, "2.0.0@sha256:2"))
 	if got := w.waitWoken(2); len(got) != 2 {
 		t.Fatalf("enqueued %v, want %v twice", got, appKey)
 	}
