@@ -55,6 +55,7 @@ import (
 	gitopslisters "github.com/plinth-dev/plinth/pkg/generated/listers/gitops/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	"github.com/plinth-dev/plinth/pkg/message"
 )
 
 // Name names the controller in logs, metrics and events.
@@ -368,7 +369,7 @@ func (c *Controller) finalize(ctx context.Context, art *gitopsv1alpha1.OCIArtifa
 	// The tag goes after the targets, which may still pull it, unless they are given up.
 	if len(errs) == 0 || waited >= removalBound {
 		if err := p.deleteTag(ctx); err != nil {
-			setCondition(p.status, art.Generation, c.clock.Now(), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleteFailed, sentence(err.Error()))
+			setCondition(p.status, art.Generation, c.clock.Now(), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleteFailed, message.Sentence(err.Error()))
 			errs = append(errs, err)
 			left = append(left, "tag "+p.status.URL)
 		}
@@ -445,17 +446,4 @@ func setCondition(st *gitopsv1alpha1.OCIArtifactStatus, generation int64, now ti
 		Type: condType, Status: status, Reason: reason, Message: message,
 		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
 	})
-}
-
-// sentence makes s one sentence: a capital first letter and a final period.
-func sentence(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
 }

@@ -22,6 +22,7 @@ import (
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	"github.com/plinth-dev/plinth/pkg/message"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
 )
 
@@ -89,7 +90,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 		return notReady(fmt.Sprintf("Cluster %s is not registered.", t.Cluster)), nil
 	}
 	if err != nil {
-		return notReady(sentence(err.Error())), err
+		return notReady(message.Sentence(err.Error())), err
 	}
 	name := engineOf(cluster)
 	engine, ok := p.c.engines[name]
@@ -100,7 +101,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 		if c := meta.FindStatusCondition(cluster.Status.Conditions, platformv1alpha1.ConditionFluxAvailable); c == nil || c.Status != metav1.ConditionTrue {
 			msg := fmt.Sprintf("Flux is not available on cluster %s: it has not been detected yet.", t.Cluster)
 			if c != nil && c.Message != "" {
-				msg = fmt.Sprintf("Flux is not available on cluster %s: %s", t.Cluster, sentence(c.Message))
+				msg = fmt.Sprintf("Flux is not available on cluster %s: %s", t.Cluster, message.Sentence(c.Message))
 			}
 			ts := notReady(msg)
 			ts.Engine = string(name)
@@ -114,7 +115,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 		// the same objects. The applied objects stay: the new engine applies them again as
 		// its own, so the workloads keep running through the switch.
 		if err := p.removeWith(ctx, platformv1alpha1.GitOpsEngine(prev.Engine), target, prev, delivery.RemoveOptions{Keep: true}); err != nil {
-			return notReady(fmt.Sprintf("Removing the %s delivery from cluster %s failed: %s", prev.Engine, t.Cluster, sentence(err.Error()))), err
+			return notReady(fmt.Sprintf("Removing the %s delivery from cluster %s failed: %s", prev.Engine, t.Cluster, message.Sentence(err.Error()))), err
 		}
 		target.Previous = nil
 	}
@@ -202,7 +203,7 @@ func (p *pass) remove(ctx context.Context, t gitopsv1alpha1.ArtifactTargetStatus
 	if err := p.removeWith(ctx, platformv1alpha1.GitOpsEngine(t.Engine), target, &t, delivery.RemoveOptions{}); err != nil {
 		if i := slices.IndexFunc(p.status.Targets, func(s gitopsv1alpha1.ArtifactTargetStatus) bool { return s.Cluster == t.Cluster }); i >= 0 {
 			p.status.Targets[i].Ready = false
-			p.status.Targets[i].Message = fmt.Sprintf("Removing the artifact from cluster %s failed: %s", t.Cluster, sentence(err.Error()))
+			p.status.Targets[i].Message = fmt.Sprintf("Removing the artifact from cluster %s failed: %s", t.Cluster, message.Sentence(err.Error()))
 		}
 		return fmt.Errorf("removing from cluster %s: %w", t.Cluster, err)
 	}

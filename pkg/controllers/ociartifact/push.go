@@ -17,6 +17,7 @@ import (
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
+	"github.com/plinth-dev/plinth/pkg/message"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
 )
 
@@ -106,7 +107,7 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	spec := p.art.Spec
 	objects, files, err := p.gather()
 	if err != nil {
-		p.notPushed(ReasonInvalidManifests, sentence(err.Error())+" Nothing is pushed until the manifests are valid.")
+		p.notPushed(ReasonInvalidManifests, message.Sentence(err.Error())+" Nothing is pushed until the manifests are valid.")
 		return nil, nil
 	}
 	revision := artifact.Revision(spec.Version, files)
@@ -140,7 +141,7 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	if !running {
 		msg := fmt.Sprintf("OCIRegistry %s is not running (phase %s).", registry.Name, phaseOf(registry))
 		if registry.Status.LastError != "" {
-			msg = fmt.Sprintf("OCIRegistry %s is not running (phase %s): %s", registry.Name, phaseOf(registry), sentence(registry.Status.LastError))
+			msg = fmt.Sprintf("OCIRegistry %s is not running (phase %s): %s", registry.Name, phaseOf(registry), message.Sentence(registry.Status.LastError))
 		}
 		// The registry's status change wakes the artifact.
 		p.notPushed(ReasonRegistryNotReady, msg)
@@ -163,7 +164,7 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 		return &pushed{endpoint: endpoint, objects: objects}, nil
 	}
 	if err != nil {
-		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, sentence(err.Error())))
+		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, message.Sentence(err.Error())))
 		return nil, err
 	}
 	switch {
@@ -186,7 +187,7 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 			Source: artifact.Source(p.art.Namespace, p.art.Name), Revision: revision, Created: p.now.UTC().Format(time.RFC3339),
 		})
 		if err != nil {
-			p.notPushed(ReasonPushFailed, fmt.Sprintf("Pushing %s to OCIRegistry %s failed: %s", url, registry.Name, sentence(err.Error())))
+			p.notPushed(ReasonPushFailed, fmt.Sprintf("Pushing %s to OCIRegistry %s failed: %s", url, registry.Name, message.Sentence(err.Error())))
 			return nil, err
 		}
 	}
@@ -264,7 +265,7 @@ func (p *pass) prune(ctx context.Context, registry *gitopsv1alpha1.OCIRegistry, 
 	deleted, err := artifact.Prune(ctx, endpoint, spec.Repository, int(registry.Spec.Retention.KeepVersions), spec.Tag)
 	if err != nil {
 		transition.Record(p.c.recorder, p.stored, ReasonPruneFailed, "Push",
-			fmt.Sprintf("Deleting versions beyond the newest %d of %s failed: %s", registry.Spec.Retention.KeepVersions, spec.Repository, sentence(err.Error())))
+			fmt.Sprintf("Deleting versions beyond the newest %d of %s failed: %s", registry.Spec.Retention.KeepVersions, spec.Repository, message.Sentence(err.Error())))
 		return
 	}
 	if len(deleted) > 0 {

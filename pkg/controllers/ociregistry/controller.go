@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +36,7 @@ import (
 	gitopsclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1"
 	gitopsinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops/v1alpha1"
 	gitopslisters "github.com/plinth-dev/plinth/pkg/generated/listers/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/message"
 	"github.com/plinth-dev/plinth/pkg/oci/registry"
 )
 
@@ -339,23 +339,10 @@ func (c *Controller) status(reg *gitopsv1alpha1.OCIRegistry, cfg registry.Config
 		cond.Message = fmt.Sprintf("The registry is starting on %s.", cfg.Endpoint)
 	default:
 		st.LastError = failure.Error()
-		cond.Message = sentence(failure)
+		cond.Message = message.Error(failure)
 	}
 	apimeta.SetStatusCondition(&st.Conditions, cond)
 	return st
-}
-
-// sentence is an error as one sentence: capitalised, with a full stop.
-func sentence(err error) string {
-	s := []rune(err.Error())
-	if len(s) == 0 {
-		return ""
-	}
-	s[0] = unicode.ToUpper(s[0])
-	if !strings.HasSuffix(string(s), ".") {
-		return string(s) + "."
-	}
-	return string(s)
 }
 
 // writeStatus writes st when it differs from the stored status (a probe that finds nothing

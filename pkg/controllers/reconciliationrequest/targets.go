@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -22,6 +21,7 @@ import (
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
+	"github.com/plinth-dev/plinth/pkg/message"
 )
 
 // FieldManager is the field manager of the annotation the controller sets on targets.
@@ -166,7 +166,7 @@ func observeFlux(u *unstructured.Unstructured) (observation, error) {
 	}
 	obs.ready, obs.final = metav1.ConditionUnknown, true
 	if ready := apimeta.FindStatusCondition(conditions, fluxmeta.ReadyCondition); ready != nil {
-		obs.ready, obs.message = ready.Status, sentence(ready.Message)
+		obs.ready, obs.message = ready.Status, message.Sentence(ready.Message)
 	}
 	return obs, nil
 }
@@ -225,7 +225,7 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 	}
 	client, mapper, err := c.clients.For(ctx, t.Cluster)
 	if err != nil {
-		return nil, &targetError{reason: ReasonClusterUnreachable, message: sentence(err.Error()), retry: true}
+		return nil, &targetError{reason: ReasonClusterUnreachable, message: message.Sentence(err.Error()), retry: true}
 	}
 	mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
 	if apimeta.IsNoMatchError(err) {
@@ -234,7 +234,7 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 	}
 	if err != nil {
 		// Discovery failed: the cluster did not answer.
-		return nil, &targetError{reason: ReasonClusterUnreachable, message: sentence(err.Error()), retry: true}
+		return nil, &targetError{reason: ReasonClusterUnreachable, message: message.Sentence(err.Error()), retry: true}
 	}
 	namespace := t.Namespace
 	if namespace == "" {
@@ -258,21 +258,8 @@ func targetFailure(t gitopsv1alpha1.ReconciliationTarget, err error) error {
 	case apierrors.IsForbidden(err):
 		return &targetError{reason: ReasonForbidden, message: fmt.Sprintf("Plinth may not reconcile %s.", describe(t))}
 	case !errors.As(err, &status) && t.Kind != gitopsv1alpha1.TargetKindOCIArtifact:
-		return &targetError{reason: ReasonClusterUnreachable, message: fmt.Sprintf("Cluster %s could not be reached: %s", t.Cluster, sentence(err.Error())), retry: true}
+		return &targetError{reason: ReasonClusterUnreachable, message: fmt.Sprintf("Cluster %s could not be reached: %s", t.Cluster, message.Sentence(err.Error())), retry: true}
 	default:
-		return &targetError{reason: ReasonTargetUnavailable, message: fmt.Sprintf("%s could not be read or asked: %s", describe(t), sentence(err.Error())), retry: true}
+		return &targetError{reason: ReasonTargetUnavailable, message: fmt.Sprintf("%s could not be read or asked: %s", describe(t), message.Sentence(err.Error())), retry: true}
 	}
-}
-
-// sentence makes s one sentence: a capital first letter and a final period.
-func sentence(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
 }

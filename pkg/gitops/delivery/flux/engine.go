@@ -22,6 +22,7 @@ import (
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	"github.com/plinth-dev/plinth/pkg/message"
 )
 
 // FieldManager is the server-side apply field manager of the Flux objects.
@@ -59,7 +60,7 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 		OCIRepository: key(repo.Namespace, repo.Name), Kustomization: key(kustomization.Namespace, kustomization.Name),
 	}
 	fail := func(err error) (gitopsv1alpha1.ArtifactTargetStatus, error) {
-		status.Message = sentence(err.Error())
+		status.Message = message.Sentence(err.Error())
 		return status, err
 	}
 	if errs := append(ValidateOCIRepository(repo, art.Tag), ValidateKustomization(kustomization, repo)...); len(errs) > 0 {
@@ -295,7 +296,7 @@ func Observe(status gitopsv1alpha1.ArtifactTargetStatus, art delivery.Artifact, 
 
 // conditionMessage is a Flux object's failing Ready condition in one sentence.
 func conditionMessage(kind, key string, c *metav1.Condition) string {
-	return sentence(fmt.Sprintf("%s %s is not ready (%s): %s", kind, key, c.Reason, c.Message))
+	return message.Sentence(fmt.Sprintf("%s %s is not ready (%s): %s", kind, key, c.Reason, c.Message))
 }
 
 // resources are the clients of the target's OCIRepositories and Kustomizations in namespace.
@@ -375,16 +376,3 @@ func apply(ctx context.Context, client dynamic.ResourceInterface, obj runtime.Ob
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
-
-// sentence makes s one sentence: a capital first letter and a final period.
-func sentence(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
-}

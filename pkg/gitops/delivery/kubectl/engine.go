@@ -37,6 +37,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
+	"github.com/plinth-dev/plinth/pkg/message"
 )
 
 // FieldManager is the server-side apply field manager of the applied objects.
@@ -83,7 +84,7 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	fail := func(inventory []gitopsv1alpha1.InventoryEntry, err error) (gitopsv1alpha1.ArtifactTargetStatus, error) {
 		status.Ready = false
 		status.Inventory = inventory
-		status.Message = sentence(err.Error())
+		status.Message = message.Sentence(err.Error())
 		return status, err
 	}
 	client, mapper, err := e.clients.For(ctx, cluster)
@@ -452,17 +453,4 @@ func entryDescription(entry gitopsv1alpha1.InventoryEntry) string {
 		name = key.Namespace + "/" + name
 	}
 	return key.Kind + " " + name
-}
-
-// sentence makes s one sentence: a capital first letter and a final period.
-func sentence(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return s
-	}
-	s = strings.ToUpper(s[:1]) + s[1:]
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return s
 }
