@@ -460,8 +460,23 @@ func TestPeriodicRecount(t *testing.T) {
 	}); err != nil {
 		t.Fatal("the charge was not seen")
 	}
-	clk.SetTime(clk.Now().Add(time.Hour))
+	// The clock moves an hour every 50ms rather than once: the controller's own status write
+	// can reach its informer before it has noted the write's resourceVersion, and is then taken
+	// for a charge (held for a charge delay more: 2s in production, but an hour of a clock that
+	// never moves again here).
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		for r.ctx.Err() == nil {
+			if got, err := r.kube.CoreV1().ResourceQuotas("team-a").Get(r.ctx, "compute", metav1.GetOptions{}); err == nil && quotav1.Equals(got.Status.Used, resources(cpu, 0)) {
+				return
+			}
+			clk.SetTime(clk.Now().Add(time.Hour))
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
 	r.expect(t, resources(cpu, 0))
+	<-moved
 }
 
 func TestOptions(t *testing.T) {
