@@ -9,9 +9,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	compute "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
+	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	kubernetescompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
 	"github.com/plinth-dev/plinth/test/integration/framework"
@@ -178,10 +181,33 @@ func TestKubectl(t *testing.T) {
 				"-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "tenantcompute.yaml"))
 			return err == nil, out
 		})
+		// The OCIArtifact example targets Cluster local, which the local platform registers:
+		// register one here too (this server's own admin kubeconfig, with its files inlined as a
+		// Cluster requires, will do; nothing dials it).
+		cfg, err := clientcmd.LoadFromFile(p.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		kubeconfig, err := clientcmd.Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Client.PlatformV1alpha1().Clusters().Create(ctx, &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "local"},
+			Spec: platform.ClusterSpec{Kubeconfig: string(kubeconfig)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitForCondition(t, 10*time.Second, func() (bool, string) { // until the admission plugin's informer has it
+			out, err := framework.Kubectl(p.Kubeconfig, "apply", "--server-side", "--dry-run=server", "-n", "demo",
+				"-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "ociartifact.yaml"))
+			return err == nil, out
+		})
 		out := kubectl("apply", "--server-side", "-n", "demo", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples"))
 		for _, want := range []string{"workload.score.dev/hello", "workload.score.dev/inline", "platformpolicy.score.dev/team-a-defaults",
 			"system.governance.plinth.dev/shop", "systemservice.governance.plinth.dev/redis", "managedvm.governance.plinth.dev/cache-1",
-			"tenantcompute.compute.plinth.dev/blog"} {
+			"tenantcompute.compute.plinth.dev/blog", "ociartifact.gitops.plinth.dev/hello"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("apply output lacks %s:\n%s", want, out)
 			}
