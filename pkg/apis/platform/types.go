@@ -69,6 +69,8 @@ type ClusterGitOps struct {
 	RegistryPort int32
 	// FluxInterval is Flux's interval for the cluster's OCIRepositories and Kustomizations.
 	FluxInterval *metav1.Duration
+	// InstallFlux lets plinth-controller install Flux when engine is Flux and the cluster has none.
+	InstallFlux bool
 }
 
 // ClusterGitOpsStatus is what plinth-controller found of a cluster's GitOps engine.

@@ -4954,6 +4954,13 @@ func schema_pkg_apis_platform_v1alpha1_ClusterGitOps(ref common.ReferenceCallbac
 							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
 						},
 					},
+					"installFlux": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InstallFlux lets plinth-controller install Flux's source-controller and kustomize-controller v1.9.6 (their CRDs and Deployments in flux-system) when engine is Flux and the cluster has no Flux. Without it, such a cluster reports FluxAvailable False with reason FluxNotInstalled. An installed Flux is left in place when this is turned off.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

@@ -113,6 +113,12 @@ type ClusterGitOps struct {
 	// a duration greater than zero such as 30s or 1m. Defaults to 1m.
 	// +optional
 	FluxInterval *metav1.Duration `json:"fluxInterval,omitempty"`
+	// InstallFlux lets plinth-controller install Flux's source-controller and
+	// kustomize-controller v1.9.6 (their CRDs and Deployments in flux-system) when engine is
+	// Flux and the cluster has no Flux. Without it, such a cluster reports FluxAvailable False
+	// with reason FluxNotInstalled. An installed Flux is left in place when this is turned off.
+	// +optional
+	InstallFlux bool `json:"installFlux,omitempty"`
 }
 
 // ClusterStatus is what plinth-controller's probes found.

@@ -41,6 +41,11 @@ type ClusterGitOpsApplyConfiguration struct {
 	// FluxInterval is how often Flux checks the cluster's OCIRepositories and Kustomizations,
 	// a duration greater than zero such as 30s or 1m. Defaults to 1m.
 	FluxInterval *v1.Duration `json:"fluxInterval,omitempty"`
+	// InstallFlux lets plinth-controller install Flux's source-controller and
+	// kustomize-controller v1.9.6 (their CRDs and Deployments in flux-system) when engine is
+	// Flux and the cluster has no Flux. Without it, such a cluster reports FluxAvailable False
+	// with reason FluxNotInstalled. An installed Flux is left in place when this is turned off.
+	InstallFlux *bool `json:"installFlux,omitempty"`
 }
 
 // ClusterGitOpsApplyConfiguration constructs a declarative configuration of the ClusterGitOps type for use with
@@ -78,5 +83,13 @@ func (b *ClusterGitOpsApplyConfiguration) WithRegistryPort(value int32) *Cluster
 // If called multiple times, the FluxInterval field is set to the value of the last call.
 func (b *ClusterGitOpsApplyConfiguration) WithFluxInterval(value v1.Duration) *ClusterGitOpsApplyConfiguration {
 	b.FluxInterval = &value
+	return b
+}
+
+// WithInstallFlux sets the InstallFlux field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InstallFlux field is set to the value of the last call.
+func (b *ClusterGitOpsApplyConfiguration) WithInstallFlux(value bool) *ClusterGitOpsApplyConfiguration {
+	b.InstallFlux = &value
 	return b
 }
