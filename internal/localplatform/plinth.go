@@ -58,8 +58,14 @@ func (p *Platform) StartController() error {
 	if p.cfg.ProvisionersConfig != "" {
 		args = append(args, "--provisioners-config", p.cfg.ProvisionersConfig)
 	}
+	// The CRDs hack/build-tools.sh copied from Flux's modules, with which plinth-controller
+	// installs Flux on Clusters with spec.gitOps.installFlux, as an image would ship them.
+	fluxCRDs, err := filepath.Abs(p.fluxCRDsDir())
+	if err != nil {
+		return err
+	}
+	args = append(args, "--flux-manifests-dir", fluxCRDs)
 	args = append(args, p.cfg.ControllerArgs...)
-	var err error
 	if p.controller, err = p.run("plinth-controller", listening(address), args...); err != nil {
 		return err
 	}

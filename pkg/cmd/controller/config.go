@@ -51,6 +51,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	fluxdelivery "github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
 	kubectldelivery "github.com/plinth-dev/plinth/pkg/gitops/delivery/kubectl"
+	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
@@ -207,8 +208,15 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	}
 	// One client cache of target clusters for every GitOps controller.
 	gitopsClients := delivery.NewClients(creds, platform.Clusters().Lister())
+	var fluxManifests *fluxinstall.Manifests
+	if o.FluxManifestsDir != "" {
+		// Read once: the directory is part of plinth-controller's image, validated already.
+		if fluxManifests, err = fluxinstall.Load(o.FluxManifestsDir); err != nil {
+			return nil, fmt.Errorf("--flux-manifests-dir: %w", err)
+		}
+	}
 	clusterGitOps, err := clustergitops.NewController(c.Plinth, recorder, platform.Clusters(), gitops.OCIRegistries(), gitopsClients,
-		clustergitops.Options{Namespace: o.GitOpsNamespace, ProbeInterval: o.ClusterProbeInterval})
+		clustergitops.Options{Namespace: o.GitOpsNamespace, ProbeInterval: o.ClusterProbeInterval, FluxManifests: fluxManifests})
 	if err != nil {
 		return nil, err
 	}

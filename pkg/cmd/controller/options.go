@@ -30,6 +30,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
+	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 )
 
 // Options are plinth-controller's flags.
@@ -78,6 +79,9 @@ type Options struct {
 	// GitOpsNamespace is where the OCIRegistries of Clusters with spec.gitOps.registryEnabled
 	// are created.
 	GitOpsNamespace string
+	// FluxManifestsDir holds Flux's CRDs, <dir>/<controller>/*.yaml and a VERSION file, with
+	// which Flux is installed on Clusters with spec.gitOps.installFlux; empty means no install.
+	FluxManifestsDir string
 }
 
 // DefaultRegistryVolumeDir is where registries keep their data unless --registry-volume-dir
@@ -127,6 +131,7 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.RegistryDataRoots, "registry-data-roots", o.RegistryDataRoots, "Absolute directories an OCIRegistry's spec.dataPath must be inside; a dataPath elsewhere is refused (default: --registry-volume-dir).")
 	f.DurationVar(&o.RegistryProbeInterval, "registry-probe-interval", o.RegistryProbeInterval, "How often each OCI registry's /v2/ and data directory are checked; a registry that stopped answering is started again.")
 	f.StringVar(&o.GitOpsNamespace, "gitops-namespace", o.GitOpsNamespace, "Namespace of the OCIRegistries that Clusters with spec.gitOps.registryEnabled own.")
+	f.StringVar(&o.FluxManifestsDir, "flux-manifests-dir", o.FluxManifestsDir, "Directory of Flux "+fluxinstall.Version+"'s CRDs (<dir>/source-controller and <dir>/kustomize-controller, each with its *.yaml files and a VERSION file), with which Flux is installed on Clusters with spec.gitOps.installFlux; empty means Flux is installed nowhere.")
 	f.StringVar(&o.ProvisionersConfig, "provisioners-config", o.ProvisionersConfig, "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
 }
 
@@ -177,6 +182,11 @@ func (o *Options) Validate() error {
 	}
 	if msgs := validation.IsDNS1123Label(o.GitOpsNamespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--gitops-namespace %q is not a namespace name: %s", o.GitOpsNamespace, strings.Join(msgs, "; ")))
+	}
+	if o.FluxManifestsDir != "" {
+		if _, err := fluxinstall.Load(o.FluxManifestsDir); err != nil {
+			errs = append(errs, fmt.Errorf("--flux-manifests-dir: %w", err))
+		}
 	}
 	if o.DefaultRuntimeClass == "" {
 		errs = append(errs, fmt.Errorf("--default-runtime-class must not be empty"))

@@ -3,7 +3,7 @@
 // plinth-controller's GitOps namespace (the ociregistry controller runs it), and for a Cluster
 // with engine Flux it finds out whether Flux's source-controller and kustomize-controller
 // serve the cluster, reporting them in status.gitOps.fluxComponents and the FluxAvailable
-// condition.
+// condition; with spec.gitOps.installFlux it installs them where no Flux is (see install).
 //
 // The cluster controller writes the rest of a Cluster's status (its probes). Both write
 // whole-status updates from their cached copy with its resourceVersion, each changing only its
@@ -39,6 +39,7 @@ import (
 	gitopslisters "github.com/plinth-dev/plinth/pkg/generated/listers/gitops/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 )
 
 // Name names the controller in logs, metrics and events.
@@ -75,6 +76,9 @@ type Options struct {
 	// ProbeInterval is how often Flux is looked for on each Flux-engine cluster; zero means
 	// DefaultProbeInterval.
 	ProbeInterval time.Duration
+	// FluxManifests are the CRDs Flux is installed with on Clusters with installFlux
+	// (--flux-manifests-dir); nil means Flux is not installed anywhere.
+	FluxManifests *fluxinstall.Manifests
 }
 
 // Controller reconciles Clusters' spec.gitOps.
@@ -91,6 +95,8 @@ type Controller struct {
 	// leases remembers the Flux Leases seen on each cluster, to tell renewed ones from stale
 	// ones without comparing clocks.
 	leases *leaseTracker
+	// manifests are Flux's CRDs for installs; nil without --flux-manifests-dir.
+	manifests *fluxinstall.Manifests
 }
 
 // NewController returns the controller. It reads Clusters and OCIRegistries; a Cluster wakes
@@ -102,7 +108,7 @@ func NewController(client Clientset, recorder events.EventRecorder, clusters pla
 	c := &Controller{
 		client: client, recorder: recorder, clusters: clusters.Lister(), registries: registries.Lister(),
 		clients: clients, namespace: opts.Namespace, probe: opts.ProbeInterval, now: time.Now,
-		leases: newLeaseTracker(),
+		leases: newLeaseTracker(), manifests: opts.FluxManifests,
 	}
 	if c.namespace == "" {
 		c.namespace = DefaultNamespace
@@ -160,8 +166,19 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	gitOps.Registry, gitOps.RegistryEndpoint = "", ""
 	registryErr := c.ensureRegistry(ctx, cl, gitOps)
 
+	var installErr error
 	if cl.Spec.GitOps.Engine == platformv1alpha1.GitOpsEngineFlux {
 		f := c.detect(ctx, cl.Name)
+		next := c.probe
+		switch {
+		case installing(cl, f):
+			f, installErr = c.install(ctx, cl.Name, f)
+			if f.reason == ReasonFluxInstalling {
+				next = installPoll
+			}
+		case !cl.Spec.GitOps.InstallFlux:
+			f = withInstallHint(f)
+		}
 		if f.reason != ReasonClusterUnreachable {
 			// What was found last stays while the cluster cannot be asked.
 			gitOps.FluxComponents = f.components
@@ -170,7 +187,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			Type: platformv1alpha1.ConditionFluxAvailable, Status: f.status, Reason: f.reason, Message: f.message,
 			ObservedGeneration: cl.Generation, LastTransitionTime: metav1.NewTime(c.now()),
 		})
-		c.EnqueueAfter(key, c.probe)
+		c.EnqueueAfter(key, next)
 	} else {
 		c.leases.forget(cl.Name)
 		gitOps.FluxComponents = nil
@@ -183,7 +200,10 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err := c.writeStatus(ctx, cl, status); err != nil {
 		return err
 	}
-	return registryErr
+	if registryErr != nil {
+		return registryErr
+	}
+	return installErr
 }
 
 // detect looks for Flux on the cluster.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 )
 
 // Reasons of the FluxAvailable condition.
@@ -65,6 +66,11 @@ type finding struct {
 	status     metav1.ConditionStatus
 	reason     string
 	message    string
+	// crdMissing: a CRD Flux needs is absent (reason FluxNotInstalled), so an install can
+	// provide it; a CRD that is there but too old belongs to a Flux installed otherwise.
+	crdMissing bool
+	// installed: every CRD Flux needs is there and labelled as installed by plinth-controller.
+	installed bool
 }
 
 // detectFlux finds out whether Flux's source-controller and kustomize-controller serve a
@@ -76,10 +82,13 @@ type finding struct {
 // outside the cluster (the local platform's) show they serve.
 func detectFlux(ctx context.Context, dyn dynamic.Interface, fresh func(*coordinationv1.Lease) bool) finding {
 	versions := map[string]string{}
+	installed := true
 	for _, comp := range components {
 		crd, err := dyn.Resource(crdsResource).Get(ctx, comp.crd, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return notInstalled(fmt.Sprintf("Flux is not installed on the cluster: the CustomResourceDefinition %s is missing.", comp.crd))
+			f := notInstalled(fmt.Sprintf("Flux is not installed on the cluster: the CustomResourceDefinition %s is missing.", comp.crd))
+			f.crdMissing = true
+			return f
 		}
 		if err != nil {
 			return failed(err, "customresourcedefinitions.apiextensions.k8s.io")
@@ -88,6 +97,7 @@ func detectFlux(ctx context.Context, dyn dynamic.Interface, fresh func(*coordina
 			return notInstalled(fmt.Sprintf("Flux on the cluster is too old: the CustomResourceDefinition %s does not serve v1.", comp.crd))
 		}
 		versions[comp.name] = crd.GetLabels()[versionLabel]
+		installed = installed && fluxinstall.Managed(crd)
 	}
 
 	var found []platformv1alpha1.FluxComponent
@@ -115,13 +125,13 @@ func detectFlux(ctx context.Context, dyn dynamic.Interface, fresh func(*coordina
 	}
 	switch len(missing) {
 	case 0:
-		return finding{components: found, status: metav1.ConditionTrue, reason: ReasonFluxRunning,
+		return finding{components: found, status: metav1.ConditionTrue, reason: ReasonFluxRunning, installed: installed,
 			message: fmt.Sprintf("Flux's %s and %s serve the cluster.", described(found[0]), described(found[1]))}
 	case 1:
-		return finding{components: found, status: metav1.ConditionFalse, reason: ReasonFluxNotRunning,
+		return finding{components: found, status: metav1.ConditionFalse, reason: ReasonFluxNotRunning, installed: installed,
 			message: fmt.Sprintf("Flux is installed but its %s is not running: there is no Available Deployment named %[1]s and no Lease %[1]s-leader-election renewed within its lease duration.", missing[0])}
 	default:
-		return finding{components: found, status: metav1.ConditionFalse, reason: ReasonFluxNotRunning,
+		return finding{components: found, status: metav1.ConditionFalse, reason: ReasonFluxNotRunning, installed: installed,
 			message: fmt.Sprintf("Flux is installed but its %s are not running: neither has an Available Deployment of its name or a Lease <name>-leader-election renewed within its lease duration.", strings.Join(missing, " and "))}
 	}
 }

@@ -24,7 +24,7 @@ var warnings = sets.New(
 	"FluxNotInstalled", "FluxNotRunning", "ClusterUnreachable", "Forbidden", "RegistryConflict",
 	"TargetNotFound", "TimedOut", "ReconciliationFailed", "TargetUnavailable",
 	"InvalidManifests", "RegistryNotReady", "RegistryUnavailable", "VersionImmutable", "PushFailed", "PruneFailed",
-	"DeliveryFailed", "DeleteFailed", "FluxNotAvailable", "LeftBehind",
+	"DeliveryFailed", "DeleteFailed", "FluxNotAvailable", "LeftBehind", "FluxInstallFailed", "FluxInstallUnavailable",
 )
 
 // Type is the event type of a reason: Warning for the reasons that need attention.
