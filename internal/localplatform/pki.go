@@ -78,3 +78,10 @@ func (p *Platform) plinthKubeconfig() string {
 func (p *Platform) TargetKubeconfig(server string) ([]byte, error) {
 	return pki.InlineKubeconfig(server, filepath.Join(p.pkiDir, "ca.crt"), pki.PairIn(p.pkiDir, "plinth-target"), TargetUser)
 }
+
+// AdminTargetKubeconfig is a self-contained kubeconfig of the admin identity (system:masters)
+// for the local kube-apiserver: registered as a Cluster's, it lets plinth-controller install
+// Flux, whose install binds cluster-admin, which only a cluster-admin may grant.
+func (p *Platform) AdminTargetKubeconfig() ([]byte, error) {
+	return pki.InlineKubeconfig(p.kubeURL, filepath.Join(p.pkiDir, "ca.crt"), pki.PairIn(p.pkiDir, strings.TrimSuffix(KubeconfigName("admin"), ".kubeconfig")), "admin")
+}

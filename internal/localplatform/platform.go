@@ -44,6 +44,11 @@ type Config struct {
 	ControllerArgs []string
 	// NoController leaves plinth-controller out: the API benchmark measures the servers alone.
 	NoController bool
+	// KubernetesOnly starts a bare target cluster: etcd, kube-apiserver, kube-controller-manager,
+	// kube-scheduler and kwok with its nodes (and the simulated KubeVirt kwok's stages read), no
+	// Flux and no Plinth; PlinthPort and ControllerPort are unused. Tests register it as a
+	// second Cluster.
+	KubernetesOnly bool
 	// EtcdUnsafeNoFsync makes etcd skip fsync (tests only).
 	EtcdUnsafeNoFsync bool
 	// Progress receives one line per step, and one whenever a component dies or is back after
@@ -128,7 +133,11 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	}
 	// The registry's port too: plinth-controller starts the registry later, and a port held by
 	// something else would only show as the OCIRegistry's Error then.
-	for _, port := range []int{cfg.EtcdPort, cfg.EtcdPeerPort, cfg.KubePort, cfg.PlinthPort, cfg.ControllerPort, cfg.KwokPort, p.cfg.RegistryPort} {
+	ports := []int{cfg.EtcdPort, cfg.EtcdPeerPort, cfg.KubePort, cfg.KwokPort}
+	if !cfg.KubernetesOnly {
+		ports = append(ports, cfg.PlinthPort, cfg.ControllerPort, p.cfg.RegistryPort)
+	}
+	for _, port := range ports {
 		if err := portFree(port); err != nil {
 			return nil, err
 		}
@@ -153,6 +162,9 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	if err := p.installKubeVirt(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.KubernetesOnly {
+		return p, p.startWorkloads(ctx)
+	}
 	// Flux starts early and is waited for last: its start-up overlaps the rest.
 	p.step("Flux's %s", strings.Join(FluxControllers, " and "))
 	if err := p.installFlux(ctx); err != nil {
@@ -161,17 +173,7 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	if err := p.startFlux(); err != nil {
 		return nil, err
 	}
-	p.step("kube-controller-manager, kube-scheduler and kwok")
-	if err := p.startControllerManager(); err != nil {
-		return nil, err
-	}
-	if err := p.startScheduler(); err != nil {
-		return nil, err
-	}
-	if err := p.startKwok(); err != nil {
-		return nil, err
-	}
-	if err := p.registerNodes(ctx); err != nil {
+	if err := p.startWorkloads(ctx); err != nil {
 		return nil, err
 	}
 	p.step("applying %s and the demo tenants", cfg.ArtifactsDir)
@@ -206,6 +208,22 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 		return nil, fmt.Errorf("Cluster %s did not become HEALTHY: %w (log: %s)", LocalCluster, err, p.controller.LogPath())
 	}
 	return p, nil
+}
+
+// startWorkloads starts what runs workloads: kube-controller-manager, kube-scheduler and kwok
+// with its nodes.
+func (p *Platform) startWorkloads(ctx context.Context) error {
+	p.step("kube-controller-manager, kube-scheduler and kwok")
+	if err := p.startControllerManager(); err != nil {
+		return err
+	}
+	if err := p.startScheduler(); err != nil {
+		return err
+	}
+	if err := p.startKwok(); err != nil {
+		return err
+	}
+	return p.registerNodes(ctx)
 }
 
 // Stop shuts the platform down within StopTimeout. Supervision ends first, so that no
