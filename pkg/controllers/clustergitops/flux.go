@@ -50,15 +50,10 @@ var components = []component{
 	{name: "kustomize-controller", crd: "kustomizations.kustomize.toolkit.fluxcd.io"},
 }
 
-// versionLabel is the label Flux's release manifests put on its objects with the Flux
-// component's version.
-const versionLabel = "app.kubernetes.io/version"
-
-var (
-	crdsResource        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	deploymentsResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	leasesResource      = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
-)
+// leasesResource is where Flux's controllers hold their leader election. (Flux's CRDs and
+// Deployments are read through fluxinstall's resources, and its version from
+// fluxinstall.LabelVersion, the label Flux's release manifests put on its objects.)
+var leasesResource = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 
 // finding is what a detection found: the serving components and the FluxAvailable verdict.
 type finding struct {
@@ -84,7 +79,7 @@ func detectFlux(ctx context.Context, dyn dynamic.Interface, fresh func(*coordina
 	versions := map[string]string{}
 	installed := true
 	for _, comp := range components {
-		crd, err := dyn.Resource(crdsResource).Get(ctx, comp.crd, metav1.GetOptions{})
+		crd, err := dyn.Resource(fluxinstall.CRDs).Get(ctx, comp.crd, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			f := notInstalled(fmt.Sprintf("Flux is not installed on the cluster: the CustomResourceDefinition %s is missing.", comp.crd))
 			f.crdMissing = true
@@ -96,7 +91,7 @@ func detectFlux(ctx context.Context, dyn dynamic.Interface, fresh func(*coordina
 		if !servesV1(crd) {
 			return notInstalled(fmt.Sprintf("Flux on the cluster is too old: the CustomResourceDefinition %s does not serve v1.", comp.crd))
 		}
-		versions[comp.name] = crd.GetLabels()[versionLabel]
+		versions[comp.name] = crd.GetLabels()[fluxinstall.LabelVersion]
 		installed = installed && fluxinstall.Managed(crd)
 	}
 
@@ -104,7 +99,7 @@ func detectFlux(ctx context.Context, dyn dynamic.Interface, fresh func(*coordina
 	var missing []string
 	for _, comp := range components {
 		// By name in every namespace: Flux may be installed in any.
-		deployments, err := dyn.Resource(deploymentsResource).List(ctx, byName(comp.name))
+		deployments, err := dyn.Resource(fluxinstall.Deployments).List(ctx, byName(comp.name))
 		if err != nil {
 			return failed(err, "deployments.apps")
 		}

@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 )
 
 var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -25,9 +26,9 @@ var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 // newDynamic is a fake target cluster holding objs.
 func newDynamic(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		crdsResource:        "CustomResourceDefinitionList",
-		deploymentsResource: "DeploymentList",
-		leasesResource:      "LeaseList",
+		fluxinstall.CRDs:        "CustomResourceDefinitionList",
+		fluxinstall.Deployments: "DeploymentList",
+		leasesResource:          "LeaseList",
 	}, objs...)
 }
 
@@ -42,7 +43,7 @@ func crd(name, version string, servesV1 bool) *unstructured.Unstructured {
 		}},
 	}}
 	if version != "" {
-		u.SetLabels(map[string]string{versionLabel: version, "app.kubernetes.io/component": "flux"})
+		u.SetLabels(map[string]string{fluxinstall.LabelVersion: version, "app.kubernetes.io/component": "flux"})
 	}
 	return u
 }

@@ -108,13 +108,13 @@ func applied(t *testing.T, client *dynamicfake.FakeDynamicClient) []string {
 // controller does.
 func establish(t *testing.T, client *dynamicfake.FakeDynamicClient) {
 	t.Helper()
-	list, err := client.Tracker().List(crdsResource, crdsResource.GroupVersion().WithKind("CustomResourceDefinition"), "")
+	list, err := client.Tracker().List(fluxinstall.CRDs, fluxinstall.CRDs.GroupVersion().WithKind("CustomResourceDefinition"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range list.(*unstructured.UnstructuredList).Items {
 		o.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Established", "status": "True"}}}
-		if err := client.Tracker().Update(crdsResource, &o, ""); err != nil {
+		if err := client.Tracker().Update(fluxinstall.CRDs, &o, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,13 +125,13 @@ func establish(t *testing.T, client *dynamicfake.FakeDynamicClient) {
 func makeAvailable(t *testing.T, client *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	for _, name := range fluxinstall.Controllers {
-		obj, err := client.Tracker().Get(deploymentsResource, fluxinstall.Namespace, name)
+		obj, err := client.Tracker().Get(fluxinstall.Deployments, fluxinstall.Namespace, name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		d := obj.(*unstructured.Unstructured)
 		d.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "True"}}}
-		if err := client.Tracker().Update(deploymentsResource, d, fluxinstall.Namespace); err != nil {
+		if err := client.Tracker().Update(fluxinstall.Deployments, d, fluxinstall.Namespace); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,8 +163,8 @@ func TestInstallFlux(t *testing.T) {
 		t.Errorf("applies (-want +got):\n%s", diff)
 	}
 	f.expectEvents("Normal FluxInstalling")
-	crd, err := dyn.Resource(crdsResource).Get(context.Background(), "kustomizations.kustomize.toolkit.fluxcd.io", metav1.GetOptions{})
-	if err != nil || !fluxinstall.Managed(crd) || crd.GetLabels()[versionLabel] != fluxinstall.Version {
+	crd, err := dyn.Resource(fluxinstall.CRDs).Get(context.Background(), "kustomizations.kustomize.toolkit.fluxcd.io", metav1.GetOptions{})
+	if err != nil || !fluxinstall.Managed(crd) || crd.GetLabels()[fluxinstall.LabelVersion] != fluxinstall.Version {
 		t.Fatalf("CRD %v: %v", crd, err)
 	}
 
@@ -197,7 +197,7 @@ func TestInstallFlux(t *testing.T) {
 	f.expectEvents("Normal FluxRunning")
 
 	// A Deployment of the install deleted: applied again.
-	if err := dyn.Tracker().Delete(deploymentsResource, fluxinstall.Namespace, "kustomize-controller"); err != nil {
+	if err := dyn.Tracker().Delete(fluxinstall.Deployments, fluxinstall.Namespace, "kustomize-controller"); err != nil {
 		t.Fatal(err)
 	}
 	f.reconcile("edge")
@@ -285,7 +285,7 @@ func TestAFluxInstalledOtherwiseIsLeftAlone(t *testing.T) {
 		if slices.Contains(got, "namespaces/flux-system") || slices.Contains(got, "deployments/source-controller") || !slices.Contains(got, "deployments/kustomize-controller") {
 			t.Errorf("applies %v", got)
 		}
-		d, err := dyn.Resource(deploymentsResource).Namespace("flux-system").Get(context.Background(), "source-controller", metav1.GetOptions{})
+		d, err := dyn.Resource(fluxinstall.Deployments).Namespace("flux-system").Get(context.Background(), "source-controller", metav1.GetOptions{})
 		if err != nil || fluxinstall.Managed(d) {
 			t.Errorf("the Deployment that was there: %v, %v", d, err)
 		}
