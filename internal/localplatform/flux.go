@@ -11,8 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 )
 
 // Flux on the local platform: Flux's source-controller and kustomize-controller, built from
@@ -22,14 +21,15 @@ import (
 const (
 	// FluxNamespace is Flux's runtime namespace: its leader-election Leases and, by default,
 	// the OCIRepositories and Kustomizations plinth-controller creates.
-	FluxNamespace = "flux-system"
+	FluxNamespace = fluxinstall.Namespace
 	// FluxUser is the identity both controllers authenticate as; it is in system:masters (see
 	// Identities), as powerful as the cluster-admin binding of Flux's own install.
 	FluxUser = "flux"
 )
 
-// FluxControllers are the Flux controllers the platform runs, in start order.
-var FluxControllers = []string{"source-controller", "kustomize-controller"}
+// FluxControllers are the Flux controllers the platform runs, in start order: those
+// plinth-controller installs on clusters too.
+var FluxControllers = fluxinstall.Controllers
 
 // fluxCRDsDir is where hack/build-tools.sh puts each controller's CRDs and version.
 func (p *Platform) fluxCRDsDir() string { return filepath.Join(p.cfg.BinDir, "..", "flux-crds") }
@@ -111,24 +111,17 @@ func fluxCRDs(dir, controller string) (manifest string, names []string, err erro
 	sort.Strings(files)
 	var b strings.Builder
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		crd, err := fluxinstall.ReadCRD(f)
 		if err != nil {
 			return "", nil, err
-		}
-		var crd unstructured.Unstructured
-		if err := yaml.Unmarshal(data, &crd.Object); err != nil {
-			return "", nil, fmt.Errorf("%s: %w", f, err)
-		}
-		if crd.GetKind() != "CustomResourceDefinition" || crd.GetName() == "" {
-			return "", nil, fmt.Errorf("%s is not a named CustomResourceDefinition", f)
 		}
 		labels := crd.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels["app.kubernetes.io/component"] = controller
-		labels["app.kubernetes.io/version"] = strings.TrimSpace(string(version))
-		labels["app.kubernetes.io/part-of"] = "flux"
+		labels[fluxinstall.LabelComponent] = controller
+		labels[fluxinstall.LabelVersion] = strings.TrimSpace(string(version))
+		labels[fluxinstall.LabelPartOf] = "flux"
 		crd.SetLabels(labels)
 		out, err := crd.MarshalJSON()
 		if err != nil {

@@ -101,7 +101,7 @@ func Load(dir string) (*Manifests, error) {
 		}
 		sort.Strings(files)
 		for _, f := range files {
-			crd, err := readCRD(f)
+			crd, err := ReadCRD(f)
 			if err != nil {
 				return nil, err
 			}
@@ -112,8 +112,9 @@ func Load(dir string) (*Manifests, error) {
 	return m, nil
 }
 
-// readCRD reads one CustomResourceDefinition from a file.
-func readCRD(file string) (*unstructured.Unstructured, error) {
+// ReadCRD reads one CustomResourceDefinition from a file, as build-tools.sh copies them out of
+// Flux's modules; anything else is an error.
+func ReadCRD(file string) (*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
