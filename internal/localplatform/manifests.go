@@ -177,7 +177,7 @@ func GitOpsClusterManifest(name, description string, kubeconfig []byte, gitOps p
 func LocalGitOps(registryPort int) platformv1alpha1.ClusterGitOps {
 	return platformv1alpha1.ClusterGitOps{
 		Engine: platformv1alpha1.GitOpsEngineFlux, RegistryEnabled: true, RegistryPort: int32(registryPort),
-		FluxInterval: &metav1.Duration{Duration: time.Minute},
+		FluxInterval: &metav1.Duration{Duration: platformv1alpha1.DefaultFluxInterval},
 	}
 }
 

@@ -4,8 +4,6 @@ package fuzzer
 
 import (
 	"fmt"
-	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
@@ -13,6 +11,7 @@ import (
 
 	commonfuzzer "github.com/plinth-dev/plinth/pkg/apis/common/fuzzer"
 	"github.com/plinth-dev/plinth/pkg/apis/gitops"
+	"github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 )
 
 // Funcs returns the fuzz functions of the gitops.plinth.dev group: inline manifests are raw
@@ -35,7 +34,7 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				s.Repository = s.Name
 			}
 			if s.Tag == "" && s.Version != "" {
-				s.Tag = strings.ReplaceAll(s.Version, "+", "_")
+				s.Tag = gitops.DefaultTag(s.Version)
 			}
 		},
 		func(t *gitops.ArtifactTarget, c randfill.Continue) {
@@ -57,7 +56,7 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				s.Mode = gitops.ReconciliationModeManual
 			}
 			if s.Timeout == nil {
-				s.Timeout = &metav1.Duration{Duration: 5 * time.Minute}
+				s.Timeout = &metav1.Duration{Duration: v1alpha1.DefaultReconciliationTimeout}
 			}
 		},
 		func(t *gitops.ReconciliationTarget, c randfill.Continue) {

@@ -3,12 +3,13 @@ package v1alpha1
 import (
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/plinth-dev/plinth/pkg/apis/gitops"
 )
 
 // DefaultReconciliationTimeout is how long a ReconciliationRequest's targets have unless it says.
@@ -40,7 +41,7 @@ func SetDefaults_OCIArtifactSpec(obj *OCIArtifactSpec) {
 		obj.Repository = obj.Name
 	}
 	if obj.Tag == "" && obj.Version != "" {
-		obj.Tag = strings.ReplaceAll(obj.Version, "+", "_")
+		obj.Tag = gitops.DefaultTag(obj.Version)
 	}
 }
 

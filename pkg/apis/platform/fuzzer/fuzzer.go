@@ -3,13 +3,12 @@
 package fuzzer
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/randfill"
 
 	"github.com/plinth-dev/plinth/pkg/apis/platform"
+	"github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 )
 
 // Funcs returns the fuzz functions of the platform.plinth.dev group. v1alpha1 fills the GitOps
@@ -22,10 +21,10 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				g.Engine = platform.GitOpsEngineKubectl
 			}
 			if g.FluxInterval == nil {
-				g.FluxInterval = &metav1.Duration{Duration: time.Minute}
+				g.FluxInterval = &metav1.Duration{Duration: v1alpha1.DefaultFluxInterval}
 			}
 			if g.RegistryEnabled && g.RegistryPort == 0 {
-				g.RegistryPort = 5000
+				g.RegistryPort = v1alpha1.DefaultRegistryPort
 			}
 		},
 	}
