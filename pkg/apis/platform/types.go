@@ -4,12 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Condition types of a Cluster that plinth-apiserver reads.
-const (
-	// ConditionFluxAvailable says whether Flux's controllers serve the cluster.
-	ConditionFluxAvailable = "FluxAvailable"
-)
-
 // ClusterPhase is what the last probe of a target cluster found.
 type ClusterPhase string
 
