@@ -256,10 +256,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err != nil {
 		return err
 	}
-	if !limitsCompute(rq) && !hasCompute(rq) {
+	limits := limitsCompute(rq)
+	if !limits && !hasCompute(rq) {
 		return nil
 	}
-	if limitsCompute(rq) {
+	if limits {
 		// The periodic recount, scheduled whatever this one ends in: the queue keeps only the
 		// earliest of a key's delayed adds, so each quota waits for one however often it is
 		// reconciled meanwhile.
