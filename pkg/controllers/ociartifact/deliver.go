@@ -90,7 +90,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 		return notReady(fmt.Sprintf("Cluster %s is not registered.", t.Cluster)), nil
 	}
 	if err != nil {
-		return notReady(message.Sentence(err.Error())), err
+		return notReady(message.Error(err)), err
 	}
 	name := engineOf(cluster)
 	engine, ok := p.c.engines[name]
@@ -115,7 +115,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 		// the same objects. The applied objects stay: the new engine applies them again as
 		// its own, so the workloads keep running through the switch.
 		if err := p.removeWith(ctx, platformv1alpha1.GitOpsEngine(prev.Engine), target, prev, delivery.RemoveOptions{Keep: true}); err != nil {
-			return notReady(fmt.Sprintf("Removing the %s delivery from cluster %s failed: %s", prev.Engine, t.Cluster, message.Sentence(err.Error()))), err
+			return notReady(fmt.Sprintf("Removing the %s delivery from cluster %s failed: %s", prev.Engine, t.Cluster, message.Error(err))), err
 		}
 		target.Previous = nil
 	}
@@ -203,7 +203,7 @@ func (p *pass) remove(ctx context.Context, t gitopsv1alpha1.ArtifactTargetStatus
 	if err := p.removeWith(ctx, platformv1alpha1.GitOpsEngine(t.Engine), target, &t, delivery.RemoveOptions{}); err != nil {
 		if i := slices.IndexFunc(p.status.Targets, func(s gitopsv1alpha1.ArtifactTargetStatus) bool { return s.Cluster == t.Cluster }); i >= 0 {
 			p.status.Targets[i].Ready = false
-			p.status.Targets[i].Message = fmt.Sprintf("Removing the artifact from cluster %s failed: %s", t.Cluster, message.Sentence(err.Error()))
+			p.status.Targets[i].Message = fmt.Sprintf("Removing the artifact from cluster %s failed: %s", t.Cluster, message.Error(err))
 		}
 		return fmt.Errorf("removing from cluster %s: %w", t.Cluster, err)
 	}
@@ -273,11 +273,6 @@ func (p *pass) setDelivered(art delivery.Artifact, failed bool) {
 		return
 	}
 	setCondition(st, gen, now, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, delivered.Reason, delivered.Message)
-}
-
-// allReady says whether the version is pushed and applied everywhere.
-func (p *pass) allReady() bool {
-	return meta.IsStatusConditionTrue(p.status.Conditions, gitopsv1alpha1.ConditionReady)
 }
 
 // requestReconcile creates an Automatic ReconciliationRequest of the Flux objects of the
