@@ -369,7 +369,7 @@ func (c *Controller) finalize(ctx context.Context, art *gitopsv1alpha1.OCIArtifa
 	// The tag goes after the targets, which may still pull it, unless they are given up.
 	if len(errs) == 0 || waited >= removalBound {
 		if err := p.deleteTag(ctx); err != nil {
-			setCondition(p.status, art.Generation, c.clock.Now(), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleteFailed, message.Sentence(err.Error()))
+			setCondition(p.status, art.Generation, c.clock.Now(), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleteFailed, message.Error(err))
 			errs = append(errs, err)
 			left = append(left, "tag "+p.status.URL)
 		}

@@ -107,7 +107,7 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	spec := p.art.Spec
 	objects, files, err := p.gather()
 	if err != nil {
-		p.notPushed(ReasonInvalidManifests, message.Sentence(err.Error())+" Nothing is pushed until the manifests are valid.")
+		p.notPushed(ReasonInvalidManifests, message.Error(err)+" Nothing is pushed until the manifests are valid.")
 		return nil, nil
 	}
 	revision := artifact.Revision(spec.Version, files)
@@ -164,7 +164,7 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 		return &pushed{endpoint: endpoint, objects: objects}, nil
 	}
 	if err != nil {
-		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, message.Sentence(err.Error())))
+		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, message.Error(err)))
 		return nil, err
 	}
 	switch {
@@ -187,7 +187,7 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 			Source: artifact.Source(p.art.Namespace, p.art.Name), Revision: revision, Created: p.now.UTC().Format(time.RFC3339),
 		})
 		if err != nil {
-			p.notPushed(ReasonPushFailed, fmt.Sprintf("Pushing %s to OCIRegistry %s failed: %s", url, registry.Name, message.Sentence(err.Error())))
+			p.notPushed(ReasonPushFailed, fmt.Sprintf("Pushing %s to OCIRegistry %s failed: %s", url, registry.Name, message.Error(err)))
 			return nil, err
 		}
 	}
@@ -265,7 +265,7 @@ func (p *pass) prune(ctx context.Context, registry *gitopsv1alpha1.OCIRegistry, 
 	deleted, err := artifact.Prune(ctx, endpoint, spec.Repository, int(registry.Spec.Retention.KeepVersions), spec.Tag)
 	if err != nil {
 		transition.Record(p.c.recorder, p.stored, ReasonPruneFailed, "Push",
-			fmt.Sprintf("Deleting versions beyond the newest %d of %s failed: %s", registry.Spec.Retention.KeepVersions, spec.Repository, message.Sentence(err.Error())))
+			fmt.Sprintf("Deleting versions beyond the newest %d of %s failed: %s", registry.Spec.Retention.KeepVersions, spec.Repository, message.Error(err)))
 		return
 	}
 	if len(deleted) > 0 {

@@ -225,7 +225,7 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 	}
 	client, mapper, err := c.clients.For(ctx, t.Cluster)
 	if err != nil {
-		return nil, &targetError{reason: ReasonClusterUnreachable, message: message.Sentence(err.Error()), retry: true}
+		return nil, &targetError{reason: ReasonClusterUnreachable, message: message.Error(err), retry: true}
 	}
 	mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
 	if apimeta.IsNoMatchError(err) {
@@ -234,7 +234,7 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 	}
 	if err != nil {
 		// Discovery failed: the cluster did not answer.
-		return nil, &targetError{reason: ReasonClusterUnreachable, message: message.Sentence(err.Error()), retry: true}
+		return nil, &targetError{reason: ReasonClusterUnreachable, message: message.Error(err), retry: true}
 	}
 	namespace := t.Namespace
 	if namespace == "" {
@@ -258,8 +258,8 @@ func targetFailure(t gitopsv1alpha1.ReconciliationTarget, err error) error {
 	case apierrors.IsForbidden(err):
 		return &targetError{reason: ReasonForbidden, message: fmt.Sprintf("Plinth may not reconcile %s.", describe(t))}
 	case !errors.As(err, &status) && t.Kind != gitopsv1alpha1.TargetKindOCIArtifact:
-		return &targetError{reason: ReasonClusterUnreachable, message: fmt.Sprintf("Cluster %s could not be reached: %s", t.Cluster, message.Sentence(err.Error())), retry: true}
+		return &targetError{reason: ReasonClusterUnreachable, message: fmt.Sprintf("Cluster %s could not be reached: %s", t.Cluster, message.Error(err)), retry: true}
 	default:
-		return &targetError{reason: ReasonTargetUnavailable, message: fmt.Sprintf("%s could not be read or asked: %s", describe(t), message.Sentence(err.Error())), retry: true}
+		return &targetError{reason: ReasonTargetUnavailable, message: fmt.Sprintf("%s could not be read or asked: %s", describe(t), message.Error(err)), retry: true}
 	}
 }

@@ -60,7 +60,7 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 		OCIRepository: key(repo.Namespace, repo.Name), Kustomization: key(kustomization.Namespace, kustomization.Name),
 	}
 	fail := func(err error) (gitopsv1alpha1.ArtifactTargetStatus, error) {
-		status.Message = message.Sentence(err.Error())
+		status.Message = message.Error(err)
 		return status, err
 	}
 	if errs := append(ValidateOCIRepository(repo, art.Tag), ValidateKustomization(kustomization, repo)...); len(errs) > 0 {

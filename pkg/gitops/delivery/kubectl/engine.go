@@ -84,7 +84,7 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	fail := func(inventory []gitopsv1alpha1.InventoryEntry, err error) (gitopsv1alpha1.ArtifactTargetStatus, error) {
 		status.Ready = false
 		status.Inventory = inventory
-		status.Message = message.Sentence(err.Error())
+		status.Message = message.Error(err)
 		return status, err
 	}
 	client, mapper, err := e.clients.For(ctx, cluster)
