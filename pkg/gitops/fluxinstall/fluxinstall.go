@@ -24,14 +24,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 )
 
 // Version is the Flux controllers' version the install runs: the tag of both images, and the
 // version the shipped CRDs must be of.
 const Version = "v1.9.6"
 
-// Namespace is where the controllers run, as in Flux's own install.
-const Namespace = "flux-system"
+// Namespace is where the controllers run, as in Flux's own install, and where OCIArtifacts'
+// Flux objects go by default.
+const Namespace = gitopsv1alpha1.DefaultFluxNamespace
 
 // Labels of every installed object.
 const (
