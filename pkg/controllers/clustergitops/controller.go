@@ -120,7 +120,8 @@ func NewController(client Clientset, recorder events.EventRecorder, clusters pla
 	if err := c.WatchGenerations(clusters.Informer()); err != nil {
 		return nil, err
 	}
-	if err := c.WatchMappedIf(registries.Informer(), clusterOf, specOrDeletionChanged); err != nil {
+	// Status-only updates of a registry (the ociregistry controller's probes) change nothing here.
+	if err := c.WatchMappedIf(registries.Informer(), clusterOf, loop.SpecOrDeletionChanged); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -133,14 +134,6 @@ func clusterOf(obj interface{}) []cache.ObjectName {
 		return nil
 	}
 	return []cache.ObjectName{cache.NewObjectName("", m.GetLabels()[gitopsv1alpha1.LabelCluster])}
-}
-
-// specOrDeletionChanged ignores status-only updates: the ociregistry controller's probes
-// change nothing here.
-func specOrDeletionChanged(oldObj, obj interface{}) bool {
-	o, err1 := apimeta.Accessor(oldObj)
-	n, err2 := apimeta.Accessor(obj)
-	return err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {

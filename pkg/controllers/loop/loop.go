@@ -112,11 +112,15 @@ func (l *Loop) WatchMapped(informer cache.SharedIndexInformer, toKeys KeysFunc) 
 // update changes their generation or deletion timestamp — not on status-only updates, so a
 // controller that writes status and polls on its own schedule does not wake itself up.
 func (l *Loop) WatchGenerations(informer cache.SharedIndexInformer) error {
-	return l.WatchMappedIf(informer, Self, func(oldObj, obj interface{}) bool {
-		o, err1 := meta.Accessor(oldObj)
-		n, err2 := meta.Accessor(obj)
-		return err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
-	})
+	return l.WatchMappedIf(informer, Self, SpecOrDeletionChanged)
+}
+
+// SpecOrDeletionChanged says whether an update changed an object's generation or deletion
+// timestamp: whether it is more than a status write. Objects without metadata count as changed.
+func SpecOrDeletionChanged(oldObj, obj interface{}) bool {
+	o, err1 := meta.Accessor(oldObj)
+	n, err2 := meta.Accessor(obj)
+	return err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 }
 
 // WatchMappedIf is WatchMapped that enqueues on updates only when changed says the update
