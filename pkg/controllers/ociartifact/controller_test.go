@@ -1193,18 +1193,6 @@ func TestRegistryWakesItsArtifacts(t *testing.T) {
 	}
 }
 
-func TestParseURL(t *testing.T) {
-	e, r, tag, ok := parseURL("oci://localhost:5000/team-a/app:1.0.0")
-	if !ok || e != "localhost:5000" || r != "team-a/app" || tag != "1.0.0" {
-		t.Errorf("parseURL = %s %s %s %v", e, r, tag, ok)
-	}
-	for _, bad := range []string{"localhost:5000/a:1", "oci://localhost:5000", "oci://localhost:5000/a", "oci://localhost:5000/a:"} {
-		if _, _, _, ok := parseURL(bad); ok {
-			t.Errorf("parseURL(%q) succeeded", bad)
-		}
-	}
-}
-
 func TestRequestName(t *testing.T) {
 	art := &gitopsv1alpha1.OCIArtifact{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 60) + "-b", UID: "u"}}
 	name := requestName(art, "1.0.0@sha256:x")

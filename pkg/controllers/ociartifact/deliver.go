@@ -379,7 +379,7 @@ func (p *pass) deleteTag(ctx context.Context) error {
 	if st.URL == "" {
 		return nil // never pushed
 	}
-	endpoint, repository, tag, ok := parseURL(st.URL)
+	endpoint, repository, tag, ok := artifact.ParseURL(st.URL)
 	if !ok {
 		return fmt.Errorf("status.url %s is not oci://<endpoint>/<repository>:<tag>", st.URL)
 	}
@@ -406,21 +406,4 @@ func (p *pass) deleteTag(ctx context.Context) error {
 		return nil
 	}
 	return artifact.DeleteTag(opCtx, endpoint, repository, tag)
-}
-
-// parseURL splits oci://<endpoint>/<repository>:<tag>.
-func parseURL(url string) (endpoint, repository, tag string, ok bool) {
-	rest, ok := strings.CutPrefix(url, "oci://")
-	if !ok {
-		return "", "", "", false
-	}
-	endpoint, ref, ok := strings.Cut(rest, "/")
-	if !ok {
-		return "", "", "", false
-	}
-	i := strings.LastIndex(ref, ":")
-	if i <= 0 || i == len(ref)-1 {
-		return "", "", "", false
-	}
-	return endpoint, ref[:i], ref[i+1:], true
 }

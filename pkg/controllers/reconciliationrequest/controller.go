@@ -37,6 +37,7 @@ import (
 	gitopslisters "github.com/plinth-dev/plinth/pkg/generated/listers/gitops/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	"github.com/plinth-dev/plinth/pkg/oci/artifact"
 )
 
 // Name names the controller in logs, metrics and events.
@@ -319,10 +320,10 @@ func (c *Controller) superseded(req *gitopsv1alpha1.ReconciliationRequest) strin
 // tag from status.url (oci://<endpoint>/<repository>:<tag>).
 func pushedRevision(art *gitopsv1alpha1.OCIArtifact) string {
 	tag := art.Spec.Tag
-	if i := strings.LastIndex(art.Status.URL, ":"); i > strings.LastIndex(art.Status.URL, "/") {
-		tag = art.Status.URL[i+1:]
+	if _, _, pushed, ok := artifact.ParseURL(art.Status.URL); ok {
+		tag = pushed
 	}
-	return tag + "@" + art.Status.Digest
+	return delivery.Artifact{Tag: tag, Digest: art.Status.Digest}.Revision()
 }
 
 // deadline is when a request not finished fails: its timeout after its creation. The

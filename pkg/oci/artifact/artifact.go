@@ -382,6 +382,24 @@ func SemverTags(tags []string) []string {
 	return out
 }
 
+// ParseURL splits what URL makes with a tag, oci://<endpoint>/<repository>:<tag>; ok is false
+// for anything else.
+func ParseURL(url string) (endpoint, repository, tag string, ok bool) {
+	rest, ok := strings.CutPrefix(url, oci.OCIRepositoryPrefix)
+	if !ok {
+		return "", "", "", false
+	}
+	endpoint, ref, ok := strings.Cut(rest, "/")
+	if !ok {
+		return "", "", "", false
+	}
+	i := strings.LastIndex(ref, ":")
+	if i <= 0 || i == len(ref)-1 {
+		return "", "", "", false
+	}
+	return endpoint, ref[:i], ref[i+1:], true
+}
+
 // URL is the artifact's address as Flux's OCIRepository names it, oci://<endpoint>/<repository>,
 // with :<tag> when tag is not empty.
 func URL(endpoint, repository, tag string) string {

@@ -398,6 +398,18 @@ func TestConfigMapFiles(t *testing.T) {
 	}
 }
 
+func TestParseURL(t *testing.T) {
+	e, r, tag, ok := ParseURL("oci://localhost:5000/team-a/app:1.0.0")
+	if !ok || e != "localhost:5000" || r != "team-a/app" || tag != "1.0.0" {
+		t.Errorf("ParseURL = %s %s %s %v", e, r, tag, ok)
+	}
+	for _, bad := range []string{"localhost:5000/a:1", "oci://localhost:5000", "oci://localhost:5000/a", "oci://localhost:5000/a:"} {
+		if _, _, _, ok := ParseURL(bad); ok {
+			t.Errorf("ParseURL(%q) succeeded", bad)
+		}
+	}
+}
+
 func TestURL(t *testing.T) {
 	if u := URL("localhost:5000", "plinth/app", "1.0.0"); u != "oci://localhost:5000/plinth/app:1.0.0" {
 		t.Errorf("URL = %s", u)
