@@ -40,17 +40,35 @@ import (
 	"github.com/plinth-dev/plinth/pkg/message"
 )
 
-// FieldManager is the server-side apply field manager of the applied objects.
+// FieldManager is the server-side apply field manager of the objects OCIArtifacts apply.
 const FieldManager = "plinth-gitops"
 
-type engine struct {
+// Engine applies artifacts to Clusters with engine Kubectl.
+type Engine struct {
 	clients delivery.Clients
+	// fieldManager is the server-side apply field manager of the applied objects.
+	fieldManager string
+	// owner is the kind of what delivers, for messages: OCIArtifact, or
+	// InfrastructurePackInstance when a pack delivers through the engine.
+	owner string
 }
 
-// New returns the engine of Clusters with engine Kubectl, reaching them through clients.
-func New(clients delivery.Clients) delivery.Engine {
-	return &engine{clients: clients}
+var _ delivery.Engine = &Engine{}
+
+// New returns the engine of Clusters with engine Kubectl for OCIArtifacts, reaching them
+// through clients and applying as FieldManager.
+func New(clients delivery.Clients) *Engine {
+	return NewFor(clients, FieldManager, "OCIArtifact")
 }
+
+// NewFor returns the engine for another kind of owner (owner names it in messages), applying
+// with its own field manager, so that drift detection can tell what that owner applied.
+func NewFor(clients delivery.Clients, fieldManager, owner string) *Engine {
+	return &Engine{clients: clients, fieldManager: fieldManager, owner: owner}
+}
+
+// FieldManager is the field manager the engine applies with.
+func (e *Engine) FieldManager() string { return e.fieldManager }
 
 // Deliver applies every object of art on the target and, when the target prunes, deletes
 // what the previous inventory has and this one lacks, and what carries the artifact's label
@@ -68,7 +86,7 @@ func New(clients delivery.Clients) delivery.Engine {
 // A failure while applying stops at the object that failed, named in the message; the
 // inventory then keeps everything applied so far and everything of the previous one, so that
 // a later delivery still prunes all of it.
-func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
+func (e *Engine) Deliver(ctx context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
 	cluster := target.Cluster.Name
 	status := gitopsv1alpha1.ArtifactTargetStatus{Cluster: cluster, Engine: string(platformv1alpha1.GitOpsEngineKubectl)}
 	var previous []gitopsv1alpha1.InventoryEntry
@@ -93,6 +111,7 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	}
 
 	p := placer{client: client, mapper: mapper, cluster: cluster, targetNamespace: target.Spec.TargetNamespace,
+		fieldManager: e.fieldManager, owner: e.owner,
 		label:      delivery.ArtifactLabel(art.Namespace, art.Name),
 		annotation: delivery.ArtifactAnnotation(art.Namespace, art.Name),
 		previous:   ids(previous),
@@ -151,7 +170,7 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 // those of its kinds and namespaces that carry the label although no inventory has them, when
 // the target prunes (the default); without prune, or with opts.Keep (another engine takes them
 // over), what was applied stays. What is gone already needs nothing.
-func (e *engine) Remove(ctx context.Context, namespace, name string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus,
+func (e *Engine) Remove(ctx context.Context, namespace, name string, target delivery.Target, last *gitopsv1alpha1.ArtifactTargetStatus,
 	opts delivery.RemoveOptions) error {
 	if opts.Keep || last == nil || len(last.Inventory) == 0 || !prunes(target.Spec) {
 		return nil
@@ -175,6 +194,41 @@ func (e *engine) Remove(ctx context.Context, namespace, name string, target deli
 	return nil
 }
 
+// Applied returns art's objects as Deliver applies them to target, in apply order: placed in
+// their namespace and carrying the owner's label and annotation. A drift check compares the
+// live objects with these; comparing with the manifests as written would report the label
+// and the namespace as drift. An object of a kind the target does not serve (its
+// CustomResourceDefinition went) is returned as written, with the target's targetNamespace if
+// it has one: on the target it is missing either way.
+func (e *Engine) Applied(ctx context.Context, art delivery.Artifact, target delivery.Target) ([]*unstructured.Unstructured, error) {
+	client, mapper, err := e.clients.For(ctx, target.Cluster.Name)
+	if err != nil {
+		return nil, err
+	}
+	p := placer{client: client, mapper: mapper, cluster: target.Cluster.Name, targetNamespace: target.Spec.TargetNamespace,
+		fieldManager: e.fieldManager, owner: e.owner,
+		label:      delivery.ArtifactLabel(art.Namespace, art.Name),
+		annotation: delivery.ArtifactAnnotation(art.Namespace, art.Name)}
+	objects := applyOrder(art.Objects)
+	out := make([]*unstructured.Unstructured, 0, len(objects))
+	for _, obj := range objects {
+		pl, err := p.prepare(obj)
+		if meta.IsNoMatchError(err) {
+			u := obj.DeepCopy()
+			if target.Spec.TargetNamespace != "" && u.GetNamespace() != "" {
+				u.SetNamespace(target.Spec.TargetNamespace)
+			}
+			out = append(out, u)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pl.obj.Unstructured)
+	}
+	return out, nil
+}
+
 // prunes says whether the target deletes what a new version drops: spec.prune, true unless set.
 func prunes(spec gitopsv1alpha1.ArtifactTarget) bool {
 	return spec.Prune == nil || *spec.Prune
@@ -182,6 +236,8 @@ func prunes(spec gitopsv1alpha1.ArtifactTarget) bool {
 
 // placer places an artifact's objects on one target.
 type placer struct {
+	fieldManager    string
+	owner           string
 	client          dynamic.Interface
 	mapper          meta.RESTMapper
 	cluster         string
@@ -199,15 +255,39 @@ type placer struct {
 // label and annotation set, the resource it is applied through, and whether the target holds
 // an object of its name already.
 type placement struct {
-	obj      manifests.Object
-	resource dynamic.ResourceInterface
-	version  string
+	fieldManager string
+	obj          manifests.Object
+	resource     dynamic.ResourceInterface
+	version      string
 }
 
-// place resolves obj on the target and checks that the artifact may apply it there. Its error
-// names the object, for the status; meta.IsNoMatchError tells one of a kind the target does
-// not serve (yet).
+// place resolves obj on the target (prepare) and checks that the artifact may apply it there.
+// Its error names the object, for the status; meta.IsNoMatchError tells one of a kind the
+// target does not serve (yet).
 func (p *placer) place(ctx context.Context, obj manifests.Object) (*placement, error) {
+	pl, err := p.prepare(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := pl.obj.Unstructured
+	live, err := pl.resource.Get(ctx, u.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s on cluster %s failed: %w", describe(pl.obj), p.cluster, err)
+	}
+	if live != nil && !p.mayApply(live, manifests.KeyOf(u).String()) {
+		return nil, fmt.Errorf("%s exists on cluster %s and was not created by %s %s, so it is left alone unless annotated %s=true",
+			describe(pl.obj), p.cluster, p.owner, p.annotation, delivery.AnnotationAdopt)
+	}
+	return pl, nil
+}
+
+// prepare makes obj the object that is applied: in its namespace (the target's
+// targetNamespace, or its own; none for a cluster-scoped kind) and with the artifact's label
+// and annotation, and finds the resource it is applied through.
+func (p *placer) prepare(obj manifests.Object) (*placement, error) {
 	u := obj.DeepCopy()
 	gvk := u.GroupVersionKind()
 	failed := func(err error) error {
@@ -238,20 +318,6 @@ func (p *placer) place(ctx context.Context, obj manifests.Object) (*placement, e
 		u.SetNamespace("")
 		resource = p.client.Resource(mapping.Resource)
 	}
-	placed := manifests.Object{Unstructured: u, File: obj.File}
-
-	live, err := resource.Get(ctx, u.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return nil, fmt.Errorf("reading %s on cluster %s failed: %w", describe(placed), p.cluster, err)
-	}
-	if live != nil && !p.mayApply(live, manifests.KeyOf(u).String()) {
-		return nil, fmt.Errorf("%s exists on cluster %s and was not created by OCIArtifact %s, so it is left alone unless annotated %s=true",
-			describe(placed), p.cluster, p.annotation, delivery.AnnotationAdopt)
-	}
-
 	labels := u.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -264,7 +330,7 @@ func (p *placer) place(ctx context.Context, obj manifests.Object) (*placement, e
 	}
 	annotations[gitopsv1alpha1.AnnotationArtifact] = p.annotation
 	u.SetAnnotations(annotations)
-	return &placement{obj: placed, resource: resource, version: gvk.Version}, nil
+	return &placement{obj: manifests.Object{Unstructured: u, File: obj.File}, resource: resource, version: gvk.Version, fieldManager: p.fieldManager}, nil
 }
 
 // mayApply says whether the artifact may apply over live, the object of the same name on the
@@ -291,7 +357,7 @@ var (
 // apply applies the placed object with server-side apply and returns its inventory entry.
 func (pl *placement) apply(ctx context.Context) (gitopsv1alpha1.InventoryEntry, error) {
 	u := pl.obj.Unstructured
-	if _, err := pl.resource.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := pl.resource.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: pl.fieldManager, Force: true}); err != nil {
 		return gitopsv1alpha1.InventoryEntry{}, err
 	}
 	return gitopsv1alpha1.InventoryEntry{ID: manifests.KeyOf(u).String(), Version: pl.version}, nil
@@ -373,20 +439,24 @@ func parseID(id string) (manifests.Key, error) {
 	return manifests.Key{Namespace: parts[0], Name: parts[1], Group: parts[2], Kind: parts[3]}, nil
 }
 
-// rank orders kinds for applying: Namespaces, then CustomResourceDefinitions, then the rest.
+// rank orders kinds for applying: Namespaces, then CustomResourceDefinitions, then RBAC (the
+// ServiceAccounts, roles and bindings that workloads run as), then the rest.
 func rank(group, kind string) int {
 	switch {
 	case group == "" && kind == "Namespace":
 		return 0
 	case group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition":
 		return 1
-	default:
+	case group == "" && kind == "ServiceAccount",
+		group == "rbac.authorization.k8s.io" && (kind == "ClusterRole" || kind == "ClusterRoleBinding" || kind == "Role" || kind == "RoleBinding"):
 		return 2
+	default:
+		return 3
 	}
 }
 
-// applyOrder is the artifact's objects, Namespaces first and CustomResourceDefinitions next,
-// otherwise in the artifact's order.
+// applyOrder is the artifact's objects, Namespaces first, CustomResourceDefinitions next,
+// then RBAC, otherwise in the artifact's order.
 func applyOrder(objs []manifests.Object) []manifests.Object {
 	ordered := slices.Clone(objs)
 	slices.SortStableFunc(ordered, func(a, b manifests.Object) int {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -180,11 +181,11 @@ func TestDeliverAppliesEveryObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Namespaces first, CustomResourceDefinitions next, then the artifact's order;
+	// Namespaces first, CustomResourceDefinitions next, RBAC next, then the artifact's order;
 	// cluster-scoped objects without a namespace.
 	wantApplied := []string{
-		"namespaces//shop", "customresourcedefinitions//widgets.example.com",
-		"deployments/shop/web", "widgets/shop/w", "configmaps/shop/settings", "clusterroles//reader",
+		"namespaces//shop", "customresourcedefinitions//widgets.example.com", "clusterroles//reader",
+		"deployments/shop/web", "widgets/shop/w", "configmaps/shop/settings",
 	}
 	if diff := cmp.Diff(wantApplied, applied(client)); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
@@ -207,10 +208,10 @@ func TestDeliverAppliesEveryObject(t *testing.T) {
 		Inventory: []gitopsv1alpha1.InventoryEntry{
 			{ID: "_shop__Namespace", Version: "v1"},
 			{ID: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"},
+			{ID: "_reader_rbac.authorization.k8s.io_ClusterRole", Version: "v1"},
 			{ID: "shop_web_apps_Deployment", Version: "v1"},
 			{ID: "shop_w_example.com_Widget", Version: "v1"},
 			{ID: "shop_settings__ConfigMap", Version: "v1"},
-			{ID: "_reader_rbac.authorization.k8s.io_ClusterRole", Version: "v1"},
 		},
 	}
 	if diff := cmp.Diff(want, status); diff != "" {
@@ -234,10 +235,11 @@ func TestDeliverToATargetNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"deployments/staging/web", "configmaps/staging/settings", "clusterroles//reader"}; !slices.Equal(applied(client), want) {
+	// RBAC before the workloads that run as it, otherwise in the artifact's order.
+	if want := []string{"clusterroles//reader", "deployments/staging/web", "configmaps/staging/settings"}; !slices.Equal(applied(client), want) {
 		t.Errorf("applied %v, want %v", applied(client), want)
 	}
-	if status.Inventory[0].ID != "staging_web_apps_Deployment" || status.Inventory[2].ID != "_reader_rbac.authorization.k8s.io_ClusterRole" {
+	if status.Inventory[1].ID != "staging_web_apps_Deployment" || status.Inventory[0].ID != "_reader_rbac.authorization.k8s.io_ClusterRole" {
 		t.Errorf("inventory %v", status.Inventory)
 	}
 }
@@ -799,5 +801,40 @@ func TestRemoveSweepsWhatALostPassApplied(t *testing.T) {
 	if err := New(clients).Remove(context.Background(), "team-a", "app", target(true, nil), last, delivery.RemoveOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "listing the Deployment objects of the artifact in namespace shop failed") {
 		t.Errorf("a failing list: %v", err)
+	}
+}
+
+// Applied is what Deliver applies: placed and labelled, in apply order, so that a drift check
+// compares like with like; a pack's engine applies with its own field manager.
+func TestAppliedIsWhatDeliverApplies(t *testing.T) {
+	client, clients := newCluster(t)
+	tg := target(true, nil)
+	tg.Spec.TargetNamespace = "staging"
+	art := artifact(
+		object("apps/v1", "Deployment", "shop", "web"),
+		object("rbac.authorization.k8s.io/v1", "ClusterRole", "ignored", "reader"),
+	)
+	e := NewFor(clients, "plinth-packs", "InfrastructurePackInstance")
+	want, err := e.Applied(context.Background(), art, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Deliver(context.Background(), art, tg); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 2 || want[0].GetKind() != "ClusterRole" || want[0].GetNamespace() != "" || want[1].GetNamespace() != "staging" ||
+		want[1].GetLabels()[gitopsv1alpha1.LabelArtifact] != delivery.ArtifactLabel(art.Namespace, art.Name) {
+		t.Fatalf("Applied = %v", want)
+	}
+	for _, a := range client.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok {
+			if opts := p.(clienttesting.PatchActionImpl).PatchOptions; opts.FieldManager != "plinth-packs" {
+				t.Errorf("%s applied as %q, want plinth-packs", p.GetName(), opts.FieldManager)
+			}
+		}
+	}
+	web := get(t, client, deploymentsGVR, "staging", "web")
+	if !reflect.DeepEqual(web.GetLabels(), want[1].GetLabels()) || !reflect.DeepEqual(web.GetAnnotations(), want[1].GetAnnotations()) {
+		t.Errorf("applied labels %v annotations %v, Applied says %v %v", web.GetLabels(), web.GetAnnotations(), want[1].GetLabels(), want[1].GetAnnotations())
 	}
 }
