@@ -38,7 +38,7 @@ kube::codegen::gen_openapi \
 # gen_client would pass.
 OUT_DIR="${SCRIPT_ROOT}/pkg/generated"
 OUT_PKG="${THIS_PKG}/pkg/generated"
-GROUP_VERSIONS=(score/v1b1 governance/v1alpha1 platform/v1alpha1 compute/v1alpha1 gitops/v1alpha1)
+GROUP_VERSIONS=(score/v1b1 governance/v1alpha1 platform/v1alpha1 compute/v1alpha1 gitops/v1alpha1 infrastructure/v1alpha1)
 INPUT_PKGS=()
 CLIENT_INPUTS=()
 for gv in "${GROUP_VERSIONS[@]}"; do

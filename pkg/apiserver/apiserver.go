@@ -13,6 +13,7 @@ import (
 
 	computeinstall "github.com/plinth-dev/plinth/pkg/apis/compute/install"
 	gitopsinstall "github.com/plinth-dev/plinth/pkg/apis/gitops/install"
+	infrastructureinstall "github.com/plinth-dev/plinth/pkg/apis/infrastructure/install"
 	governanceinstall "github.com/plinth-dev/plinth/pkg/apis/governance/install"
 	platforminstall "github.com/plinth-dev/plinth/pkg/apis/platform/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
@@ -43,6 +44,7 @@ func init() {
 	platforminstall.Install(Scheme)
 	computeinstall.Install(Scheme)
 	gitopsinstall.Install(Scheme)
+	infrastructureinstall.Install(Scheme)
 
 	// The generic server needs the meta/v1 option types registered in the empty group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
@@ -140,6 +142,9 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	if err := c.installGitOps(genericServer); err != nil {
+		return nil, err
+	}
+	if err := c.installInfrastructure(genericServer); err != nil {
 		return nil, err
 	}
 	return s, nil

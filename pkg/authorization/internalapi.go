@@ -42,6 +42,10 @@ var InternalAPIs = []Resource{
 	{Group: "gitops.plinth.dev", Resource: "ociregistries"},
 	{Group: "gitops.plinth.dev", Resource: "ociartifacts"},
 	{Group: "gitops.plinth.dev", Resource: "reconciliationrequests"},
+	// Packs are delivered to any registered Cluster with plinth-controller's credentials, and
+	// their instances record what runs on every cluster: platform administrators only.
+	{Group: "infrastructure.ontai.dev", Resource: "infrastructureclusterpacks"},
+	{Group: "infrastructure.ontai.dev", Resource: "infrastructurepackinstances"},
 }
 
 // InternalAPIAuthorizer denies every verb on internal resources (and their subresources) to

@@ -36,6 +36,7 @@ import (
 	plinthinitializer "github.com/plinth-dev/plinth/pkg/admission/initializer"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/gitopstargets"
+	"github.com/plinth-dev/plinth/pkg/admission/plugin/packtargets"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
@@ -110,16 +111,17 @@ func NewOptions(out io.Writer) *Options {
 	// Without a secure port flag the server listens on 8443 like sample-apiserver.
 	o.Recommended.SecureServing.BindPort = 8443
 	// PlatformPolicy runs after namespace lifecycle and before webhooks and admission
-	// policies, so they see the defaulted workload; ComputeProvider and GitOpsTargets beside
+	// policies, so they see the defaulted workload; ComputeProvider, GitOpsTargets and PackTargets beside
 	// it. ResourceQuota runs last, as in kube-apiserver, so that a request another plugin
 	// refuses is never charged to a quota.
 	plugins := o.Recommended.Admission.Plugins
 	platformpolicy.Register(plugins)
 	computeprovider.Register(plugins)
 	gitopstargets.Register(plugins)
+	packtargets.Register(plugins)
 	resourcequota.Register(plugins)
 	order := o.Recommended.Admission.RecommendedPluginOrder
-	order = append([]string{order[0], platformpolicy.PluginName, computeprovider.PluginName, gitopstargets.PluginName}, order[1:]...)
+	order = append([]string{order[0], platformpolicy.PluginName, computeprovider.PluginName, gitopstargets.PluginName, packtargets.PluginName}, order[1:]...)
 	o.Recommended.Admission.RecommendedPluginOrder = append(order, resourcequota.PluginName)
 	o.Recommended.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
 		f, err := o.plinthInformers(c.LoopbackClientConfig)
@@ -404,7 +406,7 @@ func (o *Options) standaloneAdmission(cfg *genericapiserver.RecommendedConfig, a
 	}
 	// Without a kube-apiserver there are no ResourceQuota objects to enforce, so the
 	// ResourceQuota plugin (and its kube client and informer) is left out.
-	plugins := []admission.Interface{platformpolicy.New(), computeprovider.New(), gitopstargets.New()}
+	plugins := []admission.Interface{platformpolicy.New(), computeprovider.New(), gitopstargets.New(), packtargets.New()}
 	initializers := admission.PluginInitializers{plinthinitializer.New(f), authorizerInitializer{authz}}
 	for _, plugin := range plugins {
 		initializers.Initialize(plugin)

@@ -22,11 +22,13 @@ import (
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	infrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/compute/v1alpha1"
 	applyconfigurationgitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/gitops/v1alpha1"
 	applyconfigurationgovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/governance/v1alpha1"
+	applyconfigurationinfrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/infrastructure/v1alpha1"
 	internal "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/internal"
 	applyconfigurationplatformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/score/v1b1"
@@ -146,6 +148,38 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationgovernancev1alpha1.SystemStatusApplyConfiguration{}
 	case governancev1alpha1.SchemeGroupVersion.WithKind("VMResources"):
 		return &applyconfigurationgovernancev1alpha1.VMResourcesApplyConfiguration{}
+
+		// Group=infrastructure.ontai.dev, Version=v1alpha1
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("DependencyPolicy"):
+		return &applyconfigurationinfrastructurev1alpha1.DependencyPolicyApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("DeployedResource"):
+		return &applyconfigurationinfrastructurev1alpha1.DeployedResourceApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("InfrastructureClusterPack"):
+		return &applyconfigurationinfrastructurev1alpha1.InfrastructureClusterPackApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("InfrastructureClusterPackSpec"):
+		return &applyconfigurationinfrastructurev1alpha1.InfrastructureClusterPackSpecApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("InfrastructureClusterPackStatus"):
+		return &applyconfigurationinfrastructurev1alpha1.InfrastructureClusterPackStatusApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("InfrastructurePackInstance"):
+		return &applyconfigurationinfrastructurev1alpha1.InfrastructurePackInstanceApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("InfrastructurePackInstanceSpec"):
+		return &applyconfigurationinfrastructurev1alpha1.InfrastructurePackInstanceSpecApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("InfrastructurePackInstanceStatus"):
+		return &applyconfigurationinfrastructurev1alpha1.InfrastructurePackInstanceStatusApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("LifecyclePolicies"):
+		return &applyconfigurationinfrastructurev1alpha1.LifecyclePoliciesApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
+		return &applyconfigurationinfrastructurev1alpha1.LocalObjectReferenceApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("PackChart"):
+		return &applyconfigurationinfrastructurev1alpha1.PackChartApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("PackClusterStatus"):
+		return &applyconfigurationinfrastructurev1alpha1.PackClusterStatusApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("PackKustomize"):
+		return &applyconfigurationinfrastructurev1alpha1.PackKustomizeApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("PackRevision"):
+		return &applyconfigurationinfrastructurev1alpha1.PackRevisionApplyConfiguration{}
+	case infrastructurev1alpha1.SchemeGroupVersion.WithKind("PackSummary"):
+		return &applyconfigurationinfrastructurev1alpha1.PackSummaryApplyConfiguration{}
 
 		// Group=platform.plinth.dev, Version=v1alpha1
 	case platformv1alpha1.SchemeGroupVersion.WithKind("Cluster"):

@@ -26,6 +26,7 @@ import (
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	infrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
@@ -38,205 +39,222 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		apiscommon.RawObject{}.OpenAPIModelName():                       apiscommon.RawObject{}.OpenAPIDefinition(),
-		v1alpha1.ComputeProvider{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_ComputeProvider(ref),
-		v1alpha1.ComputeProviderList{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_ComputeProviderList(ref),
-		v1alpha1.ComputeProviderSpec{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_ComputeProviderSpec(ref),
-		v1alpha1.ComputeProviderStatus{}.OpenAPIModelName():             schema_pkg_apis_compute_v1alpha1_ComputeProviderStatus(ref),
-		v1alpha1.ContainerSpec{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_ContainerSpec(ref),
-		v1alpha1.ContainerStatus{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_ContainerStatus(ref),
-		v1alpha1.DNSConfig{}.OpenAPIModelName():                         schema_pkg_apis_compute_v1alpha1_DNSConfig(ref),
-		v1alpha1.Endpoint{}.OpenAPIModelName():                          schema_pkg_apis_compute_v1alpha1_Endpoint(ref),
-		v1alpha1.HealthCheckConfig{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_HealthCheckConfig(ref),
-		v1alpha1.NetworkConfig{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_NetworkConfig(ref),
-		v1alpha1.PortMapping{}.OpenAPIModelName():                       schema_pkg_apis_compute_v1alpha1_PortMapping(ref),
-		v1alpha1.ProvisionResult{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_ProvisionResult(ref),
-		v1alpha1.ResourceRequirements{}.OpenAPIModelName():              schema_pkg_apis_compute_v1alpha1_ResourceRequirements(ref),
-		v1alpha1.SecretReference{}.OpenAPIModelName():                   schema_pkg_apis_compute_v1alpha1_SecretReference(ref),
-		v1alpha1.TenantCompute{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_TenantCompute(ref),
-		v1alpha1.TenantComputeList{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_TenantComputeList(ref),
-		v1alpha1.TenantComputeSpec{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_TenantComputeSpec(ref),
-		v1alpha1.TenantComputeStatus{}.OpenAPIModelName():               schema_pkg_apis_compute_v1alpha1_TenantComputeStatus(ref),
-		v1alpha1.TenantIDClaim{}.OpenAPIModelName():                     schema_pkg_apis_compute_v1alpha1_TenantIDClaim(ref),
-		v1alpha1.TenantIDClaimList{}.OpenAPIModelName():                 schema_pkg_apis_compute_v1alpha1_TenantIDClaimList(ref),
-		v1alpha1.UpdateResult{}.OpenAPIModelName():                      schema_pkg_apis_compute_v1alpha1_UpdateResult(ref),
-		gitopsv1alpha1.ArtifactTarget{}.OpenAPIModelName():              schema_pkg_apis_gitops_v1alpha1_ArtifactTarget(ref),
-		gitopsv1alpha1.ArtifactTargetStatus{}.OpenAPIModelName():        schema_pkg_apis_gitops_v1alpha1_ArtifactTargetStatus(ref),
-		gitopsv1alpha1.InventoryEntry{}.OpenAPIModelName():              schema_pkg_apis_gitops_v1alpha1_InventoryEntry(ref),
-		gitopsv1alpha1.LocalObjectReference{}.OpenAPIModelName():        schema_pkg_apis_gitops_v1alpha1_LocalObjectReference(ref),
-		gitopsv1alpha1.OCIArtifact{}.OpenAPIModelName():                 schema_pkg_apis_gitops_v1alpha1_OCIArtifact(ref),
-		gitopsv1alpha1.OCIArtifactList{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_OCIArtifactList(ref),
-		gitopsv1alpha1.OCIArtifactSpec{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_OCIArtifactSpec(ref),
-		gitopsv1alpha1.OCIArtifactStatus{}.OpenAPIModelName():           schema_pkg_apis_gitops_v1alpha1_OCIArtifactStatus(ref),
-		gitopsv1alpha1.OCIRegistry{}.OpenAPIModelName():                 schema_pkg_apis_gitops_v1alpha1_OCIRegistry(ref),
-		gitopsv1alpha1.OCIRegistryList{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_OCIRegistryList(ref),
-		gitopsv1alpha1.OCIRegistrySpec{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_OCIRegistrySpec(ref),
-		gitopsv1alpha1.OCIRegistryStatus{}.OpenAPIModelName():           schema_pkg_apis_gitops_v1alpha1_OCIRegistryStatus(ref),
-		gitopsv1alpha1.ReconciliationRequest{}.OpenAPIModelName():       schema_pkg_apis_gitops_v1alpha1_ReconciliationRequest(ref),
-		gitopsv1alpha1.ReconciliationRequestList{}.OpenAPIModelName():   schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestList(ref),
-		gitopsv1alpha1.ReconciliationRequestSpec{}.OpenAPIModelName():   schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestSpec(ref),
-		gitopsv1alpha1.ReconciliationRequestStatus{}.OpenAPIModelName(): schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestStatus(ref),
-		gitopsv1alpha1.ReconciliationTarget{}.OpenAPIModelName():        schema_pkg_apis_gitops_v1alpha1_ReconciliationTarget(ref),
-		gitopsv1alpha1.ReconciliationTargetStatus{}.OpenAPIModelName():  schema_pkg_apis_gitops_v1alpha1_ReconciliationTargetStatus(ref),
-		gitopsv1alpha1.RetentionPolicy{}.OpenAPIModelName():             schema_pkg_apis_gitops_v1alpha1_RetentionPolicy(ref),
-		governancev1alpha1.AdoptionRequest{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_AdoptionRequest(ref),
-		governancev1alpha1.ApprovalPolicy{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
-		governancev1alpha1.ApprovalPolicyList{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
-		governancev1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
-		governancev1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
-		governancev1alpha1.ApprovalTicket{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
-		governancev1alpha1.ApprovalTicketList{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
-		governancev1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():      schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
-		governancev1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
-		governancev1alpha1.AuditLog{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
-		governancev1alpha1.AuditLogList{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
-		governancev1alpha1.AuditLogSpec{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
-		governancev1alpha1.DomainEvent{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
-		governancev1alpha1.DomainEventList{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
-		governancev1alpha1.DomainEventSpec{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
-		governancev1alpha1.DomainEventStatus{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
-		governancev1alpha1.LocalObjectReference{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
-		governancev1alpha1.ManagedVM{}.OpenAPIModelName():               schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
-		governancev1alpha1.ManagedVMList{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
-		governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
-		governancev1alpha1.ManagedVMStatus{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
-		governancev1alpha1.PendingAdoption{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
-		governancev1alpha1.PendingAdoptionList{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
-		governancev1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
-		governancev1alpha1.PendingAdoptionStatus{}.OpenAPIModelName():   schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
-		governancev1alpha1.PendingApproval{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
-		governancev1alpha1.System{}.OpenAPIModelName():                  schema_pkg_apis_governance_v1alpha1_System(ref),
-		governancev1alpha1.SystemList{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_SystemList(ref),
-		governancev1alpha1.SystemService{}.OpenAPIModelName():           schema_pkg_apis_governance_v1alpha1_SystemService(ref),
-		governancev1alpha1.SystemServiceList{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
-		governancev1alpha1.SystemServiceSpec{}.OpenAPIModelName():       schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
-		governancev1alpha1.SystemServiceStatus{}.OpenAPIModelName():     schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
-		governancev1alpha1.SystemSpec{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
-		governancev1alpha1.SystemStatus{}.OpenAPIModelName():            schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
-		governancev1alpha1.TargetReference{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
-		governancev1alpha1.TicketDecision{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
-		governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName():    schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
-		governancev1alpha1.TicketExecution{}.OpenAPIModelName():         schema_pkg_apis_governance_v1alpha1_TicketExecution(ref),
-		governancev1alpha1.VMResources{}.OpenAPIModelName():             schema_pkg_apis_governance_v1alpha1_VMResources(ref),
-		governancev1alpha1.VMRevision{}.OpenAPIModelName():              schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
-		governancev1alpha1.VMRevisionList{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
-		governancev1alpha1.VMRevisionSpec{}.OpenAPIModelName():          schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
-		platformv1alpha1.Cluster{}.OpenAPIModelName():                   schema_pkg_apis_platform_v1alpha1_Cluster(ref),
-		platformv1alpha1.ClusterCredentials{}.OpenAPIModelName():        schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref),
-		platformv1alpha1.ClusterGitOps{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_ClusterGitOps(ref),
-		platformv1alpha1.ClusterGitOpsStatus{}.OpenAPIModelName():       schema_pkg_apis_platform_v1alpha1_ClusterGitOpsStatus(ref),
-		platformv1alpha1.ClusterList{}.OpenAPIModelName():               schema_pkg_apis_platform_v1alpha1_ClusterList(ref),
-		platformv1alpha1.ClusterSpec{}.OpenAPIModelName():               schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref),
-		platformv1alpha1.ClusterStatus{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref),
-		platformv1alpha1.FluxComponent{}.OpenAPIModelName():             schema_pkg_apis_platform_v1alpha1_FluxComponent(ref),
-		v1b1.BindingOutputSource{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
-		v1b1.BindingOutputs{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_BindingOutputs(ref),
-		v1b1.BindingSummary{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_BindingSummary(ref),
-		v1b1.CertificatesReference{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_CertificatesReference(ref),
-		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
-		v1b1.Container{}.OpenAPIModelName():                             schema_pkg_apis_score_v1b1_Container(ref),
-		v1b1.ContainerFile{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_ContainerFile(ref),
-		v1b1.ContainerProbe{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_ContainerProbe(ref),
-		v1b1.ContainerProjection{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ContainerProjection(ref),
-		v1b1.ContainerResources{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_ContainerResources(ref),
-		v1b1.ContainerVolume{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ContainerVolume(ref),
-		v1b1.CredentialsReference{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_CredentialsReference(ref),
-		v1b1.EnvProjection{}.OpenAPIModelName():                         schema_pkg_apis_score_v1b1_EnvProjection(ref),
-		v1b1.ExecProbe{}.OpenAPIModelName():                             schema_pkg_apis_score_v1b1_ExecProbe(ref),
-		v1b1.HTTPGetProbe{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
-		v1b1.HTTPHeader{}.OpenAPIModelName():                            schema_pkg_apis_score_v1b1_HTTPHeader(ref),
-		v1b1.ImageConstraints{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_ImageConstraints(ref),
-		v1b1.IngressRule{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_IngressRule(ref),
-		v1b1.NetworkingProjection{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
-		v1b1.PlanBinding{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_PlanBinding(ref),
-		v1b1.PlanMetadata{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_PlanMetadata(ref),
-		v1b1.PlanWorkloadReference{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
-		v1b1.PlatformPolicy{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
-		v1b1.PlatformPolicyList{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
-		v1b1.PlatformPolicySpec{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
-		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():                  schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
-		v1b1.PolicyConstraints{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
-		v1b1.PolicyDefaults{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
-		v1b1.ProvisionerInfo{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
-		v1b1.ResourceAmounts{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
-		v1b1.ResourceBinding{}.OpenAPIModelName():                       schema_pkg_apis_score_v1b1_ResourceBinding(ref),
-		v1b1.ResourceBindingList{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
-		v1b1.ResourceBindingSpec{}.OpenAPIModelName():                   schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
-		v1b1.ResourceBindingStatus{}.OpenAPIModelName():                 schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
-		v1b1.ResourceDefaults{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
-		v1b1.ResourceSpec{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_ResourceSpec(ref),
-		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():               schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
-		v1b1.RuntimeInfo{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
-		v1b1.SecretKeyReference{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
-		v1b1.ServicePort{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_ServicePort(ref),
-		v1b1.ServiceProjection{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_ServiceProjection(ref),
-		v1b1.ServiceSpec{}.OpenAPIModelName():                           schema_pkg_apis_score_v1b1_ServiceSpec(ref),
-		v1b1.Workload{}.OpenAPIModelName():                              schema_pkg_apis_score_v1b1_Workload(ref),
-		v1b1.WorkloadList{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_WorkloadList(ref),
-		v1b1.WorkloadPlan{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
-		v1b1.WorkloadPlanList{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
-		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():                      schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
-		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
-		v1b1.WorkloadProjection{}.OpenAPIModelName():                    schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
-		v1b1.WorkloadReference{}.OpenAPIModelName():                     schema_pkg_apis_score_v1b1_WorkloadReference(ref),
-		v1b1.WorkloadSource{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadSource(ref),
-		v1b1.WorkloadSpec{}.OpenAPIModelName():                          schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
-		v1b1.WorkloadStatus{}.OpenAPIModelName():                        schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
-		resource.Quantity{}.OpenAPIModelName():                          schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():                       schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                           schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                            schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                               schema_k8sio_apimachinery_pkg_version_Info(ref),
+		apiscommon.RawObject{}.OpenAPIModelName():                                    apiscommon.RawObject{}.OpenAPIDefinition(),
+		v1alpha1.ComputeProvider{}.OpenAPIModelName():                                schema_pkg_apis_compute_v1alpha1_ComputeProvider(ref),
+		v1alpha1.ComputeProviderList{}.OpenAPIModelName():                            schema_pkg_apis_compute_v1alpha1_ComputeProviderList(ref),
+		v1alpha1.ComputeProviderSpec{}.OpenAPIModelName():                            schema_pkg_apis_compute_v1alpha1_ComputeProviderSpec(ref),
+		v1alpha1.ComputeProviderStatus{}.OpenAPIModelName():                          schema_pkg_apis_compute_v1alpha1_ComputeProviderStatus(ref),
+		v1alpha1.ContainerSpec{}.OpenAPIModelName():                                  schema_pkg_apis_compute_v1alpha1_ContainerSpec(ref),
+		v1alpha1.ContainerStatus{}.OpenAPIModelName():                                schema_pkg_apis_compute_v1alpha1_ContainerStatus(ref),
+		v1alpha1.DNSConfig{}.OpenAPIModelName():                                      schema_pkg_apis_compute_v1alpha1_DNSConfig(ref),
+		v1alpha1.Endpoint{}.OpenAPIModelName():                                       schema_pkg_apis_compute_v1alpha1_Endpoint(ref),
+		v1alpha1.HealthCheckConfig{}.OpenAPIModelName():                              schema_pkg_apis_compute_v1alpha1_HealthCheckConfig(ref),
+		v1alpha1.NetworkConfig{}.OpenAPIModelName():                                  schema_pkg_apis_compute_v1alpha1_NetworkConfig(ref),
+		v1alpha1.PortMapping{}.OpenAPIModelName():                                    schema_pkg_apis_compute_v1alpha1_PortMapping(ref),
+		v1alpha1.ProvisionResult{}.OpenAPIModelName():                                schema_pkg_apis_compute_v1alpha1_ProvisionResult(ref),
+		v1alpha1.ResourceRequirements{}.OpenAPIModelName():                           schema_pkg_apis_compute_v1alpha1_ResourceRequirements(ref),
+		v1alpha1.SecretReference{}.OpenAPIModelName():                                schema_pkg_apis_compute_v1alpha1_SecretReference(ref),
+		v1alpha1.TenantCompute{}.OpenAPIModelName():                                  schema_pkg_apis_compute_v1alpha1_TenantCompute(ref),
+		v1alpha1.TenantComputeList{}.OpenAPIModelName():                              schema_pkg_apis_compute_v1alpha1_TenantComputeList(ref),
+		v1alpha1.TenantComputeSpec{}.OpenAPIModelName():                              schema_pkg_apis_compute_v1alpha1_TenantComputeSpec(ref),
+		v1alpha1.TenantComputeStatus{}.OpenAPIModelName():                            schema_pkg_apis_compute_v1alpha1_TenantComputeStatus(ref),
+		v1alpha1.TenantIDClaim{}.OpenAPIModelName():                                  schema_pkg_apis_compute_v1alpha1_TenantIDClaim(ref),
+		v1alpha1.TenantIDClaimList{}.OpenAPIModelName():                              schema_pkg_apis_compute_v1alpha1_TenantIDClaimList(ref),
+		v1alpha1.UpdateResult{}.OpenAPIModelName():                                   schema_pkg_apis_compute_v1alpha1_UpdateResult(ref),
+		gitopsv1alpha1.ArtifactTarget{}.OpenAPIModelName():                           schema_pkg_apis_gitops_v1alpha1_ArtifactTarget(ref),
+		gitopsv1alpha1.ArtifactTargetStatus{}.OpenAPIModelName():                     schema_pkg_apis_gitops_v1alpha1_ArtifactTargetStatus(ref),
+		gitopsv1alpha1.InventoryEntry{}.OpenAPIModelName():                           schema_pkg_apis_gitops_v1alpha1_InventoryEntry(ref),
+		gitopsv1alpha1.LocalObjectReference{}.OpenAPIModelName():                     schema_pkg_apis_gitops_v1alpha1_LocalObjectReference(ref),
+		gitopsv1alpha1.OCIArtifact{}.OpenAPIModelName():                              schema_pkg_apis_gitops_v1alpha1_OCIArtifact(ref),
+		gitopsv1alpha1.OCIArtifactList{}.OpenAPIModelName():                          schema_pkg_apis_gitops_v1alpha1_OCIArtifactList(ref),
+		gitopsv1alpha1.OCIArtifactSpec{}.OpenAPIModelName():                          schema_pkg_apis_gitops_v1alpha1_OCIArtifactSpec(ref),
+		gitopsv1alpha1.OCIArtifactStatus{}.OpenAPIModelName():                        schema_pkg_apis_gitops_v1alpha1_OCIArtifactStatus(ref),
+		gitopsv1alpha1.OCIRegistry{}.OpenAPIModelName():                              schema_pkg_apis_gitops_v1alpha1_OCIRegistry(ref),
+		gitopsv1alpha1.OCIRegistryList{}.OpenAPIModelName():                          schema_pkg_apis_gitops_v1alpha1_OCIRegistryList(ref),
+		gitopsv1alpha1.OCIRegistrySpec{}.OpenAPIModelName():                          schema_pkg_apis_gitops_v1alpha1_OCIRegistrySpec(ref),
+		gitopsv1alpha1.OCIRegistryStatus{}.OpenAPIModelName():                        schema_pkg_apis_gitops_v1alpha1_OCIRegistryStatus(ref),
+		gitopsv1alpha1.ReconciliationRequest{}.OpenAPIModelName():                    schema_pkg_apis_gitops_v1alpha1_ReconciliationRequest(ref),
+		gitopsv1alpha1.ReconciliationRequestList{}.OpenAPIModelName():                schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestList(ref),
+		gitopsv1alpha1.ReconciliationRequestSpec{}.OpenAPIModelName():                schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestSpec(ref),
+		gitopsv1alpha1.ReconciliationRequestStatus{}.OpenAPIModelName():              schema_pkg_apis_gitops_v1alpha1_ReconciliationRequestStatus(ref),
+		gitopsv1alpha1.ReconciliationTarget{}.OpenAPIModelName():                     schema_pkg_apis_gitops_v1alpha1_ReconciliationTarget(ref),
+		gitopsv1alpha1.ReconciliationTargetStatus{}.OpenAPIModelName():               schema_pkg_apis_gitops_v1alpha1_ReconciliationTargetStatus(ref),
+		gitopsv1alpha1.RetentionPolicy{}.OpenAPIModelName():                          schema_pkg_apis_gitops_v1alpha1_RetentionPolicy(ref),
+		governancev1alpha1.AdoptionRequest{}.OpenAPIModelName():                      schema_pkg_apis_governance_v1alpha1_AdoptionRequest(ref),
+		governancev1alpha1.ApprovalPolicy{}.OpenAPIModelName():                       schema_pkg_apis_governance_v1alpha1_ApprovalPolicy(ref),
+		governancev1alpha1.ApprovalPolicyList{}.OpenAPIModelName():                   schema_pkg_apis_governance_v1alpha1_ApprovalPolicyList(ref),
+		governancev1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():                   schema_pkg_apis_governance_v1alpha1_ApprovalPolicySpec(ref),
+		governancev1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_ApprovalPolicyStatus(ref),
+		governancev1alpha1.ApprovalTicket{}.OpenAPIModelName():                       schema_pkg_apis_governance_v1alpha1_ApprovalTicket(ref),
+		governancev1alpha1.ApprovalTicketList{}.OpenAPIModelName():                   schema_pkg_apis_governance_v1alpha1_ApprovalTicketList(ref),
+		governancev1alpha1.ApprovalTicketSpec{}.OpenAPIModelName():                   schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref),
+		governancev1alpha1.ApprovalTicketStatus{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref),
+		governancev1alpha1.AuditLog{}.OpenAPIModelName():                             schema_pkg_apis_governance_v1alpha1_AuditLog(ref),
+		governancev1alpha1.AuditLogList{}.OpenAPIModelName():                         schema_pkg_apis_governance_v1alpha1_AuditLogList(ref),
+		governancev1alpha1.AuditLogSpec{}.OpenAPIModelName():                         schema_pkg_apis_governance_v1alpha1_AuditLogSpec(ref),
+		governancev1alpha1.DomainEvent{}.OpenAPIModelName():                          schema_pkg_apis_governance_v1alpha1_DomainEvent(ref),
+		governancev1alpha1.DomainEventList{}.OpenAPIModelName():                      schema_pkg_apis_governance_v1alpha1_DomainEventList(ref),
+		governancev1alpha1.DomainEventSpec{}.OpenAPIModelName():                      schema_pkg_apis_governance_v1alpha1_DomainEventSpec(ref),
+		governancev1alpha1.DomainEventStatus{}.OpenAPIModelName():                    schema_pkg_apis_governance_v1alpha1_DomainEventStatus(ref),
+		governancev1alpha1.LocalObjectReference{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_LocalObjectReference(ref),
+		governancev1alpha1.ManagedVM{}.OpenAPIModelName():                            schema_pkg_apis_governance_v1alpha1_ManagedVM(ref),
+		governancev1alpha1.ManagedVMList{}.OpenAPIModelName():                        schema_pkg_apis_governance_v1alpha1_ManagedVMList(ref),
+		governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName():                        schema_pkg_apis_governance_v1alpha1_ManagedVMSpec(ref),
+		governancev1alpha1.ManagedVMStatus{}.OpenAPIModelName():                      schema_pkg_apis_governance_v1alpha1_ManagedVMStatus(ref),
+		governancev1alpha1.PendingAdoption{}.OpenAPIModelName():                      schema_pkg_apis_governance_v1alpha1_PendingAdoption(ref),
+		governancev1alpha1.PendingAdoptionList{}.OpenAPIModelName():                  schema_pkg_apis_governance_v1alpha1_PendingAdoptionList(ref),
+		governancev1alpha1.PendingAdoptionSpec{}.OpenAPIModelName():                  schema_pkg_apis_governance_v1alpha1_PendingAdoptionSpec(ref),
+		governancev1alpha1.PendingAdoptionStatus{}.OpenAPIModelName():                schema_pkg_apis_governance_v1alpha1_PendingAdoptionStatus(ref),
+		governancev1alpha1.PendingApproval{}.OpenAPIModelName():                      schema_pkg_apis_governance_v1alpha1_PendingApproval(ref),
+		governancev1alpha1.System{}.OpenAPIModelName():                               schema_pkg_apis_governance_v1alpha1_System(ref),
+		governancev1alpha1.SystemList{}.OpenAPIModelName():                           schema_pkg_apis_governance_v1alpha1_SystemList(ref),
+		governancev1alpha1.SystemService{}.OpenAPIModelName():                        schema_pkg_apis_governance_v1alpha1_SystemService(ref),
+		governancev1alpha1.SystemServiceList{}.OpenAPIModelName():                    schema_pkg_apis_governance_v1alpha1_SystemServiceList(ref),
+		governancev1alpha1.SystemServiceSpec{}.OpenAPIModelName():                    schema_pkg_apis_governance_v1alpha1_SystemServiceSpec(ref),
+		governancev1alpha1.SystemServiceStatus{}.OpenAPIModelName():                  schema_pkg_apis_governance_v1alpha1_SystemServiceStatus(ref),
+		governancev1alpha1.SystemSpec{}.OpenAPIModelName():                           schema_pkg_apis_governance_v1alpha1_SystemSpec(ref),
+		governancev1alpha1.SystemStatus{}.OpenAPIModelName():                         schema_pkg_apis_governance_v1alpha1_SystemStatus(ref),
+		governancev1alpha1.TargetReference{}.OpenAPIModelName():                      schema_pkg_apis_governance_v1alpha1_TargetReference(ref),
+		governancev1alpha1.TicketDecision{}.OpenAPIModelName():                       schema_pkg_apis_governance_v1alpha1_TicketDecision(ref),
+		governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName():                 schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref),
+		governancev1alpha1.TicketExecution{}.OpenAPIModelName():                      schema_pkg_apis_governance_v1alpha1_TicketExecution(ref),
+		governancev1alpha1.VMResources{}.OpenAPIModelName():                          schema_pkg_apis_governance_v1alpha1_VMResources(ref),
+		governancev1alpha1.VMRevision{}.OpenAPIModelName():                           schema_pkg_apis_governance_v1alpha1_VMRevision(ref),
+		governancev1alpha1.VMRevisionList{}.OpenAPIModelName():                       schema_pkg_apis_governance_v1alpha1_VMRevisionList(ref),
+		governancev1alpha1.VMRevisionSpec{}.OpenAPIModelName():                       schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref),
+		infrastructurev1alpha1.DependencyPolicy{}.OpenAPIModelName():                 schema_pkg_apis_infrastructure_v1alpha1_DependencyPolicy(ref),
+		infrastructurev1alpha1.DeployedResource{}.OpenAPIModelName():                 schema_pkg_apis_infrastructure_v1alpha1_DeployedResource(ref),
+		infrastructurev1alpha1.InfrastructureClusterPack{}.OpenAPIModelName():        schema_pkg_apis_infrastructure_v1alpha1_InfrastructureClusterPack(ref),
+		infrastructurev1alpha1.InfrastructureClusterPackList{}.OpenAPIModelName():    schema_pkg_apis_infrastructure_v1alpha1_InfrastructureClusterPackList(ref),
+		infrastructurev1alpha1.InfrastructureClusterPackSpec{}.OpenAPIModelName():    schema_pkg_apis_infrastructure_v1alpha1_InfrastructureClusterPackSpec(ref),
+		infrastructurev1alpha1.InfrastructureClusterPackStatus{}.OpenAPIModelName():  schema_pkg_apis_infrastructure_v1alpha1_InfrastructureClusterPackStatus(ref),
+		infrastructurev1alpha1.InfrastructurePackInstance{}.OpenAPIModelName():       schema_pkg_apis_infrastructure_v1alpha1_InfrastructurePackInstance(ref),
+		infrastructurev1alpha1.InfrastructurePackInstanceList{}.OpenAPIModelName():   schema_pkg_apis_infrastructure_v1alpha1_InfrastructurePackInstanceList(ref),
+		infrastructurev1alpha1.InfrastructurePackInstanceSpec{}.OpenAPIModelName():   schema_pkg_apis_infrastructure_v1alpha1_InfrastructurePackInstanceSpec(ref),
+		infrastructurev1alpha1.InfrastructurePackInstanceStatus{}.OpenAPIModelName(): schema_pkg_apis_infrastructure_v1alpha1_InfrastructurePackInstanceStatus(ref),
+		infrastructurev1alpha1.LifecyclePolicies{}.OpenAPIModelName():                schema_pkg_apis_infrastructure_v1alpha1_LifecyclePolicies(ref),
+		infrastructurev1alpha1.LocalObjectReference{}.OpenAPIModelName():             schema_pkg_apis_infrastructure_v1alpha1_LocalObjectReference(ref),
+		infrastructurev1alpha1.PackChart{}.OpenAPIModelName():                        schema_pkg_apis_infrastructure_v1alpha1_PackChart(ref),
+		infrastructurev1alpha1.PackClusterStatus{}.OpenAPIModelName():                schema_pkg_apis_infrastructure_v1alpha1_PackClusterStatus(ref),
+		infrastructurev1alpha1.PackKustomize{}.OpenAPIModelName():                    schema_pkg_apis_infrastructure_v1alpha1_PackKustomize(ref),
+		infrastructurev1alpha1.PackRevision{}.OpenAPIModelName():                     schema_pkg_apis_infrastructure_v1alpha1_PackRevision(ref),
+		infrastructurev1alpha1.PackSummary{}.OpenAPIModelName():                      schema_pkg_apis_infrastructure_v1alpha1_PackSummary(ref),
+		platformv1alpha1.Cluster{}.OpenAPIModelName():                                schema_pkg_apis_platform_v1alpha1_Cluster(ref),
+		platformv1alpha1.ClusterCredentials{}.OpenAPIModelName():                     schema_pkg_apis_platform_v1alpha1_ClusterCredentials(ref),
+		platformv1alpha1.ClusterGitOps{}.OpenAPIModelName():                          schema_pkg_apis_platform_v1alpha1_ClusterGitOps(ref),
+		platformv1alpha1.ClusterGitOpsStatus{}.OpenAPIModelName():                    schema_pkg_apis_platform_v1alpha1_ClusterGitOpsStatus(ref),
+		platformv1alpha1.ClusterList{}.OpenAPIModelName():                            schema_pkg_apis_platform_v1alpha1_ClusterList(ref),
+		platformv1alpha1.ClusterSpec{}.OpenAPIModelName():                            schema_pkg_apis_platform_v1alpha1_ClusterSpec(ref),
+		platformv1alpha1.ClusterStatus{}.OpenAPIModelName():                          schema_pkg_apis_platform_v1alpha1_ClusterStatus(ref),
+		platformv1alpha1.FluxComponent{}.OpenAPIModelName():                          schema_pkg_apis_platform_v1alpha1_FluxComponent(ref),
+		v1b1.BindingOutputSource{}.OpenAPIModelName():                                schema_pkg_apis_score_v1b1_BindingOutputSource(ref),
+		v1b1.BindingOutputs{}.OpenAPIModelName():                                     schema_pkg_apis_score_v1b1_BindingOutputs(ref),
+		v1b1.BindingSummary{}.OpenAPIModelName():                                     schema_pkg_apis_score_v1b1_BindingSummary(ref),
+		v1b1.CertificatesReference{}.OpenAPIModelName():                              schema_pkg_apis_score_v1b1_CertificatesReference(ref),
+		v1b1.ConfigMapKeyReference{}.OpenAPIModelName():                              schema_pkg_apis_score_v1b1_ConfigMapKeyReference(ref),
+		v1b1.Container{}.OpenAPIModelName():                                          schema_pkg_apis_score_v1b1_Container(ref),
+		v1b1.ContainerFile{}.OpenAPIModelName():                                      schema_pkg_apis_score_v1b1_ContainerFile(ref),
+		v1b1.ContainerProbe{}.OpenAPIModelName():                                     schema_pkg_apis_score_v1b1_ContainerProbe(ref),
+		v1b1.ContainerProjection{}.OpenAPIModelName():                                schema_pkg_apis_score_v1b1_ContainerProjection(ref),
+		v1b1.ContainerResources{}.OpenAPIModelName():                                 schema_pkg_apis_score_v1b1_ContainerResources(ref),
+		v1b1.ContainerVolume{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ContainerVolume(ref),
+		v1b1.CredentialsReference{}.OpenAPIModelName():                               schema_pkg_apis_score_v1b1_CredentialsReference(ref),
+		v1b1.EnvProjection{}.OpenAPIModelName():                                      schema_pkg_apis_score_v1b1_EnvProjection(ref),
+		v1b1.ExecProbe{}.OpenAPIModelName():                                          schema_pkg_apis_score_v1b1_ExecProbe(ref),
+		v1b1.HTTPGetProbe{}.OpenAPIModelName():                                       schema_pkg_apis_score_v1b1_HTTPGetProbe(ref),
+		v1b1.HTTPHeader{}.OpenAPIModelName():                                         schema_pkg_apis_score_v1b1_HTTPHeader(ref),
+		v1b1.ImageConstraints{}.OpenAPIModelName():                                   schema_pkg_apis_score_v1b1_ImageConstraints(ref),
+		v1b1.IngressRule{}.OpenAPIModelName():                                        schema_pkg_apis_score_v1b1_IngressRule(ref),
+		v1b1.NetworkingProjection{}.OpenAPIModelName():                               schema_pkg_apis_score_v1b1_NetworkingProjection(ref),
+		v1b1.PlanBinding{}.OpenAPIModelName():                                        schema_pkg_apis_score_v1b1_PlanBinding(ref),
+		v1b1.PlanMetadata{}.OpenAPIModelName():                                       schema_pkg_apis_score_v1b1_PlanMetadata(ref),
+		v1b1.PlanWorkloadReference{}.OpenAPIModelName():                              schema_pkg_apis_score_v1b1_PlanWorkloadReference(ref),
+		v1b1.PlatformPolicy{}.OpenAPIModelName():                                     schema_pkg_apis_score_v1b1_PlatformPolicy(ref),
+		v1b1.PlatformPolicyList{}.OpenAPIModelName():                                 schema_pkg_apis_score_v1b1_PlatformPolicyList(ref),
+		v1b1.PlatformPolicySpec{}.OpenAPIModelName():                                 schema_pkg_apis_score_v1b1_PlatformPolicySpec(ref),
+		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():                               schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
+		v1b1.PolicyConstraints{}.OpenAPIModelName():                                  schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
+		v1b1.PolicyDefaults{}.OpenAPIModelName():                                     schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
+		v1b1.ProvisionerInfo{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
+		v1b1.ResourceAmounts{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
+		v1b1.ResourceBinding{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ResourceBinding(ref),
+		v1b1.ResourceBindingList{}.OpenAPIModelName():                                schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
+		v1b1.ResourceBindingSpec{}.OpenAPIModelName():                                schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref),
+		v1b1.ResourceBindingStatus{}.OpenAPIModelName():                              schema_pkg_apis_score_v1b1_ResourceBindingStatus(ref),
+		v1b1.ResourceDefaults{}.OpenAPIModelName():                                   schema_pkg_apis_score_v1b1_ResourceDefaults(ref),
+		v1b1.ResourceSpec{}.OpenAPIModelName():                                       schema_pkg_apis_score_v1b1_ResourceSpec(ref),
+		v1b1.ResourceTypeConstraints{}.OpenAPIModelName():                            schema_pkg_apis_score_v1b1_ResourceTypeConstraints(ref),
+		v1b1.RuntimeInfo{}.OpenAPIModelName():                                        schema_pkg_apis_score_v1b1_RuntimeInfo(ref),
+		v1b1.SecretKeyReference{}.OpenAPIModelName():                                 schema_pkg_apis_score_v1b1_SecretKeyReference(ref),
+		v1b1.ServicePort{}.OpenAPIModelName():                                        schema_pkg_apis_score_v1b1_ServicePort(ref),
+		v1b1.ServiceProjection{}.OpenAPIModelName():                                  schema_pkg_apis_score_v1b1_ServiceProjection(ref),
+		v1b1.ServiceSpec{}.OpenAPIModelName():                                        schema_pkg_apis_score_v1b1_ServiceSpec(ref),
+		v1b1.Workload{}.OpenAPIModelName():                                           schema_pkg_apis_score_v1b1_Workload(ref),
+		v1b1.WorkloadList{}.OpenAPIModelName():                                       schema_pkg_apis_score_v1b1_WorkloadList(ref),
+		v1b1.WorkloadPlan{}.OpenAPIModelName():                                       schema_pkg_apis_score_v1b1_WorkloadPlan(ref),
+		v1b1.WorkloadPlanList{}.OpenAPIModelName():                                   schema_pkg_apis_score_v1b1_WorkloadPlanList(ref),
+		v1b1.WorkloadPlanSpec{}.OpenAPIModelName():                                   schema_pkg_apis_score_v1b1_WorkloadPlanSpec(ref),
+		v1b1.WorkloadPlanStatus{}.OpenAPIModelName():                                 schema_pkg_apis_score_v1b1_WorkloadPlanStatus(ref),
+		v1b1.WorkloadProjection{}.OpenAPIModelName():                                 schema_pkg_apis_score_v1b1_WorkloadProjection(ref),
+		v1b1.WorkloadReference{}.OpenAPIModelName():                                  schema_pkg_apis_score_v1b1_WorkloadReference(ref),
+		v1b1.WorkloadSource{}.OpenAPIModelName():                                     schema_pkg_apis_score_v1b1_WorkloadSource(ref),
+		v1b1.WorkloadSpec{}.OpenAPIModelName():                                       schema_pkg_apis_score_v1b1_WorkloadSpec(ref),
+		v1b1.WorkloadStatus{}.OpenAPIModelName():                                     schema_pkg_apis_score_v1b1_WorkloadStatus(ref),
+		resource.Quantity{}.OpenAPIModelName():                                       schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                                           schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                                                 schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                                           schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                                               schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                                                 schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                                           schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                                    schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                                        schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                                         schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		version.Info{}.OpenAPIModelName():                                            schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -4815,6 +4833,996 @@ func schema_pkg_apis_governance_v1alpha1_VMRevisionSpec(ref common.ReferenceCall
 		},
 		Dependencies: []string{
 			governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_DependencyPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DependencyPolicy is the behaviour when a declared dependency reports drift.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"onDrift": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OnDrift is Block, Warn (the default) or Ignore: see InfrastructurePackInstance.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_DeployedResource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DeployedResource is one object a delivery applied.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion is the object's apiVersion (e.g. apps/v1, v1).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is the object's kind (e.g. Deployment, Namespace).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the object's namespace; empty for cluster-scoped objects.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the object's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"apiVersion", "kind", "name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_InfrastructureClusterPack(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InfrastructureClusterPack is a versioned bundle of infrastructure (a Helm chart, a kustomize directory or raw manifests) that plinth-controller renders and delivers to target Clusters, recording each delivery in an InfrastructurePackInstance {pack}-{cluster} in namespace seam-tenant-{cluster}. Platform administrators only.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the pack's content, version and targets.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(infrastructurev1alpha1.InfrastructureClusterPackSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the rendered revision and where it is delivered, written by plinth-controller.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(infrastructurev1alpha1.InfrastructureClusterPackStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			infrastructurev1alpha1.InfrastructureClusterPackSpec{}.OpenAPIModelName(), infrastructurev1alpha1.InfrastructureClusterPackStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_InfrastructureClusterPackList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InfrastructureClusterPackList is a list of InfrastructureClusterPacks.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the packs.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(infrastructurev1alpha1.InfrastructureClusterPack{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			infrastructurev1alpha1.InfrastructureClusterPack{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_InfrastructureClusterPackSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InfrastructureClusterPackSpec is what to deliver, where and how.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the pack's version, vX.Y.Z or vX.Y.Z-rN (a revision of the same release). Instances compare it as [major, minor, patch, revision] to tell an upgrade from a rollback.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"chart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Chart is a Helm chart to render with Values. Exactly one of chart, kustomize and manifests is set.",
+							Ref:         ref(infrastructurev1alpha1.PackChart{}.OpenAPIModelName()),
+						},
+					},
+					"values": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Values are the chart's values, a JSON object, as `helm install --values` takes them. Only with chart.",
+							Ref:         ref(apiscommon.RawObject{}.OpenAPIModelName()),
+						},
+					},
+					"kustomize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kustomize is a kustomize directory, taken from an OCIArtifact or a ConfigMap, rendered with kustomize's krusty.",
+							Ref:         ref(infrastructurev1alpha1.PackKustomize{}.OpenAPIModelName()),
+						},
+					},
+					"manifests": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Manifests are Kubernetes objects delivered as given. Each needs apiVersion, kind and metadata.name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(apiscommon.RawObject{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"targetNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetNamespace is the release namespace: namespaced objects that name no namespace go there (Helm's --namespace). Defaults to \"default\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetClusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetClusters are names of Clusters to deliver to.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"clusterSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ClusterSelector selects further Clusters by their labels. A cluster named and selected is a target once.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"dependsOn": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DependsOn names packs in the same namespace that must be Ready on a cluster before this one is delivered there. Cycles are refused.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"dependencyPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DependencyPolicy says what this pack's instances do when an instance they depend on drifts. Passed to each instance.",
+							Ref:         ref(infrastructurev1alpha1.DependencyPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"driftPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DriftPolicy is Detect (report drift; the default) or Correct (report it and apply the delivered revision again).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lifecyclePolicies": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LifecyclePolicies say what happens to delivered objects when the pack is deleted.",
+							Ref:         ref(infrastructurev1alpha1.LifecyclePolicies{}.OpenAPIModelName()),
+						},
+					},
+					"rollbackToRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RollbackToRevision, when set, delivers the kept rendered revision of that number (status.history) instead of rendering the spec: no re-render, direction Rollback when its version is older. Clear it to deliver the spec again.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"revisionHistoryLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionHistoryLimit is how many rendered revisions are kept for rollback, 1-100. Defaults to 10.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"version"},
+			},
+		},
+		Dependencies: []string{
+			apiscommon.RawObject{}.OpenAPIModelName(), infrastructurev1alpha1.DependencyPolicy{}.OpenAPIModelName(), infrastructurev1alpha1.LifecyclePolicies{}.OpenAPIModelName(), infrastructurev1alpha1.PackChart{}.OpenAPIModelName(), infrastructurev1alpha1.PackKustomize{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_InfrastructureClusterPackStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InfrastructureClusterPackStatus is the pack's rendered revision and its delivery.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation the status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the number of the rendered revision being delivered.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the pack version of that revision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Digest is the sha256 of the rendered objects of that revision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"helmVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HelmVersion is the version of the Helm SDK that rendered the chart; empty for kustomize and raw packs.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"chartVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ChartVersion is the chart version the chart's version constraint resolved to.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"history": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"revision",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "History lists the kept rendered revisions, newest first: rollbackToRevision takes one of their numbers.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(infrastructurev1alpha1.PackRevision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"summary": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Summary counts the target clusters by phase.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(infrastructurev1alpha1.PackSummary{}.OpenAPIModelName()),
+						},
+					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"cluster",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Clusters is the pack's phase on each target cluster.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(infrastructurev1alpha1.PackClusterStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Rendered and Ready.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			infrastructurev1alpha1.PackClusterStatus{}.OpenAPIModelName(), infrastructurev1alpha1.PackRevision{}.OpenAPIModelName(), infrastructurev1alpha1.PackSummary{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_InfrastructurePackInstance(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InfrastructurePackInstance records the delivered state of an InfrastructureClusterPack on a target cluster (seed 000, verbatim): one per pack per cluster, named {pack}-{cluster} in namespace seam-tenant-{cluster}. Written by plinth-controller; never shown to tenants.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is written once at creation; a new delivery updates what it sets (version, chart fields, dependencies). clusterPackRef and targetClusterRef never change.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(infrastructurev1alpha1.InfrastructurePackInstanceSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the runtime state, written by plinth-controller's delivery and drift passes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(infrastructurev1alpha1.InfrastructurePackInstanceStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			infrastructurev1alpha1.InfrastructurePackInstanceSpec{}.OpenAPIModelName(), infrastructurev1alpha1.InfrastructurePackInstanceStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_InfrastructurePackInstanceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InfrastructurePackInstanceList is a list of InfrastructurePackInstances.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the instances.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(infrastructurev1alpha1.InfrastructurePackInstance{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			infrastructurev1alpha1.InfrastructurePackInstance{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_InfrastructurePackInstanceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InfrastructurePackInstanceSpec is the seed's InfrastructurePackInstance specification.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"clusterPackRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ClusterPackRef is the name of the InfrastructureClusterPack that was delivered.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the semantic version of the ClusterPack that was delivered, copied from its spec.version.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetClusterRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetClusterRef is the name of the Cluster the pack was delivered to.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"dependsOn": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DependsOn are names of InfrastructurePackInstances (in this namespace) this instance depends on.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"dependencyPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DependencyPolicy is the behaviour when a declared dependency reports drift.",
+							Ref:         ref(infrastructurev1alpha1.DependencyPolicy{}.OpenAPIModelName()),
+						},
+					},
+					"chartVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ChartVersion is the version of the Helm chart delivered. Absent for kustomize and raw packs.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"chartURL": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ChartURL is the URL of the Helm chart repository. Absent for kustomize and raw packs.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"chartName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ChartName is the name of the Helm chart delivered. Absent for kustomize and raw packs.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"helmVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HelmVersion is the version of the Helm SDK that rendered the pack. Absent for kustomize and raw packs.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"clusterPackRef", "targetClusterRef"},
+			},
+		},
+		Dependencies: []string{
+			infrastructurev1alpha1.DependencyPolicy{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_InfrastructurePackInstanceStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InfrastructurePackInstanceStatus is the seed's runtime status, with conditions.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"deliveredAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeliveredAt is when the pack was last confirmed delivered.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"driftSummary": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DriftSummary is a human-readable summary of the current drift: the drifted objects and fields, and what Correct mode re-applied.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"upgradeDirection": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpgradeDirection is the direction of the last version transition: Initial, Upgrade, Rollback or Redeploy, by comparing [major, minor, patch, revision].",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"deployedResources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DeployedResources are the objects the last delivery applied, replaced on every delivery; deleting the pack removes them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(infrastructurev1alpha1.DeployedResource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the pack's rendered revision the cluster runs.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation the status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Ready, Progressing, Drifted and DependencyBlocked.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			infrastructurev1alpha1.DeployedResource{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_LifecyclePolicies(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LifecyclePolicies are the pack's deletion rules.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"retainOnDeletion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RetainOnDeletion leaves the delivered objects on the clusters when the pack is deleted; only the instances go.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_LocalObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LocalObjectReference names an object in the pack's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the object's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_PackChart(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PackChart is a Helm chart in a chart repository or an OCI registry.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "URL is an https chart repository (with index.yaml) or an OCI registry path, oci://host[:port]/path, where the chart is <url>/<name>:<version>. Loopback registries (localhost, 127.0.0.1, [::1]) are reached over plain HTTP, as Plinth's own OCIRegistry.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the chart's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the chart's version, or a semver constraint such as \">=1.2.0 <2\" resolved against the repository at each render.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"caBundle": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CABundle is PEM-encoded certificate authorities to trust for an https repository, besides the system's.",
+							Type:        []string{"string"},
+							Format:      "byte",
+						},
+					},
+				},
+				Required: []string{"url", "name", "version"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_PackClusterStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PackClusterStatus is the pack on one target cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is the target Cluster's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Ready, Progressing, Drifted, Blocked, Failed or Unreachable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the rendered revision the cluster runs.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says why the cluster is not Ready, in one sentence.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cluster", "phase"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_PackKustomize(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PackKustomize is a kustomize directory. Exactly one of artifactRef and configMapRef is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"artifactRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ArtifactRef names an OCIArtifact in the pack's namespace whose pushed files hold the directory.",
+							Ref:         ref(infrastructurev1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"configMapRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConfigMapRef names a ConfigMap in the pack's namespace: each key is a file of the directory (kustomization.yaml among them).",
+							Ref:         ref(infrastructurev1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is the directory inside the artifact holding kustomization.yaml. Defaults to the root.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			infrastructurev1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_PackRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PackRevision is one kept rendered revision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the revision's number, counting up from 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the pack version it was rendered from.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Digest is the sha256 of its rendered objects.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"renderedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RenderedAt is when it was rendered.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"revision", "version"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_infrastructure_v1alpha1_PackSummary(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PackSummary counts target clusters by phase.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ready clusters run the current revision.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"progressing": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Progressing clusters are being delivered to or wait for dependencies.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"drifted": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Drifted clusters have objects that differ from what was delivered.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"blocked": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Blocked clusters hold delivery because a dependency drifted.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Failed clusters refused or failed the delivery.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"unreachable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Unreachable clusters could not be reached.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"ready", "progressing", "drifted", "blocked", "failed", "unreachable"},
+			},
+		},
 	}
 }
 

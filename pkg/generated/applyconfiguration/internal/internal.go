@@ -139,6 +139,26 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: com.github.plinth-dev.plinth.pkg.apis.infrastructure.v1alpha1.InfrastructureClusterPack
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
+- name: com.github.plinth-dev.plinth.pkg.apis.infrastructure.v1alpha1.InfrastructurePackInstance
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.plinth-dev.plinth.pkg.apis.platform.v1alpha1.Cluster
   scalar: untyped
   list:

@@ -25,6 +25,7 @@ import (
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
+	infrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 	discovery "k8s.io/client-go/discovery"
@@ -37,6 +38,7 @@ type Interface interface {
 	ComputeV1alpha1() computev1alpha1.ComputeV1alpha1Interface
 	GitopsV1alpha1() gitopsv1alpha1.GitopsV1alpha1Interface
 	GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface
+	InfrastructureV1alpha1() infrastructurev1alpha1.InfrastructureV1alpha1Interface
 	PlatformV1alpha1() platformv1alpha1.PlatformV1alpha1Interface
 	ScoreV1b1() scorev1b1.ScoreV1b1Interface
 }
@@ -44,11 +46,12 @@ type Interface interface {
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	computeV1alpha1    *computev1alpha1.ComputeV1alpha1Client
-	gitopsV1alpha1     *gitopsv1alpha1.GitopsV1alpha1Client
-	governanceV1alpha1 *governancev1alpha1.GovernanceV1alpha1Client
-	platformV1alpha1   *platformv1alpha1.PlatformV1alpha1Client
-	scoreV1b1          *scorev1b1.ScoreV1b1Client
+	computeV1alpha1        *computev1alpha1.ComputeV1alpha1Client
+	gitopsV1alpha1         *gitopsv1alpha1.GitopsV1alpha1Client
+	governanceV1alpha1     *governancev1alpha1.GovernanceV1alpha1Client
+	infrastructureV1alpha1 *infrastructurev1alpha1.InfrastructureV1alpha1Client
+	platformV1alpha1       *platformv1alpha1.PlatformV1alpha1Client
+	scoreV1b1              *scorev1b1.ScoreV1b1Client
 }
 
 // ComputeV1alpha1 retrieves the ComputeV1alpha1Client
@@ -64,6 +67,11 @@ func (c *Clientset) GitopsV1alpha1() gitopsv1alpha1.GitopsV1alpha1Interface {
 // GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
 func (c *Clientset) GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface {
 	return c.governanceV1alpha1
+}
+
+// InfrastructureV1alpha1 retrieves the InfrastructureV1alpha1Client
+func (c *Clientset) InfrastructureV1alpha1() infrastructurev1alpha1.InfrastructureV1alpha1Interface {
+	return c.infrastructureV1alpha1
 }
 
 // PlatformV1alpha1 retrieves the PlatformV1alpha1Client
@@ -132,6 +140,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.infrastructureV1alpha1, err = infrastructurev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.platformV1alpha1, err = platformv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -164,6 +176,7 @@ func New(c rest.Interface) *Clientset {
 	cs.computeV1alpha1 = computev1alpha1.New(c)
 	cs.gitopsV1alpha1 = gitopsv1alpha1.New(c)
 	cs.governanceV1alpha1 = governancev1alpha1.New(c)
+	cs.infrastructureV1alpha1 = infrastructurev1alpha1.New(c)
 	cs.platformV1alpha1 = platformv1alpha1.New(c)
 	cs.scoreV1b1 = scorev1b1.New(c)
 

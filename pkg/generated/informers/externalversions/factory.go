@@ -28,6 +28,7 @@ import (
 	compute "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/compute"
 	gitops "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops"
 	governance "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance"
+	infrastructure "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/infrastructure"
 	internalinterfaces "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/internalinterfaces"
 	platform "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform"
 	score "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score"
@@ -332,6 +333,7 @@ type SharedInformerFactory interface {
 	Compute() compute.Interface
 	Gitops() gitops.Interface
 	Governance() governance.Interface
+	Infrastructure() infrastructure.Interface
 	Platform() platform.Interface
 	Score() score.Interface
 }
@@ -346,6 +348,10 @@ func (f *sharedInformerFactory) Gitops() gitops.Interface {
 
 func (f *sharedInformerFactory) Governance() governance.Interface {
 	return governance.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Infrastructure() infrastructure.Interface {
+	return infrastructure.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Platform() platform.Interface {

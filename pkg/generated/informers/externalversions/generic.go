@@ -24,6 +24,7 @@ import (
 	v1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	infrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	v1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,6 +90,12 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().SystemServices().Informer()}, nil
 	case governancev1alpha1.SchemeGroupVersion.WithResource("vmrevisions"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Governance().V1alpha1().VMRevisions().Informer()}, nil
+
+		// Group=infrastructure.ontai.dev, Version=v1alpha1
+	case infrastructurev1alpha1.SchemeGroupVersion.WithResource("infrastructureclusterpacks"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Infrastructure().V1alpha1().InfrastructureClusterPacks().Informer()}, nil
+	case infrastructurev1alpha1.SchemeGroupVersion.WithResource("infrastructurepackinstances"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Infrastructure().V1alpha1().InfrastructurePackInstances().Informer()}, nil
 
 		// Group=platform.plinth.dev, Version=v1alpha1
 	case platformv1alpha1.SchemeGroupVersion.WithResource("clusters"):

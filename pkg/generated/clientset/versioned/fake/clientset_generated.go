@@ -27,6 +27,8 @@ import (
 	fakegitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1/fake"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	fakegovernancev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1/fake"
+	infrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/infrastructure/v1alpha1"
+	fakeinfrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/infrastructure/v1alpha1/fake"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
 	fakeplatformv1alpha1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1/fake"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
@@ -157,6 +159,11 @@ func (c *Clientset) GitopsV1alpha1() gitopsv1alpha1.GitopsV1alpha1Interface {
 // GovernanceV1alpha1 retrieves the GovernanceV1alpha1Client
 func (c *Clientset) GovernanceV1alpha1() governancev1alpha1.GovernanceV1alpha1Interface {
 	return &fakegovernancev1alpha1.FakeGovernanceV1alpha1{Fake: &c.Fake}
+}
+
+// InfrastructureV1alpha1 retrieves the InfrastructureV1alpha1Client
+func (c *Clientset) InfrastructureV1alpha1() infrastructurev1alpha1.InfrastructureV1alpha1Interface {
+	return &fakeinfrastructurev1alpha1.FakeInfrastructureV1alpha1{Fake: &c.Fake}
 }
 
 // PlatformV1alpha1 retrieves the PlatformV1alpha1Client

@@ -22,6 +22,7 @@ import (
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	infrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	scorev1b1 "github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,7 @@ var localSchemeBuilder = runtime.SchemeBuilder{
 	computev1alpha1.AddToScheme,
 	gitopsv1alpha1.AddToScheme,
 	governancev1alpha1.AddToScheme,
+	infrastructurev1alpha1.AddToScheme,
 	platformv1alpha1.AddToScheme,
 	scorev1b1.AddToScheme,
 }
