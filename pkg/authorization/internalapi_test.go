@@ -48,6 +48,13 @@ func TestInternalAPIAuthorizer(t *testing.T) {
 		{"tenant on reconciliation requests", request(alice, "gitops.plinth.dev", "reconciliationrequests", ""), authorizer.DecisionDeny},
 		{"platform admin on OCI artifacts: RBAC decides", request(dana, "gitops.plinth.dev", "ociartifacts", ""), authorizer.DecisionNoOpinion},
 		{"controller on reconciliation requests: RBAC decides", request(controller, "gitops.plinth.dev", "reconciliationrequests", "status"), authorizer.DecisionNoOpinion},
+		{"tenant on cluster packs", request(alice, "infrastructure.ontai.dev", "infrastructureclusterpacks", ""), authorizer.DecisionDeny},
+		{"tenant on a cluster pack's status", request(alice, "infrastructure.ontai.dev", "infrastructureclusterpacks", "status"), authorizer.DecisionDeny},
+		{"tenant on pack instances", request(alice, "infrastructure.ontai.dev", "infrastructurepackinstances", ""), authorizer.DecisionDeny},
+		{"tenant on every infrastructure resource", request(alice, "infrastructure.ontai.dev", "*", ""), authorizer.DecisionDeny},
+		{"platform admin on cluster packs: RBAC decides", request(dana, "infrastructure.ontai.dev", "infrastructureclusterpacks", ""), authorizer.DecisionNoOpinion},
+		{"platform admin on pack instances: RBAC decides", request(dana, "infrastructure.ontai.dev", "infrastructurepackinstances", ""), authorizer.DecisionNoOpinion},
+		{"controller on pack instances' status: RBAC decides", request(controller, "infrastructure.ontai.dev", "infrastructurepackinstances", "status"), authorizer.DecisionNoOpinion},
 		{"same resource name, other group", request(alice, "example.com", "resourcebindings", ""), authorizer.DecisionNoOpinion},
 		{"non-resource request", authorizer.AttributesRecord{User: alice, Verb: "get", Path: "/apis/score.dev/v1b1"}, authorizer.DecisionNoOpinion},
 	}
