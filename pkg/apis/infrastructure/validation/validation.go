@@ -155,13 +155,21 @@ func validateContent(s *infrastructure.InfrastructureClusterPackSpec, path *fiel
 func validateChart(c *infrastructure.PackChart, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	urlPath := path.Child("url")
+	// A refused URL is echoed in the 422 and in audit logs, so a value that may hold a
+	// password is shown redacted, or not at all when it does not parse.
 	switch u, err := url.Parse(c.URL); {
 	case c.URL == "":
 		errs = append(errs, field.Required(urlPath, "an https chart repository or an oci:// registry is required"))
-	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "oci"):
-		errs = append(errs, field.Invalid(urlPath, c.URL, "must be an https:// chart repository or an oci:// registry, such as oci://localhost:5000/charts"))
+	case err != nil:
+		errs = append(errs, field.Invalid(urlPath, "<url>", "must be an https:// chart repository or an oci:// registry, such as oci://localhost:5000/charts"))
 	case u.User != nil:
-		errs = append(errs, field.Invalid(urlPath, c.URL, "must not hold credentials"))
+		errs = append(errs, field.Invalid(urlPath, u.Redacted(), "must not hold credentials"))
+	case u.Host == "" || (u.Scheme != "https" && u.Scheme != "oci"):
+		errs = append(errs, field.Invalid(urlPath, c.URL, "must be an https:// chart repository or an oci:// registry, such as oci://localhost:5000/charts"))
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		// The renderer appends /index.yaml or /<name> to the URL: a query or a fragment would
+		// end up in the middle of it, and a query is where tokens hide.
+		errs = append(errs, field.Invalid(urlPath, u.Scheme+"://"+u.Host+u.EscapedPath(), "must not have a query or a fragment"))
 	}
 	switch {
 	case c.Name == "":
