@@ -34,11 +34,13 @@ import (
 	"github.com/plinth-dev/plinth/pkg/controllers/adoption"
 	"github.com/plinth-dev/plinth/pkg/controllers/cluster"
 	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
+	"github.com/plinth-dev/plinth/pkg/controllers/clusterpack"
 	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/controllers/computequota"
 	"github.com/plinth-dev/plinth/pkg/controllers/managedvm"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociartifact"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
+	"github.com/plinth-dev/plinth/pkg/controllers/packinstance"
 	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
@@ -53,6 +55,8 @@ import (
 	kubectldelivery "github.com/plinth-dev/plinth/pkg/gitops/delivery/kubectl"
 	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 	"github.com/plinth-dev/plinth/pkg/keyring"
+	"github.com/plinth-dev/plinth/pkg/packs/render"
+	"github.com/plinth-dev/plinth/pkg/packs/revisions"
 	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
 
@@ -238,6 +242,21 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Infrastructure packs: rendered once per pack and Kubernetes version, kept as Secrets,
+	// delivered per cluster by the instance controller through the cluster's engine.
+	infraInformers := c.PlinthInformers.Infrastructure().V1alpha1()
+	packStore := revisions.NewStore(c.Kube)
+	packs, err := clusterpack.NewController(c.Plinth, c.Kube, recorder, infraInformers.InfrastructureClusterPacks(),
+		infraInformers.InfrastructurePackInstances(), platform.Clusters(), render.New(), packStore, clusterpack.Options{})
+	if err != nil {
+		return nil, err
+	}
+	packInstances, err := packinstance.NewController(c.Plinth, recorder, infraInformers.InfrastructurePackInstances(),
+		infraInformers.InfrastructureClusterPacks(), platform.Clusters(), gitops.OCIArtifacts(), gitopsClients, packStore,
+		packinstance.Options{DriftInterval: o.PackDriftInterval})
+	if err != nil {
+		return nil, err
+	}
 	infra := kubevirtprovider.New(kubevirtprovider.FromCredentials(creds))
 	vms, err := managedvm.NewController(ctx, c.Plinth.GovernanceV1alpha1(), recorder, gov.ManagedVMs(), gov.VMRevisions(), gov.ApprovalTickets(),
 		platform.Clusters(), infra, o.VMPollInterval, o.VMResyncInterval)
@@ -250,7 +269,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 		return nil, err
 	}
 	return []Runnable{workloads, bindings, plans, clusters, vms, adopter, withWorkers{tenants, o.ComputeWorkers}, published, quotas,
-		registries, clusterGitOps, reconciliations, artifacts}, nil
+		registries, clusterGitOps, reconciliations, artifacts, packs, withWorkers{packInstances, o.PackWorkers}}, nil
 }
 
 // withWorkers runs a controller with a worker count of its own instead of --workers.

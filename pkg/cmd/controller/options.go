@@ -29,6 +29,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
+	"github.com/plinth-dev/plinth/pkg/controllers/packinstance"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 )
@@ -82,6 +83,10 @@ type Options struct {
 	// FluxManifestsDir holds Flux's CRDs, <dir>/<controller>/*.yaml and a VERSION file, with
 	// which Flux is installed on Clusters with spec.gitOps.installFlux; empty means no install.
 	FluxManifestsDir string
+	// PackDriftInterval is how often each delivered InfrastructurePackInstance is compared
+	// with its cluster; PackWorkers is how many instances are delivered or compared at once.
+	PackDriftInterval time.Duration
+	PackWorkers       int
 }
 
 // DefaultRegistryVolumeDir is where registries keep their data unless --registry-volume-dir
@@ -103,7 +108,8 @@ func NewOptions() *Options {
 		VMPollInterval: time.Second, VMResyncInterval: 30 * time.Second, AdoptionScanInterval: 30 * time.Second,
 		ComputeResyncPeriod: 5 * time.Minute, ComputeQuotaResyncPeriod: 5 * time.Minute,
 		RegistryVolumeDir: DefaultRegistryVolumeDir, RegistryProbeInterval: ociregistry.DefaultProbeInterval,
-		GitOpsNamespace: clustergitops.DefaultNamespace,
+		GitOpsNamespace:   clustergitops.DefaultNamespace,
+		PackDriftInterval: packinstance.DefaultDriftInterval, PackWorkers: 8,
 	}
 }
 
@@ -132,6 +138,8 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.RegistryProbeInterval, "registry-probe-interval", o.RegistryProbeInterval, "How often each OCI registry's /v2/ and data directory are checked; a registry that stopped answering is started again.")
 	f.StringVar(&o.GitOpsNamespace, "gitops-namespace", o.GitOpsNamespace, "Namespace of the OCIRegistries that Clusters with spec.gitOps.registryEnabled own.")
 	f.StringVar(&o.FluxManifestsDir, "flux-manifests-dir", o.FluxManifestsDir, "Directory of Flux "+fluxinstall.Version+"'s CRDs (<dir>/source-controller and <dir>/kustomize-controller, each with its *.yaml files and a VERSION file), with which Flux is installed on Clusters with spec.gitOps.installFlux; empty means Flux is installed nowhere.")
+	f.DurationVar(&o.PackDriftInterval, "pack-drift-interval", o.PackDriftInterval, "How often each delivered infrastructure pack is compared with its cluster for drift.")
+	f.IntVar(&o.PackWorkers, "pack-workers", o.PackWorkers, "Concurrent deliveries and drift checks of infrastructure pack instances: clusters are delivered in parallel up to this many.")
 	f.StringVar(&o.ProvisionersConfig, "provisioners-config", o.ProvisionersConfig, "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
 }
 
@@ -159,6 +167,9 @@ func (o *Options) Validate() error {
 	if o.ComputeWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--compute-workers must be at least 1, not %d", o.ComputeWorkers))
 	}
+	if o.PackWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--pack-workers must be at least 1, not %d", o.PackWorkers))
+	}
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))
 	}
@@ -166,7 +177,7 @@ func (o *Options) Validate() error {
 		"--cluster-probe-interval": o.ClusterProbeInterval, "--cluster-probe-timeout": o.ClusterProbeTimeout,
 		"--vm-poll-interval": o.VMPollInterval, "--vm-resync-interval": o.VMResyncInterval, "--adoption-scan-interval": o.AdoptionScanInterval,
 		"--compute-resync-period": o.ComputeResyncPeriod, "--compute-quota-resync-period": o.ComputeQuotaResyncPeriod,
-		"--registry-probe-interval": o.RegistryProbeInterval,
+		"--registry-probe-interval": o.RegistryProbeInterval, "--pack-drift-interval": o.PackDriftInterval,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %s", flag, d))

@@ -1,0 +1,132 @@
+package packinstance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
+	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/message"
+	"github.com/plinth-dev/plinth/pkg/packs/drift"
+)
+
+// driftDue says whether the instance is due a comparison with its cluster, and notes that it
+// has one now.
+func (c *Controller) driftDue(key cache.ObjectName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	if last, ok := c.checked[key]; ok && now.Sub(last) < c.drift {
+		return false
+	}
+	c.checked[key] = now
+	return true
+}
+
+// checker is the drift checker of the cluster, made again when the Cluster's kubeconfig
+// changes; it keeps the baselines that spare a dry-run per object on each pass.
+func (c *Controller) checker(ctx context.Context, cluster *platformv1alpha1.Cluster) (*drift.Checker, error) {
+	c.mu.Lock()
+	e, ok := c.checkers[cluster.Name]
+	c.mu.Unlock()
+	if ok && e.uid == cluster.UID && e.generation == cluster.Generation {
+		return e.checker, nil
+	}
+	client, mapper, err := c.clients.For(ctx, cluster.Name)
+	if err != nil {
+		return nil, err
+	}
+	e = checkerEntry{uid: cluster.UID, generation: cluster.Generation, checker: drift.NewChecker(client, mapper, FieldManager)}
+	c.mu.Lock()
+	c.checkers[cluster.Name] = e
+	c.mu.Unlock()
+	return e.checker, nil
+}
+
+// resetBaseline drops the cluster's checker after a delivery, so that the next pass compares
+// every object afresh with what was just applied.
+func (c *Controller) resetBaseline(cluster *platformv1alpha1.Cluster) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.checkers, cluster.Name)
+}
+
+// checkDrift compares what the instance delivered with its cluster: Drifted and driftSummary
+// say what changed; with driftPolicy Correct the revision is applied again and the summary
+// records that it was.
+func (c *Controller) checkDrift(ctx context.Context, inst *infrav1alpha1.InfrastructurePackInstance, pack *infrav1alpha1.InfrastructureClusterPack,
+	cluster *platformv1alpha1.Cluster) error {
+	rev, err := c.revision(ctx, pack.Namespace, pack.Name, inst.Status.Revision)
+	if err != nil {
+		return err
+	}
+	art, target, err := c.kubectlArtifact(ctx, inst, pack, cluster, rev)
+	if err != nil {
+		return c.unchecked(inst, err)
+	}
+	expected, err := c.engine.Applied(ctx, art, target)
+	if err != nil {
+		return c.unchecked(inst, err)
+	}
+	checker, err := c.checker(ctx, cluster)
+	if err != nil {
+		return c.unchecked(inst, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, operationTimeout+time.Duration(len(expected))*perObjectTimeout)
+	defer cancel()
+	report, err := checker.Check(ctx, expected)
+	if err != nil {
+		return c.unchecked(inst, err)
+	}
+	if len(report.Drifted) == 0 {
+		if d := findCondition(inst, infrav1alpha1.ConditionDrifted); d == nil || d.Reason != ReasonCorrected {
+			inst.Status.DriftSummary = ""
+			setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift,
+				fmt.Sprintf("The %d delivered objects match what was applied.", report.Checked))
+		}
+		return nil
+	}
+	summary := report.Summary()
+	if pack.Spec.DriftPolicy != infrav1alpha1.DriftPolicyCorrect {
+		inst.Status.DriftSummary = summary
+		setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted, summary)
+		return nil
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), operationTimeout+time.Duration(len(art.Objects))*perObjectTimeout)
+	defer cancel2()
+	st, err := c.engine.Deliver(ctx2, art, target)
+	inst.Status.DeployedResources = resources(st.Inventory)
+	if err != nil {
+		inst.Status.DriftSummary = summary
+		setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted,
+			summary+" Correcting it failed: "+message.Error(err))
+		return err
+	}
+	c.resetBaseline(cluster)
+	at := c.clock.Now().UTC().Format(time.RFC3339)
+	inst.Status.DriftSummary = fmt.Sprintf("Corrected at %s by applying revision %d again: %s", at, rev.Number, summary)
+	setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonCorrected, inst.Status.DriftSummary)
+	transition.Record(c.recorder, inst, ReasonCorrected, "CorrectDrift", inst.Status.DriftSummary)
+	return nil
+}
+
+// unchecked reports a drift pass that could not compare: the cluster did not answer, say.
+// Drifted keeps its last verdict; the Ready condition is left to deliveries.
+func (c *Controller) unchecked(inst *infrav1alpha1.InfrastructurePackInstance, err error) error {
+	transition.Record(c.recorder, inst, "DriftCheckFailed", "DetectDrift", "Comparing the delivered objects with the cluster failed: "+message.Error(err))
+	return err
+}
+
+func findCondition(inst *infrav1alpha1.InfrastructurePackInstance, t string) *metav1.Condition {
+	for i := range inst.Status.Conditions {
+		if inst.Status.Conditions[i].Type == t {
+			return &inst.Status.Conditions[i]
+		}
+	}
+	return nil
+}
