@@ -10,9 +10,11 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
+	"github.com/plinth-dev/plinth/pkg/controllers/clusterpack"
 	"github.com/plinth-dev/plinth/pkg/controllers/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociartifact"
 	"github.com/plinth-dev/plinth/pkg/controllers/ociregistry"
+	"github.com/plinth-dev/plinth/pkg/controllers/packinstance"
 	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
 	"github.com/plinth-dev/plinth/pkg/controllers/tenantcompute"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
@@ -37,12 +39,14 @@ func TestNewBuildsEveryController(t *testing.T) {
 	var names []string
 	for _, c := range controllers {
 		names = append(names, c.Name())
-		// The tenant-compute controller runs with --compute-workers, not --workers.
-		if w, ok := c.(withWorkers); ok != (c.Name() == tenantcompute.Name) || ok && w.workers != cfg.Options.ComputeWorkers {
+		// The tenant-compute controller runs with --compute-workers and the pack-instance
+		// controller with --pack-workers, not --workers.
+		want := map[string]int{tenantcompute.Name: cfg.Options.ComputeWorkers, packinstance.Name: cfg.Options.PackWorkers}
+		if w, ok := c.(withWorkers); ok != (want[c.Name()] != 0) || ok && w.workers != want[c.Name()] {
 			t.Errorf("controller %s: own worker count %v %d", c.Name(), ok, w.workers)
 		}
 	}
-	for _, want := range []string{tenantcompute.Name, computeprovider.Name, ociregistry.Name, clustergitops.Name, reconciliationrequest.Name, ociartifact.Name} {
+	for _, want := range []string{tenantcompute.Name, computeprovider.Name, ociregistry.Name, clustergitops.Name, reconciliationrequest.Name, ociartifact.Name, clusterpack.Name, packinstance.Name} {
 		if !slices.Contains(names, want) {
 			t.Errorf("controllers %v lack %s", names, want)
 		}
