@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/packs/drift"
@@ -106,16 +107,21 @@ func (d *driftTarget) applyOne(o *unstructured.Unstructured) error {
 }
 
 // edit changes a live object with an update (not an apply) as manager, the way kubectl edit
-// and kubectl scale write.
+// and kubectl scale write; again on a conflict, as kube-controller-manager writes the
+// Deployment's status meanwhile.
 func (d *driftTarget) edit(t *testing.T, gvr schema.GroupVersionResource, namespace, name, manager string, change func(u *unstructured.Unstructured)) {
 	t.Helper()
 	client := d.raw.Resource(gvr).Namespace(namespace)
-	u, err := client.Get(context.Background(), name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := client.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(u)
+		_, err = client.Update(context.Background(), u, metav1.UpdateOptions{FieldManager: manager})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	change(u)
-	if _, err := client.Update(context.Background(), u, metav1.UpdateOptions{FieldManager: manager}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -189,17 +189,27 @@ func (c *Checker) resolve(expected []*unstructured.Unstructured) ([]*item, []*co
 	}
 	index := map[at]*collection{}
 	var collections []*collection
+	// A pack has many objects of few kinds; the mapper is asked once per kind.
+	mappings := map[schema.GroupVersionKind]*meta.RESTMapping{}
 	for _, it := range items {
 		if it.want.GetName() == "" {
 			return nil, nil, fmt.Errorf("a %s to check for drift has no name", it.want.GetKind())
 		}
 		gvk := it.want.GroupVersionKind()
-		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if meta.IsNoMatchError(err) {
-			continue
+		mapping, known := mappings[gvk]
+		if !known {
+			var err error
+			mapping, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			switch {
+			case meta.IsNoMatchError(err):
+				mapping = nil // the target does not serve the kind
+			case err != nil:
+				return nil, nil, fmt.Errorf("reading the kinds the target serves failed: %w", err)
+			}
+			mappings[gvk] = mapping
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading the kinds the target serves failed: %w", err)
+		if mapping == nil {
+			continue
 		}
 		namespace := ""
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
