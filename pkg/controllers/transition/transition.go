@@ -25,6 +25,7 @@ var warnings = sets.New(
 	"TargetNotFound", "TimedOut", "ReconciliationFailed", "TargetUnavailable",
 	"InvalidManifests", "RegistryNotReady", "RegistryUnavailable", "VersionImmutable", "PushFailed", "PruneFailed",
 	"DeliveryFailed", "DeleteFailed", "FluxNotAvailable", "LeftBehind", "FluxInstallFailed", "FluxInstallUnavailable",
+	"RenderFailed", "FetchFailed", "RevisionNotFound", "RevisionUnavailable", "Drifted", "DependencyBlocked", "DriftCheckFailed",
 )
 
 // Type is the event type of a reason: Warning for the reasons that need attention.
