@@ -248,6 +248,20 @@ func TestPackDrift(t *testing.T) {
 		}
 	})
 
+	t.Run("a forced apply by another manager is drift naming that manager", func(t *testing.T) {
+		_, err := d.raw.Resource(configMapsGVR).Namespace("demo").Apply(ctx, "cfg",
+			&unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]interface{}{"name": "cfg"}, "data": map[string]interface{}{"key": "theirs"}}},
+			metav1.ApplyOptions{FieldManager: "other-applier", Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, checker, []drift.ObjectDrift{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "demo", Name: "cfg",
+			Fields: []string{".data.key"}, Managers: []string{"other-applier"}}})
+		d.apply(t, objects...)
+		check(t, checker, nil)
+	})
+
 	t.Run("fields only another manager set are not drift", func(t *testing.T) {
 		d.edit(t, configMapsGVR, "demo", "cfg", "other-tool", func(u *unstructured.Unstructured) {
 			u.SetLabels(map[string]string{"app.kubernetes.io/part-of": "drift-demo", "team": "blue"})

@@ -410,7 +410,41 @@ func TestCheckErrors(t *testing.T) {
 	})
 }
 
-// failingMapper fails for every kind but with a NoMatch error.
+// The mapper is asked once per kind in a Check, not once per object.
+func TestCheckMapsEachKindOnce(t *testing.T) {
+	var objects []*unstructured.Unstructured
+	for i := 0; i < 3; i++ {
+		objects = append(objects, configMap(fmt.Sprintf("cm-%d", i), map[string]string{"k": "1"}, nil))
+	}
+	widget := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"namespace": "demo"}}}
+	for _, name := range []string{"w1", "w2"} {
+		w := widget.DeepCopy()
+		w.SetName(name)
+		objects = append(objects, w)
+	}
+	f := newFakeTarget(t)
+	m := &countingMapper{RESTMapper: f.mapper}
+	if _, err := NewChecker(f.client, m, manager).Check(context.Background(), objects); err != nil {
+		t.Fatal(err)
+	}
+	if m.calls != 2 {
+		t.Errorf("%d RESTMapping calls for two kinds", m.calls)
+	}
+}
+
+type countingMapper struct {
+	meta.RESTMapper
+	calls int
+}
+
+func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.calls++
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// failingMapper fails for every kind with an error other than NoMatch, as when discovery is
+// down.
 type failingMapper struct{ meta.RESTMapper }
 
 func (failingMapper) RESTMapping(schema.GroupKind, ...string) (*meta.RESTMapping, error) {
