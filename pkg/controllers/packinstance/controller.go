@@ -422,7 +422,6 @@ func (c *Controller) deliver(ctx context.Context, inst *infrav1alpha1.Infrastruc
 		return false, err
 	}
 	c.delivered(inst, pack, rev, fmt.Sprintf("Applied revision %d (version %s): %d objects.", rev.Number, rev.Version, len(st.Inventory)))
-	c.resetBaseline(cluster)
 	return true, nil
 }
 

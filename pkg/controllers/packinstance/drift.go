@@ -48,14 +48,6 @@ func (c *Controller) checker(ctx context.Context, cluster *platformv1alpha1.Clus
 	return e.checker, nil
 }
 
-// resetBaseline drops the cluster's checker after a delivery, so that the next pass compares
-// every object afresh with what was just applied.
-func (c *Controller) resetBaseline(cluster *platformv1alpha1.Cluster) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.checkers, cluster.Name)
-}
-
 // checkDrift compares what the instance delivered with its cluster: Drifted and driftSummary
 // say what changed; with driftPolicy Correct the revision is applied again and the summary
 // records that it was.
@@ -107,7 +99,6 @@ func (c *Controller) checkDrift(ctx context.Context, inst *infrav1alpha1.Infrast
 			summary+" Correcting it failed: "+message.Error(err))
 		return err
 	}
-	c.resetBaseline(cluster)
 	at := c.clock.Now().UTC().Format(time.RFC3339)
 	inst.Status.DriftSummary = fmt.Sprintf("Corrected at %s by applying revision %d again: %s", at, rev.Number, summary)
 	setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonCorrected, inst.Status.DriftSummary)
