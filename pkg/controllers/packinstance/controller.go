@@ -415,6 +415,10 @@ func (c *Controller) deliver(ctx context.Context, inst *infrav1alpha1.Infrastruc
 	}
 	ctx, cancel := context.WithTimeout(ctx, operationTimeout+time.Duration(len(art.Objects))*perObjectTimeout)
 	defer cancel()
+	if err := c.ensureNamespace(ctx, cluster.Name, pack.Spec.TargetNamespace); err != nil {
+		c.failed(inst, err)
+		return false, err
+	}
 	st, err := c.engine.Deliver(ctx, art, target)
 	inst.Status.DeployedResources = resources(st.Inventory)
 	if err != nil {
@@ -444,6 +448,28 @@ func (c *Controller) kubectlArtifact(ctx context.Context, inst *infrav1alpha1.In
 		Previous: &gitopsv1alpha1.ArtifactTargetStatus{Inventory: inventory(inst.Status.DeployedResources)},
 	}
 	return art, target, nil
+}
+
+// ensureNamespace creates the pack's release namespace on the cluster when it is missing, as
+// `helm install --create-namespace` does: outside the delivered objects, so that it is never
+// pruned and several packs may share it.
+func (c *Controller) ensureNamespace(ctx context.Context, cluster, namespace string) error {
+	if namespace == "" {
+		return nil
+	}
+	client, _, err := c.clients.For(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	namespaces := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	if _, err := namespaces.Get(ctx, namespace, metav1.GetOptions{}); err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": namespace}}}
+	if _, err := namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s on cluster %s failed: %w", namespace, cluster, err)
+	}
+	return nil
 }
 
 // failed records a failed delivery: Unreachable when the cluster did not answer.

@@ -86,6 +86,10 @@ func (c *Controller) deliverFlux(ctx context.Context, inst *infrav1alpha1.Infras
 		c.failed(inst, err)
 		return false, err
 	}
+	if err := c.ensureNamespace(ctx, cluster.Name, pack.Spec.TargetNamespace); err != nil {
+		c.failed(inst, err)
+		return false, err
+	}
 	raws := make([]common.RawObject, 0, len(objs))
 	for _, o := range objs {
 		raw, err := o.MarshalJSON()
