@@ -74,10 +74,9 @@ func (r *Renderer) pull(ctx context.Context, c *Chart) (*pulledChart, error) {
 	return &pulledChart{chart: ch}, nil
 }
 
-// exactVersion says whether a requested version can only resolve to itself, so that a cached
-// chart of that version can be used without asking the repository: a strict semantic version
-// is a constraint only that version (or the same version with build metadata, which a
-// repository offering the version itself never prefers) meets.
+// exactVersion says whether a requested version names one version, so that a cached chart of
+// that version can be used without reading the repository's index: Helm's index lookup takes
+// an exact match of a full semantic version before treating it as a constraint.
 func exactVersion(v string) bool {
 	_, err := semver.StrictNewVersion(v)
 	return err == nil
