@@ -195,19 +195,24 @@ func TestKubectl(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Client.PlatformV1alpha1().Clusters().Create(ctx, &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "local"},
-			Spec: platform.ClusterSpec{Kubeconfig: string(kubeconfig)}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+		// The examples target the local platform's clusters: local, and edge for packs.
+		for _, name := range []string{"local", "edge"} {
+			if _, err := p.Client.PlatformV1alpha1().Clusters().Create(ctx, &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: platform.ClusterSpec{Kubeconfig: string(kubeconfig)}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		waitForCondition(t, 10*time.Second, func() (bool, string) { // until the admission plugin's informer has it
 			out, err := framework.Kubectl(p.Kubeconfig, "apply", "--server-side", "--dry-run=server", "-n", "demo",
-				"-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "ociartifact.yaml"))
+				"-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "ociartifact.yaml"),
+				"-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples", "clusterpack.yaml"))
 			return err == nil, out
 		})
 		out := kubectl("apply", "--server-side", "-n", "demo", "-f", filepath.Join(framework.RepoRoot(), "artifacts", "examples"))
 		for _, want := range []string{"workload.score.dev/hello", "workload.score.dev/inline", "platformpolicy.score.dev/team-a-defaults",
 			"system.governance.plinth.dev/shop", "systemservice.governance.plinth.dev/redis", "managedvm.governance.plinth.dev/cache-1",
-			"tenantcompute.compute.plinth.dev/blog", "ociartifact.gitops.plinth.dev/hello"} {
+			"tenantcompute.compute.plinth.dev/blog", "ociartifact.gitops.plinth.dev/hello",
+			"infrastructureclusterpack.infrastructure.ontai.dev/hello"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("apply output lacks %s:\n%s", want, out)
 			}
