@@ -41,6 +41,7 @@ import (
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	infrastructurev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/apiserver"
@@ -93,7 +94,7 @@ type Options struct {
 
 // storageVersions is the version each group's objects are stored in: the one it serves.
 var storageVersions = schema.GroupVersions{v1b1.SchemeGroupVersion, governancev1alpha1.SchemeGroupVersion, platformv1alpha1.SchemeGroupVersion,
-	computev1alpha1.SchemeGroupVersion, gitopsv1alpha1.SchemeGroupVersion}
+	computev1alpha1.SchemeGroupVersion, gitopsv1alpha1.SchemeGroupVersion, infrastructurev1alpha1.SchemeGroupVersion}
 
 // NewOptions returns the defaults.
 func NewOptions(out io.Writer) *Options {
