@@ -12,7 +12,7 @@ import (
 
 // APIServices are the APIService objects plinth-apiserver serves, one per group/version.
 var APIServices = []string{"v1b1.score.dev", "v1alpha1.governance.plinth.dev", "v1alpha1.platform.plinth.dev", "v1alpha1.compute.plinth.dev",
-	"v1alpha1.gitops.plinth.dev"}
+	"v1alpha1.gitops.plinth.dev", "v1alpha1.infrastructure.ontai.dev"}
 
 // StartPlinth starts plinth-apiserver and waits until its APIServices answer through
 // kube-apiserver and its OpenAPI is served there.
@@ -38,7 +38,8 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 	// explain and server-side apply need it.
 	return waitFor(ctx, "plinth-apiserver's OpenAPI", 60*time.Second, p.plinth, p.openAPIServed(
 		"/openapi/v3/apis/score.dev/v1b1", "/openapi/v3/apis/governance.plinth.dev/v1alpha1", "/openapi/v3/apis/platform.plinth.dev/v1alpha1",
-		"/openapi/v3/apis/compute.plinth.dev/v1alpha1", "/openapi/v3/apis/gitops.plinth.dev/v1alpha1"))
+		"/openapi/v3/apis/compute.plinth.dev/v1alpha1", "/openapi/v3/apis/gitops.plinth.dev/v1alpha1",
+		"/openapi/v3/apis/infrastructure.ontai.dev/v1alpha1"))
 }
 
 // StopPlinth stops plinth-apiserver only.
