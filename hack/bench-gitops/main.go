@@ -32,12 +32,9 @@ import (
 
 	"github.com/fluxcd/pkg/oci"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -294,11 +291,11 @@ func (e *env) plinthRound(ctx context.Context, r int) (plinthRound, error) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ready := await(ctx, byName(artifacts, name), artifactDelivered)
-	pushed := await(ctx, byName(repos, fluxName), exists)
-	repoReady := await(ctx, byName(repos, fluxName), repositoryReady(""))
-	applied := await(ctx, byName(kusts, fluxName), kustomizationApplied(""))
-	if err := opened(ctx, ready, pushed, repoReady, applied); err != nil {
+	ready := benchharness.Await(ctx, benchharness.ByName(artifacts, name), artifactDelivered)
+	pushed := benchharness.Await(ctx, benchharness.ByName(repos, fluxName), exists)
+	repoReady := benchharness.Await(ctx, benchharness.ByName(repos, fluxName), repositoryReady(""))
+	applied := benchharness.Await(ctx, benchharness.ByName(kusts, fluxName), kustomizationApplied(""))
+	if err := benchharness.Opened(ctx, ready, pushed, repoReady, applied); err != nil {
 		return plinthRound{}, err
 	}
 	start := time.Now()
@@ -307,12 +304,12 @@ func (e *env) plinthRound(ctx context.Context, r int) (plinthRound, error) {
 	}
 	var res plinthRound
 	for _, m := range []struct {
-		mark *mark
+		mark *benchharness.Mark
 		into *time.Duration
 		what string
 	}{{ready, &res.ready, "the OCIArtifact Ready"}, {pushed, &res.pushed, "its OCIRepository"},
 		{repoReady, &res.repoReady, "its OCIRepository Ready"}, {applied, &res.applied, "its Kustomization Ready"}} {
-		d, err := m.mark.since(start)
+		d, err := m.mark.Since(start)
 		if err != nil {
 			return plinthRound{}, fmt.Errorf("waiting for %s of %s/%s: %w", m.what, artifactNamespace, name, err)
 		}
@@ -339,7 +336,7 @@ func (e *env) plinthRound(ctx context.Context, r int) (plinthRound, error) {
 	if err := artifacts.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		return plinthRound{}, err
 	}
-	if err := gone(ctx, func(ctx context.Context) error { _, err := artifacts.Get(ctx, name, metav1.GetOptions{}); return err },
+	if err := benchharness.Gone(ctx, time.Minute, func(ctx context.Context) error { _, err := artifacts.Get(ctx, name, metav1.GetOptions{}); return err },
 		func(ctx context.Context) error { _, err := kusts.Get(ctx, fluxName, metav1.GetOptions{}); return err },
 		func(ctx context.Context) error { _, err := repos.Get(ctx, fluxName, metav1.GetOptions{}); return err }); err != nil {
 		return plinthRound{}, fmt.Errorf("deleting OCIArtifact %s/%s: %w", artifactNamespace, name, err)
@@ -395,9 +392,9 @@ func (e *env) floorRound(ctx context.Context, r int) (floorRound, error) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	repoReady := await(ctx, byName(repos, name), repositoryReady(want))
-	applied := await(ctx, byName(kusts, name), kustomizationApplied(want))
-	if err := opened(ctx, repoReady, applied); err != nil {
+	repoReady := benchharness.Await(ctx, benchharness.ByName(repos, name), repositoryReady(want))
+	applied := benchharness.Await(ctx, benchharness.ByName(kusts, name), kustomizationApplied(want))
+	if err := benchharness.Opened(ctx, repoReady, applied); err != nil {
 		return floorRound{}, err
 	}
 	start := time.Now()
@@ -407,10 +404,10 @@ func (e *env) floorRound(ctx context.Context, r int) (floorRound, error) {
 	if _, err := kusts.Create(ctx, kustBody, metav1.CreateOptions{}); err != nil {
 		return floorRound{}, err
 	}
-	if res.repoReady, err = repoReady.since(start); err != nil {
+	if res.repoReady, err = repoReady.Since(start); err != nil {
 		return floorRound{}, fmt.Errorf("waiting for OCIRepository %s/%s Ready: %w", fluxNamespace, name, err)
 	}
-	if res.applied, err = applied.since(start); err != nil {
+	if res.applied, err = applied.Since(start); err != nil {
 		return floorRound{}, fmt.Errorf("waiting for Kustomization %s/%s to apply %s: %w", fluxNamespace, name, want, err)
 	}
 
@@ -420,96 +417,9 @@ func (e *env) floorRound(ctx context.Context, r int) (floorRound, error) {
 	if err := repos.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		return floorRound{}, err
 	}
-	if err := gone(ctx, func(ctx context.Context) error { _, err := kusts.Get(ctx, name, metav1.GetOptions{}); return err },
+	if err := benchharness.Gone(ctx, time.Minute, func(ctx context.Context) error { _, err := kusts.Get(ctx, name, metav1.GetOptions{}); return err },
 		func(ctx context.Context) error { _, err := repos.Get(ctx, name, metav1.GetOptions{}); return err }); err != nil {
 		return floorRound{}, fmt.Errorf("deleting the floor's Flux objects %s/%s: %w", fluxNamespace, name, err)
 	}
 	return res, nil
-}
-
-// gone waits until every get reports NotFound: Flux's finalizers (the Kustomization prunes
-// what it applied) and plinth-controller's have run, so the next round starts from rest.
-func gone(ctx context.Context, gets ...func(context.Context) error) error {
-	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, get := range gets {
-			err := get(ctx)
-			if err == nil {
-				return false, nil
-			}
-			if !apierrors.IsNotFound(err) {
-				return false, err
-			}
-		}
-		return true, nil
-	})
-}
-
-// mark is a milestone of a round: when the object watched was first seen in a state.
-type mark struct {
-	open chan struct{} // closed once its watch is open
-	done chan struct{}
-	at   time.Time
-	err  error
-}
-
-// await watches src in the background until one object is ready.
-func await[T runtime.Object](ctx context.Context, src benchharness.Source, ready func(T) bool) *mark {
-	m := &mark{open: make(chan struct{}), done: make(chan struct{})}
-	watchFrom := src.Watch
-	// Only WaitReady's goroutine calls Watch, and reads once after it returns.
-	var once bool
-	src.Watch = func(ctx context.Context, opts metav1.ListOptions) (w watch.Interface, err error) {
-		w, err = watchFrom(ctx, opts)
-		if !once {
-			once = true
-			close(m.open)
-		}
-		return w, err
-	}
-	go func() {
-		defer close(m.done)
-		m.err = benchharness.WaitReady(ctx, src, 1, ready)
-		m.at = time.Now()
-		if !once {
-			// Ready from the list already, or failed before watching.
-			once = true
-			close(m.open)
-		}
-	}()
-	return m
-}
-
-// since is how long after start the milestone was reached.
-func (m *mark) since(start time.Time) (time.Duration, error) {
-	<-m.done
-	return m.at.Sub(start), m.err
-}
-
-// opened waits until every mark's watch is open, so that the clock starts with the watches
-// in place and their lists are not timed.
-func opened(ctx context.Context, marks ...*mark) error {
-	for _, m := range marks {
-		select {
-		case <-m.open:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-	return nil
-}
-
-// byName is a Source of the one object named name that c lists, by field selector.
-func byName[L runtime.Object](c benchharness.Lister[L], name string) benchharness.Source {
-	selected := func(opts metav1.ListOptions) metav1.ListOptions {
-		opts.FieldSelector = "metadata.name=" + name
-		return opts
-	}
-	return benchharness.Source{
-		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return c.List(ctx, selected(opts))
-		},
-		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, selected(opts))
-		},
-	}
 }

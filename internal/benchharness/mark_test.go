@@ -1,4 +1,4 @@
-package main
+package benchharness
 
 import (
 	"context"
@@ -35,8 +35,8 @@ func TestAwaitOpensItsWatchThenMarksWhenReady(t *testing.T) {
 	f := &fakeConfigMaps{w: watch.NewFakeWithChanSize(2, false), watched: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m := await(ctx, byName(f, "wanted"), func(cm *corev1.ConfigMap) bool { return cm.Data["ready"] == "yes" })
-	if err := opened(ctx, m); err != nil {
+	m := Await(ctx, ByName(f, "wanted"), func(cm *corev1.ConfigMap) bool { return cm.Data["ready"] == "yes" })
+	if err := Opened(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	<-f.watched
@@ -51,9 +51,9 @@ func TestAwaitOpensItsWatchThenMarksWhenReady(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	f.w.Modify(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wanted", ResourceVersion: "9"}, Data: map[string]string{"ready": "yes"}})
-	d, err := m.since(start)
+	d, err := m.Since(start)
 	if err != nil || d < 50*time.Millisecond || d > 5*time.Second {
-		t.Errorf("since = %v, %v; want the time of the ready event", d, err)
+		t.Errorf("Since = %v, %v; want the time of the ready event", d, err)
 	}
 }
 
@@ -61,20 +61,20 @@ func TestAwaitReportsFailureAndOpensAnyway(t *testing.T) {
 	boom := errors.New("boom")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m := await(ctx, byName(&failingLister{err: boom}, "x"), func(*corev1.ConfigMap) bool { return true })
-	if err := opened(ctx, m); err != nil {
+	m := Await(ctx, ByName(&failingLister{err: boom}, "x"), func(*corev1.ConfigMap) bool { return true })
+	if err := Opened(ctx, m); err != nil {
 		t.Fatalf("a mark whose list failed never opened: %v", err)
 	}
-	if _, err := m.since(time.Now()); !errors.Is(err, boom) {
+	if _, err := m.Since(time.Now()); !errors.Is(err, boom) {
 		t.Errorf("err %v, want the list's", err)
 	}
 
-	// opened gives up with its context.
-	stuck := &mark{open: make(chan struct{}), done: make(chan struct{})}
+	// Opened gives up with its context.
+	stuck := &Mark{open: make(chan struct{}), done: make(chan struct{})}
 	ended, end := context.WithCancel(context.Background())
 	end()
-	if err := opened(ended, stuck); !errors.Is(err, context.Canceled) {
-		t.Errorf("opened = %v, want the context's end", err)
+	if err := Opened(ended, stuck); !errors.Is(err, context.Canceled) {
+		t.Errorf("Opened = %v, want the context's end", err)
 	}
 }
 
@@ -91,7 +91,7 @@ func (f *failingLister) Watch(context.Context, metav1.ListOptions) (watch.Interf
 func TestGone(t *testing.T) {
 	notFound := apierrors.NewNotFound(schema.GroupResource{Resource: "kustomizations"}, "x")
 	calls := 0
-	err := gone(context.Background(), func(context.Context) error { return notFound }, func(context.Context) error {
+	err := Gone(context.Background(), time.Minute, func(context.Context) error { return notFound }, func(context.Context) error {
 		calls++
 		if calls < 3 {
 			return nil // still there
@@ -99,10 +99,13 @@ func TestGone(t *testing.T) {
 		return notFound
 	})
 	if err != nil || calls != 3 {
-		t.Errorf("gone = %v after %d reads, want nil after 3", err, calls)
+		t.Errorf("Gone = %v after %d reads, want nil after 3", err, calls)
 	}
 	boom := errors.New("boom")
-	if err := gone(context.Background(), func(context.Context) error { return boom }); !errors.Is(err, boom) {
-		t.Errorf("gone = %v, want the read's error", err)
+	if err := Gone(context.Background(), time.Minute, func(context.Context) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("Gone = %v, want the read's error", err)
+	}
+	if err := Gone(context.Background(), 300*time.Millisecond, func(context.Context) error { return nil }); err == nil {
+		t.Error("Gone returned nil for an object that never went")
 	}
 }
