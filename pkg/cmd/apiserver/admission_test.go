@@ -26,7 +26,7 @@ import (
 // kube-apiserver: nothing another plugin refuses is charged to a quota.
 func TestAdmissionPluginOrder(t *testing.T) {
 	a := NewOptions(io.Discard).Recommended.Admission
-	want := []string{"NamespaceLifecycle", "PlatformPolicy", "ComputeProvider", "GitOpsTargets", "MutatingAdmissionPolicy",
+	want := []string{"NamespaceLifecycle", "PlatformPolicy", "ComputeProvider", "GitOpsTargets", "PackTargets", "MutatingAdmissionPolicy",
 		"MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
 	if !slices.Equal(a.RecommendedPluginOrder, want) {
 		t.Errorf("plugin order %v, want %v", a.RecommendedPluginOrder, want)
