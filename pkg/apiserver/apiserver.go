@@ -13,8 +13,8 @@ import (
 
 	computeinstall "github.com/plinth-dev/plinth/pkg/apis/compute/install"
 	gitopsinstall "github.com/plinth-dev/plinth/pkg/apis/gitops/install"
-	infrastructureinstall "github.com/plinth-dev/plinth/pkg/apis/infrastructure/install"
 	governanceinstall "github.com/plinth-dev/plinth/pkg/apis/governance/install"
+	infrastructureinstall "github.com/plinth-dev/plinth/pkg/apis/infrastructure/install"
 	platforminstall "github.com/plinth-dev/plinth/pkg/apis/platform/install"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
 	scoreinstall "github.com/plinth-dev/plinth/pkg/apis/score/install"
