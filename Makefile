@@ -22,7 +22,7 @@ GOTESTFLAGS ?=
 # unless this tag is set, which forces external linking and keeps unused methods (~45 MB).
 GOTAGS      ?= kustomize_disable_go_plugin_support
 
-.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller bench-compute bench-gitops verify generate clean clean-all
+.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller bench-compute bench-gitops bench-packs verify generate clean clean-all
 
 all: build
 
@@ -87,6 +87,14 @@ bench-compute: build tools
 # controller's CPU and peak RSS (docs/benchmarks.md, "GitOps delivery against Flux alone").
 bench-gitops: build tools
 	$(GO) run ./hack/bench-gitops --rounds 5
+
+# Infrastructure packs against the Helm SDK on one fresh local platform, in alternating rounds:
+# a pack of a 200-object chart from the local registry delivered to a Cluster with engine
+# Kubectl (create → instance Ready) against action.Install of the same chart (pull + install);
+# then drift passes over 1000 delivered objects (CPU and wall time) (docs/benchmarks.md,
+# "Infrastructure packs").
+bench-packs: build tools
+	$(GO) run -tags $(GOTAGS) ./hack/bench-packs --rounds 5
 
 verify:
 	hack/verify-codegen.sh

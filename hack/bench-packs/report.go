@@ -1,0 +1,203 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/plinth-dev/plinth/internal/benchharness"
+)
+
+// median is the middle value (the mean of the two middle ones for an even count); zero for
+// none.
+func median[T int64 | float64 | time.Duration](vs []T) T {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// medianOf is the median of f over the rounds.
+func medianOf[R any, T int64 | float64 | time.Duration](rounds []R, f func(R) T) T {
+	vs := make([]T, 0, len(rounds))
+	for _, r := range rounds {
+		vs = append(vs, f(r))
+	}
+	return median(vs)
+}
+
+// summary is the medians of the measured rounds and the ratio the issue sets a target on.
+type summary struct {
+	rounds int
+	// pack is create → instance Ready; its phases: rendered, then the instance created, then
+	// delivered (Ready); driftPass is the controller's first drift pass after Ready.
+	pack, rendered, toInstance, delivered, driftPass time.Duration
+	// helm is setup, pull and install; helmPull its setup and pull, helmInstall the install.
+	helm, helmPull, helmInstall time.Duration
+	// ratio is pack / helm: the issue's target is ≤ 1.0.
+	ratio float64
+}
+
+func summarize(p []packRound, h []helmRound) summary {
+	s := summary{
+		rounds:      min(len(p), len(h)),
+		pack:        medianOf(p, func(r packRound) time.Duration { return r.ready }),
+		rendered:    medianOf(p, func(r packRound) time.Duration { return r.rendered }),
+		toInstance:  medianOf(p, func(r packRound) time.Duration { return r.instance - r.rendered }),
+		delivered:   medianOf(p, func(r packRound) time.Duration { return r.ready - r.instance }),
+		driftPass:   medianOf(p, func(r packRound) time.Duration { return r.driftPass }),
+		helm:        medianOf(h, func(r helmRound) time.Duration { return r.installed }),
+		helmPull:    medianOf(h, func(r helmRound) time.Duration { return r.pulled }),
+		helmInstall: medianOf(h, func(r helmRound) time.Duration { return r.installed - r.pulled }),
+	}
+	if s.helm > 0 {
+		s.ratio = s.pack.Seconds() / s.helm.Seconds()
+	}
+	return s
+}
+
+// usage is what one side's measured rounds used, summed.
+type usage struct {
+	controllerCPU float64
+	cpu           benchharness.Counts
+	requests      benchharness.Counts
+	wall          time.Duration
+}
+
+// add adds one round's window to u.
+func (u *usage) add(w window) {
+	u.controllerCPU += w.controllerCPU
+	if u.cpu == nil {
+		u.cpu, u.requests = benchharness.Counts{}, benchharness.Counts{}
+	}
+	for k, v := range w.cpu {
+		u.cpu[k] += v
+	}
+	for k, v := range w.requests {
+		u.requests[k] += v
+	}
+	u.wall += w.wall
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+// table is the result as docs/benchmarks.md shows it: the headline row, then the phases.
+func table(s summary, pack, helm usage, peakRSSMiB float64) string {
+	var b strings.Builder
+	b.WriteString("| rounds | pack (create → instance Ready) | Helm (pull + install) | pack / Helm | controller CPU (pack rounds) | Helm SDK CPU (Helm rounds) | controller peak RSS |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "| %d | %s | %s | %.2f× | %.2f s | %.2f s | %.0f MiB |\n", s.rounds, ms(s.pack), ms(s.helm), s.ratio,
+		pack.controllerCPU, helm.cpu["self"], peakRSSMiB)
+	b.WriteString("\n| phase (medians) | pack | Helm |\n| --- | --- | --- |\n")
+	fmt.Fprintf(&b, "| chart pulled and rendered | %s (create → the pack names its revision) | %s (setup, pull, load) |\n", ms(s.rendered), ms(s.helmPull))
+	fmt.Fprintf(&b, "| → instance created | %s | — |\n", ms(s.toInstance))
+	fmt.Fprintf(&b, "| → objects applied | %s (→ instance Ready) | %s (action.Install) |\n", ms(s.delivered), ms(s.helmInstall))
+	fmt.Fprintf(&b, "| first drift pass after Ready (not counted) | %s | — |\n", ms(s.driftPass))
+	return b.String()
+}
+
+// processName names a process of the CPU table; "self" is this one, which runs the Helm SDK.
+func processName(name string) string {
+	if name == "self" {
+		return "bench-packs (the Helm SDK)"
+	}
+	return name
+}
+
+// cpuTable is each process's CPU seconds over each side's measured rounds (create → Ready,
+// setup → installed), most on the pack side first.
+func cpuTable(pack, helm usage) string {
+	names := slices.Collect(maps.Keys(pack.cpu))
+	for name := range helm.cpu {
+		if _, ok := pack.cpu[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if c := cmp.Compare(pack.cpu[names[j]], pack.cpu[names[i]]); c != 0 {
+			return c < 0
+		}
+		return names[i] < names[j]
+	})
+	var b strings.Builder
+	b.WriteString("| process | CPU s, pack rounds | CPU s, Helm rounds |\n| --- | --- | --- |\n")
+	var pt, ht float64
+	for _, name := range names {
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f |\n", processName(name), pack.cpu[name], helm.cpu[name])
+		pt, ht = pt+pack.cpu[name], ht+helm.cpu[name]
+	}
+	fmt.Fprintf(&b, "| all (wall %.1f s and %.1f s) | %.2f | %.2f |\n", pack.wall.Seconds(), helm.wall.Seconds(), pt, ht)
+	return b.String()
+}
+
+// byVerb sums request counts ("group/resource/subresource VERB[ code]") by verb, with the
+// code when it is not a success.
+func byVerb(c benchharness.Counts) benchharness.Counts {
+	out := benchharness.Counts{}
+	for key, v := range c {
+		_, verb, _ := strings.Cut(key, " ")
+		out[verb] += v
+	}
+	return out
+}
+
+// requestTable is kube-apiserver's requests per round on each side, by verb, most on the pack
+// side first: every client's, kube-controller-manager's answer to the Deployments included.
+func requestTable(pack, helm usage, rounds int) string {
+	p, h := byVerb(pack.requests), byVerb(helm.requests)
+	verbs := slices.Collect(maps.Keys(p))
+	for v := range h {
+		if _, ok := p[v]; !ok {
+			verbs = append(verbs, v)
+		}
+	}
+	sort.Slice(verbs, func(i, j int) bool {
+		if c := cmp.Compare(p[verbs[j]]+h[verbs[j]], p[verbs[i]]+h[verbs[i]]); c != 0 {
+			return c < 0
+		}
+		return verbs[i] < verbs[j]
+	})
+	n := float64(max(rounds, 1))
+	var b strings.Builder
+	b.WriteString("| kube-apiserver requests per round | pack | Helm |\n| --- | --- | --- |\n")
+	var pt, ht float64
+	for _, v := range verbs {
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f |\n", v, p[v]/n, h[v]/n)
+		pt, ht = pt+p[v], ht+h[v]
+	}
+	fmt.Fprintf(&b, "| all | %.0f | %.0f |\n", pt/n, ht/n)
+	return b.String()
+}
+
+// driftTable is the drift figure: the medians of each kind of pass, the controller's own first
+// pass, and the delivery of the pack.
+func driftTable(d driftResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| drift pass over %d objects | passes | wall (median) | CPU, median (target < 1 s) | requests | dry-runs | kube-apiserver CPU |\n", d.objects)
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	row := func(what string, ps []passResult) {
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %.2f s |\n", what, len(ps),
+			ms(medianOf(ps, func(p passResult) time.Duration { return p.wall })),
+			ms(medianOf(ps, func(p passResult) time.Duration { return p.cpu })),
+			medianOf(ps, func(p passResult) int64 { return p.requests }),
+			medianOf(ps, func(p passResult) int64 { return p.dryRuns }),
+			medianOf(ps, func(p passResult) float64 { return p.apiserverCPU }))
+	}
+	row("first pass (no baselines), drift.Checker in this process", d.first)
+	row("steady pass (baselines kept), drift.Checker in this process", d.steady)
+	fmt.Fprintf(&b, "| plinth-controller's own first pass after the delivery | 1 | %s | %.2f s (its process, /proc) | — | — | — |\n",
+		ms(d.delivery.driftPass), d.delivery.driftPassControllerCPU)
+	fmt.Fprintf(&b, "\nDelivery of the %d-object pack: create → instance Ready %s (rendered %s, instance %s); controller CPU %.2f s.\n",
+		d.objects, ms(d.delivery.ready), ms(d.delivery.rendered), ms(d.delivery.instance), d.delivery.window.controllerCPU)
+	return b.String()
+}
