@@ -1,0 +1,34 @@
+package packinstance
+
+import (
+	"testing"
+
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
+	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
+	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+	"github.com/plinth-dev/plinth/pkg/packs/revisions"
+)
+
+// A reconcile before the pack, Cluster, dependency or OCIArtifact caches fill would see no
+// revision to deliver, a missing cluster, dependencies not Ready or an artifact to create.
+func TestWaitsForEveryCacheItReads(t *testing.T) {
+	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+		plinth := fake.NewSimpleClientset()
+		pf := informers.NewSharedInformerFactory(plinth, 0)
+		infra, platform, gitops := pf.Infrastructure().V1alpha1(), pf.Platform().V1alpha1(), pf.Gitops().V1alpha1()
+		c, err := NewController(plinth, events.NewFakeRecorder(10), infra.InfrastructurePackInstances(), infra.InfrastructureClusterPacks(),
+			platform.Clusters(), gitops.OCIArtifacts(), &fakeClients{}, revisions.NewStore(kubefake.NewClientset()), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, []looptest.Reads{
+			{Fake: &plinth.Fake, Resource: "infrastructurepackinstances", Informer: infra.InfrastructurePackInstances().Informer()},
+			{Fake: &plinth.Fake, Resource: "infrastructureclusterpacks", Informer: infra.InfrastructureClusterPacks().Informer()},
+			{Fake: &plinth.Fake, Resource: "clusters", Informer: platform.Clusters().Informer()},
+			{Fake: &plinth.Fake, Resource: "ociartifacts", Informer: gitops.OCIArtifacts().Informer()},
+		}, func(stop <-chan struct{}) { pf.Start(stop) }
+	})
+}

@@ -1,0 +1,114 @@
+package packinstance
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/packs/revisions"
+)
+
+// driftHarness has instance infra-east delivered (revision of one ConfigMap) to a Kubectl
+// cluster. An object deleted on the cluster is drift that needs no dry-run, which the fake
+// cluster does not answer as a server would.
+func driftHarness(t *testing.T, policy infrav1alpha1.DriftPolicy) (*harness, *targetCluster) {
+	t.Helper()
+	p := pack()
+	p.Spec.DriftPolicy = policy
+	h := newHarness(t, p, kubeCluster("east", "v1.37.2"), newInstance("infra", "east"))
+	east := newTarget()
+	h.clients.clusters["east"] = east
+	rev := revision1(t)
+	rev.Renders["v1.37"] = rev.Renders["v1.37"][:1]
+	h.save(rev)
+	if err := h.reconcile("east"); err != nil {
+		t.Fatal(err)
+	}
+	if err := east.client.Resource(configMapsGVR).Namespace("tools").Delete(context.Background(), "settings", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return h, east
+}
+
+func TestDriftDetectsADeletedObject(t *testing.T) {
+	h, east := driftHarness(t, infrav1alpha1.DriftPolicyDetect)
+	if err := h.reconcile("east"); err != nil {
+		t.Fatalf("drift pass: %v", err)
+	}
+	inst := h.instance("east")
+	c := expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted)
+	if !strings.Contains(inst.Status.DriftSummary, "settings") || c.Message == "" {
+		t.Errorf("driftSummary %q, Drifted message %q: want the deleted ConfigMap named", inst.Status.DriftSummary, c.Message)
+	}
+	// Detect leaves the cluster as it is, and the instance stays Ready.
+	if east.exists(t, configMapsGVR, "tools", "settings") {
+		t.Error("Detect re-applied the ConfigMap")
+	}
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+
+	// The next pass waits for the drift interval.
+	actions := len(east.client.Actions())
+	if err := h.reconcile("east"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(east.client.Actions()); n != actions {
+		t.Errorf("%d requests to the cluster before the drift interval passed", n-actions)
+	}
+	h.clock.Step(DefaultDriftInterval)
+	if err := h.reconcile("east"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(east.client.Actions()); n == actions {
+		t.Error("no drift pass after the drift interval")
+	}
+
+	// A new delivery clears the drift.
+	rev2 := &revisions.Revision{Number: 2, Version: "v1.0.1", Digest: "sha256:2222", RenderedAt: metav1.NewTime(start), Renders: revision1(t).Renders}
+	h.save(rev2)
+	p := pack()
+	p.Status.Revision = 2
+	if err := h.packs.Update(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.reconcile("east"); err != nil {
+		t.Fatal(err)
+	}
+	inst = h.instance("east")
+	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift)
+	if inst.Status.DriftSummary != "" {
+		t.Errorf("driftSummary %q after a delivery", inst.Status.DriftSummary)
+	}
+}
+
+func TestDriftCorrect(t *testing.T) {
+	h, east := driftHarness(t, infrav1alpha1.DriftPolicyCorrect)
+	h.clock.Step(time.Second)
+	if err := h.reconcile("east"); err != nil {
+		t.Fatalf("drift pass: %v", err)
+	}
+	if !east.exists(t, configMapsGVR, "tools", "settings") {
+		t.Error("Correct did not apply the deleted ConfigMap again")
+	}
+	inst := h.instance("east")
+	c := expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonCorrected)
+	if !strings.HasPrefix(inst.Status.DriftSummary, "Corrected at 2026-11-23T10:00:01Z by applying revision 1 again: ") ||
+		!strings.Contains(inst.Status.DriftSummary, "settings") || c.Message == "" {
+		t.Errorf("driftSummary %q", inst.Status.DriftSummary)
+	}
+}
+
+func TestDriftPassOnAnUnreachableCluster(t *testing.T) {
+	h, _ := driftHarness(t, infrav1alpha1.DriftPolicyDetect)
+	h.clients.clusters["east"] = &targetCluster{err: errRefused}
+	if err := h.reconcile("east"); err == nil {
+		t.Error("a drift pass that could not reach the cluster succeeded")
+	}
+	// The last verdict stands; Ready is for deliveries to say.
+	inst := h.instance("east")
+	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift)
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+}
