@@ -1,13 +1,15 @@
 package packinstance
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -126,7 +128,7 @@ func (c *Controller) deliverFlux(ctx context.Context, inst *infrav1alpha1.Infras
 	case err != nil:
 		return false, err
 	}
-	if art.Spec.Version != want.Version || !apiequality.Semantic.DeepEqual(art.Spec.Manifests, want.Manifests) {
+	if art.Spec.Version != want.Version || !sameManifests(art.Spec.Manifests, want.Manifests) {
 		updated := art.DeepCopy()
 		updated.Spec.Version, updated.Spec.Tag, updated.Spec.Manifests = want.Version, "", want.Manifests
 		if _, err := client.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
@@ -156,6 +158,36 @@ func (c *Controller) deliverFlux(ctx context.Context, inst *infrav1alpha1.Infras
 	}
 	c.progressing(inst, rev, "Waiting for Flux to apply the revision.")
 	return false, nil
+}
+
+// sameManifests says whether two lists of manifests hold the same JSON values. Bytes alone
+// cannot tell: the API server re-encodes what it stores (compacted, without the newline that
+// ends an encoder's output, HTML characters escaped), so an artifact read back never has the
+// bytes it was written with, and comparing them would update it on every pass and never see
+// Flux apply it. Numbers are compared as written, as the registry's rule that a pushed
+// version keeps its content compares them.
+func sameManifests(a, b []common.RawObject) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	decode := func(raw []byte) (interface{}, error) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v interface{}
+		err := dec.Decode(&v)
+		return v, err
+	}
+	for i := range a {
+		if bytes.Equal(a[i].Raw, b[i].Raw) {
+			continue
+		}
+		va, errA := decode(a[i].Raw)
+		vb, errB := decode(b[i].Raw)
+		if errA != nil || errB != nil || !reflect.DeepEqual(va, vb) {
+			return false
+		}
+	}
+	return true
 }
 
 // progressing records a delivery under way.
