@@ -81,17 +81,28 @@ func TestFluxDelivery(t *testing.T) {
 		t.Error("the release namespace was not created")
 	}
 
-	// Pushed, not applied yet.
+	// Not pushed yet.
+	if err := h.reconcile("east"); err != nil {
+		t.Fatal(err)
+	}
+	if c := expectCondition(t, h.instance("east"), infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDelivering); !strings.Contains(c.Message, "Pushing the revision") {
+		t.Errorf("Progressing message %q", c.Message)
+	}
+
+	// Pushed, not applied yet: Flux reports the revision but not Ready.
 	h.artifact(name, func(s *gitopsv1alpha1.OCIArtifactStatus) {
 		s.PushedVersion, s.Revision = "1.0.0-rev.1", "1.0.0-rev.1@sha256:aa"
-		s.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "east", Message: "Kustomization is reconciling"}}
+		s.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "west", Ready: true, Revision: "1.0.0-rev.1@sha256:aa"},
+			{Cluster: "east", Revision: "1.0.0-rev.1@sha256:aa", Message: "Kustomization is reconciling"}}
 	})
 	if err := h.reconcile("east"); err != nil {
 		t.Fatal(err)
 	}
-	if c := expectCondition(t, h.instance("east"), infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDelivering); !strings.Contains(c.Message, "Kustomization is reconciling") {
+	inst = h.instance("east")
+	if c := expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDelivering); !strings.Contains(c.Message, "Kustomization is reconciling") {
 		t.Errorf("Progressing message %q", c.Message)
 	}
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDelivering)
 
 	// Applied by Flux.
 	h.artifact(name, func(s *gitopsv1alpha1.OCIArtifactStatus) {
