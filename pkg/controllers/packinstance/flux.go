@@ -32,9 +32,12 @@ const (
 
 // FluxArtifact names the OCIArtifact of an instance: in the namespace of the cluster's
 // registry (an OCIArtifact pushes to a registry of its own namespace), pack-{instance}-{hash of
-// the pack's namespace}, since packs of two namespaces may share a name.
+// the pack's namespace and the instance}, since packs of two namespaces may share a name and a
+// long name is cut to fit 63 characters.
 func FluxArtifact(inst *infrav1alpha1.InfrastructurePackInstance) string {
-	sum := sha256.Sum256([]byte(inst.Labels[infrav1alpha1.LabelPackNamespace]))
+	// The hash covers what the name may lose: the pack's namespace, and the whole instance name
+	// when it is cut short.
+	sum := sha256.Sum256([]byte(inst.Labels[infrav1alpha1.LabelPackNamespace] + "/" + inst.Name))
 	name := fluxArtifactNamePrefix + inst.Name
 	if len(name) > 63-9 {
 		name = name[:63-9]
