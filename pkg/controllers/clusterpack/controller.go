@@ -76,6 +76,11 @@ const (
 // renderTimeout bounds one render, fetching the chart included.
 const renderTimeout = 2 * time.Minute
 
+// contentRetry is how soon a pack whose content failed to render is rendered again without a
+// change of its own: a missing kustomize source may have appeared. A chart pulled once is
+// cached, so this costs a template run, not a download.
+const contentRetry = time.Minute
+
 // Options tune the controller.
 type Options struct {
 	// Clock tells the time of a render; nil means the real clock.
@@ -221,7 +226,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	}
 	var content *contentError
 	if errors.As(renderErr, &content) {
-		renderErr = nil // only a new spec fixes it: not retried
+		// Not retried with backoff: a new spec fixes it, or the source it lacks appearing (a
+		// kustomize ConfigMap or OCIArtifact created after the pack), which no informer here
+		// reports, so the pack is looked at again after contentRetry.
+		renderErr = nil
+		c.EnqueueAfter(key, contentRetry)
 	}
 	return errors.Join(renderErr, instErr)
 }
@@ -293,7 +302,11 @@ func (c *Controller) revise(ctx context.Context, pack *infrav1alpha1.Infrastruct
 	rev, err := c.render(ctx, pack, keys)
 	if err != nil {
 		reason := ReasonFetchFailed
-		if render.IsContentError(err) {
+		var content *contentError
+		switch {
+		case errors.As(err, &content):
+			reason = ReasonRenderFailed // a missing ConfigMap or OCIArtifact
+		case render.IsContentError(err):
 			reason = ReasonRenderFailed
 			err = &contentError{err}
 		}

@@ -662,11 +662,12 @@ func TestReconcileKustomizeFromAConfigMap(t *testing.T) {
 	pack.Spec.Kustomize = &infrav1alpha1.PackKustomize{ConfigMapRef: &infrav1alpha1.LocalObjectReference{Name: "infra-files"}}
 	h := newHarness(t, pack, cluster("east", "v1.37.1", nil))
 
-	// Without its ConfigMap the pack cannot render, and waits for a change.
+	// Without its ConfigMap the pack cannot render: RenderFailed naming it, looked at again
+	// after contentRetry rather than with backoff.
 	if err := h.reconcile(); err != nil {
 		t.Fatalf("reconcile returned %v, want the missing ConfigMap reported, not retried", err)
 	}
-	c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonFetchFailed)
+	c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRenderFailed)
 	if !strings.Contains(c.Message, "infra-files") {
 		t.Errorf("Rendered message %q, want the ConfigMap named", c.Message)
 	}
@@ -700,7 +701,7 @@ func TestReconcileKustomizeFromAnOCIArtifact(t *testing.T) {
 	if err := h.reconcile(); err != nil {
 		t.Fatalf("reconcile returned %v", err)
 	}
-	if c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonFetchFailed); !strings.Contains(c.Message, "infra-art") {
+	if c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRenderFailed); !strings.Contains(c.Message, "infra-art") {
 		t.Errorf("Rendered message %q", c.Message)
 	}
 
@@ -765,7 +766,7 @@ func TestReconcileKustomizeFromAnOCIArtifactConfigMap(t *testing.T) {
 	if err := h.reconcile(); err != nil {
 		t.Fatalf("reconcile returned %v", err)
 	}
-	if c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonFetchFailed); !strings.Contains(c.Message, "art-files") {
+	if c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRenderFailed); !strings.Contains(c.Message, "art-files") {
 		t.Errorf("Rendered message %q, want the artifact's ConfigMap named", c.Message)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: packNamespace, Name: "art-files"},
