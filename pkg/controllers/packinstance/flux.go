@@ -145,11 +145,16 @@ func (c *Controller) deliverFlux(ctx context.Context, inst *infrav1alpha1.Infras
 		c.progressing(inst, rev, "Pushing the revision to the cluster's registry for Flux.")
 		return false, nil
 	}
+	// A target reports what it applied as <tag>@<digest of the pushed manifest>, as every
+	// OCIArtifact target does (delivery.Artifact.Revision); status.revision is the content's
+	// revision annotation, which no target reports. The tag is the version: deliverFlux sets
+	// none, and the API server defaults it so.
+	applied := want.Version + "@" + art.Status.Digest
 	for _, t := range art.Status.Targets {
 		if t.Cluster != cluster.Name {
 			continue
 		}
-		if t.Ready && t.Revision == art.Status.Revision {
+		if t.Ready && t.Revision == applied {
 			inst.Status.DeployedResources = resources(t.Inventory)
 			c.delivered(inst, pack, rev, fmt.Sprintf("Flux applied revision %d (version %s): %d objects.", rev.Number, rev.Version, len(t.Inventory)))
 			return true, nil

@@ -41,8 +41,10 @@ func TestFluxDeliveryOfAnArtifactReadBackReencoded(t *testing.T) {
 	if !changed {
 		t.Fatal("the manifests were written compact: re-encoding changes nothing, and the test would prove nothing")
 	}
-	art.Status.PushedVersion, art.Status.Revision = art.Spec.Version, art.Spec.Version+"@sha256:aa"
-	art.Status.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "east", Ready: true, Revision: art.Status.Revision,
+	// As the OCIArtifact controller reports it: status.revision names the content's digest, a
+	// target the pushed manifest's, after the tag.
+	art.Status.PushedVersion, art.Status.Revision, art.Status.Digest = art.Spec.Version, art.Spec.Version+"@sha256:c0", "sha256:aa"
+	art.Status.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "east", Ready: true, Revision: art.Spec.Version + "@sha256:aa",
 		Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "tools_settings__ConfigMap", Version: "v1"}}}}
 	if art, err = artifacts.Update(context.Background(), art, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -91,7 +91,7 @@ func TestFluxDelivery(t *testing.T) {
 
 	// Pushed, not applied yet: Flux reports the revision but not Ready.
 	h.artifact(name, func(s *gitopsv1alpha1.OCIArtifactStatus) {
-		s.PushedVersion, s.Revision = "1.0.0-rev.1", "1.0.0-rev.1@sha256:aa"
+		s.PushedVersion, s.Revision, s.Digest = "1.0.0-rev.1", "1.0.0-rev.1@sha256:c0", "sha256:aa"
 		s.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "west", Ready: true, Revision: "1.0.0-rev.1@sha256:aa"},
 			{Cluster: "east", Revision: "1.0.0-rev.1@sha256:aa", Message: "Kustomization is reconciling"}}
 	})
@@ -106,7 +106,7 @@ func TestFluxDelivery(t *testing.T) {
 
 	// Applied by Flux.
 	h.artifact(name, func(s *gitopsv1alpha1.OCIArtifactStatus) {
-		s.PushedVersion, s.Revision = "1.0.0-rev.1", "1.0.0-rev.1@sha256:aa"
+		s.PushedVersion, s.Revision, s.Digest = "1.0.0-rev.1", "1.0.0-rev.1@sha256:c0", "sha256:aa"
 		s.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "east", Ready: true, Revision: "1.0.0-rev.1@sha256:aa",
 			Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "tools_settings__ConfigMap", Version: "v1"}, {ID: "_reader_rbac.authorization.k8s.io_ClusterRole", Version: "v1"}}}}
 	})
