@@ -313,18 +313,28 @@ func (c *Controller) revise(ctx context.Context, pack *infrav1alpha1.Infrastruct
 		setCondition(pack, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, reason, message.Error(err))
 		return err
 	}
-	if pack.Status.Revision > 0 {
-		if current, err := c.store.Get(ctx, pack.Namespace, pack.Name, pack.Status.Revision); err == nil &&
+	kept, err := c.store.List(ctx, pack.Namespace, pack.Name)
+	if err != nil {
+		return err
+	}
+	// Output identical to the current revision's keeps it; so does output identical to the
+	// newest kept revision's: a reconcile that read the pack before the status write of the
+	// one that saved it must not save the same objects again under a new number.
+	candidates := []int64{pack.Status.Revision}
+	if len(kept) > 0 && kept[0].Number != pack.Status.Revision && kept[0].Digest == rev.Digest && kept[0].Version == rev.Version {
+		candidates = append(candidates, kept[0].Number)
+	}
+	for _, n := range candidates {
+		if n == 0 {
+			continue
+		}
+		if current, err := c.store.Get(ctx, pack.Namespace, pack.Name, n); err == nil &&
 			current.Digest == rev.Digest && current.Version == rev.Version && hasKeys(current, keys) {
 			c.point(pack, current)
 			setCondition(pack, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered,
 				fmt.Sprintf("Revision %d is current: rendering gives the same objects.", current.Number))
 			return nil
 		}
-	}
-	kept, err := c.store.List(ctx, pack.Namespace, pack.Name)
-	if err != nil {
-		return err
 	}
 	rev.Number = 1
 	if len(kept) > 0 {

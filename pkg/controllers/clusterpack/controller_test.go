@@ -3,6 +3,7 @@ package clusterpack
 import (
 	"context"
 	"errors"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -821,5 +822,28 @@ func TestAllPacks(t *testing.T) {
 	slices.Sort(got)
 	if diff := cmp.Diff([]string{"platform/infra", "team-b/infra"}, got); diff != "" {
 		t.Errorf("allPacks (-want +got):\n%s", diff)
+	}
+}
+
+// A reconcile that read the pack before the status write of the one that saved its revision
+// renders the same objects: it points at that revision instead of saving them again as a new
+// one (make run's tour found revisions 1 and 2 of one render).
+func TestReconcileFromAStaleCacheKeepsTheSavedRevision(t *testing.T) {
+	h := newHarness(t, newPack(t, "east"), cluster("east", "v1.37.1", nil))
+	stale := h.pack().DeepCopy()
+	h.step()
+	// The cache still holds the pack as it was before the first reconcile's status write.
+	if err := h.packs.Update(stale); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.reconcile(context.Background(), packKey); err != nil && !apierrors.IsConflict(err) {
+		t.Fatalf("reconcile: %v", err)
+	}
+	h.refresh()
+	if diff := cmp.Diff([]string{"infra.v1"}, h.secrets()); diff != "" {
+		t.Errorf("Secrets (-want +got):\n%s", diff)
+	}
+	if p := h.step(); p.Status.Revision != 1 {
+		t.Errorf("revision %d, want 1", p.Status.Revision)
 	}
 }
