@@ -54,7 +54,7 @@ var Table = table.New([]table.Column{
 	{Name: "Version", Type: "string", Description: "The pack's version, vX.Y.Z[-rN]."},
 	{Name: "Revision", Type: "integer", Description: "The rendered revision being delivered."},
 	{Name: "Content", Type: "string", Description: "chart <name>@<version>, kustomize or manifests."},
-	{Name: "Clusters", Type: "string", Description: "Target clusters running the current revision, of all targets."},
+	{Name: "Clusters", Type: "string", Description: "Target clusters running the current revision (drifted or not), of all targets."},
 	{Name: "Drifted", Type: "integer", Description: "Target clusters whose objects drifted."},
 	{Name: "Ready", Type: "string", Description: "The Ready condition's status."},
 }, func(p *infrastructure.InfrastructureClusterPack) []interface{} {
@@ -74,5 +74,5 @@ var Table = table.New([]table.Column{
 		ready = string(c.Status)
 	}
 	return []interface{}{p.Spec.Version, p.Status.Revision, content,
-		fmt.Sprintf("%d/%d", p.Status.Summary.Ready, len(p.Status.Clusters)), p.Status.Summary.Drifted, ready}
+		fmt.Sprintf("%d/%d", p.Status.Summary.Ready+p.Status.Summary.Drifted, len(p.Status.Clusters)), p.Status.Summary.Drifted, ready}
 })

@@ -220,7 +220,7 @@ func TestTable(t *testing.T) {
 		"chart delivered": {chart, nil, infrastructure.InfrastructureClusterPackStatus{Revision: 4, ChartVersion: "1.14.5",
 			Summary:  infrastructure.PackSummary{Ready: 1, Drifted: 1},
 			Clusters: []infrastructure.PackClusterStatus{{Cluster: "local"}, {Cluster: "edge"}}, Conditions: ready(metav1.ConditionFalse)},
-			"[v1.2.0 4 chart cert-manager@1.14.5 1/2 1 False]"},
+			"[v1.2.0 4 chart cert-manager@1.14.5 2/2 1 False]"},
 		"kustomize everywhere": {nil, &infrastructure.PackKustomize{ConfigMapRef: &infrastructure.LocalObjectReference{Name: "k"}},
 			infrastructure.InfrastructureClusterPackStatus{Revision: 2, Summary: infrastructure.PackSummary{Ready: 3},
 				Clusters: make([]infrastructure.PackClusterStatus, 3), Conditions: ready(metav1.ConditionTrue)},
