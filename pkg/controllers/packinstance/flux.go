@@ -18,6 +18,7 @@ import (
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
 	"github.com/plinth-dev/plinth/pkg/packs/revisions"
 	"github.com/plinth-dev/plinth/pkg/packs/version"
 )
@@ -155,8 +156,8 @@ func (c *Controller) deliverFlux(ctx context.Context, inst *infrav1alpha1.Infras
 			continue
 		}
 		if t.Ready && t.Revision == applied {
-			inst.Status.DeployedResources = resources(t.Inventory)
-			c.delivered(inst, pack, rev, fmt.Sprintf("Flux applied revision %d (version %s): %d objects.", rev.Number, rev.Version, len(t.Inventory)))
+			inst.Status.DeployedResources = fluxResources(t, objs)
+			c.delivered(inst, pack, rev, fmt.Sprintf("Flux applied revision %d (version %s): %d objects.", rev.Number, rev.Version, len(inst.Status.DeployedResources)))
 			return true, nil
 		}
 		if t.Message != "" {
@@ -166,6 +167,22 @@ func (c *Controller) deliverFlux(ctx context.Context, inst *infrav1alpha1.Infras
 	}
 	c.progressing(inst, rev, "Waiting for Flux to apply the revision.")
 	return false, nil
+}
+
+// fluxResources are the deployedResources of a revision Flux applied: the target's inventory
+// when it reports one, else the revision's placed objects. An OCIArtifact's Flux target carries
+// no inventory (kustomize-controller keeps it in the Kustomization on the cluster), and Ready at
+// the artifact's revision means kustomize-controller applied every object of the artifact,
+// which are these, in these namespaces.
+func fluxResources(t gitopsv1alpha1.ArtifactTargetStatus, objs []manifests.Object) []infrav1alpha1.DeployedResource {
+	if len(t.Inventory) > 0 {
+		return resources(t.Inventory)
+	}
+	out := make([]infrav1alpha1.DeployedResource, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, infrav1alpha1.DeployedResource{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
+	return out
 }
 
 // sameManifests says whether two lists of manifests hold the same JSON values. Bytes alone

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
@@ -44,8 +45,8 @@ func TestFluxDeliveryOfAnArtifactReadBackReencoded(t *testing.T) {
 	// As the OCIArtifact controller reports it: status.revision names the content's digest, a
 	// target the pushed manifest's, after the tag.
 	art.Status.PushedVersion, art.Status.Revision, art.Status.Digest = art.Spec.Version, art.Spec.Version+"@sha256:c0", "sha256:aa"
-	art.Status.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "east", Ready: true, Revision: art.Spec.Version + "@sha256:aa",
-		Inventory: []gitopsv1alpha1.InventoryEntry{{ID: "tools_settings__ConfigMap", Version: "v1"}}}}
+	// A Flux target reports no inventory: kustomize-controller keeps it on the cluster.
+	art.Status.Targets = []gitopsv1alpha1.ArtifactTargetStatus{{Cluster: "east", Engine: "Flux", Ready: true, Revision: art.Spec.Version + "@sha256:aa"}}
 	if art, err = artifacts.Update(context.Background(), art, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,14 @@ func TestFluxDeliveryOfAnArtifactReadBackReencoded(t *testing.T) {
 	if err := h.reconcile("east"); err != nil {
 		t.Fatal(err)
 	}
-	expectCondition(t, h.instance("east"), infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	inst := h.instance("east")
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	// What Flux applied is what the artifact holds, placed in the pack's namespace.
+	want := []infrav1alpha1.DeployedResource{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "tools", Name: "settings"},
+		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "reader"}}
+	if diff := cmp.Diff(want, inst.Status.DeployedResources); diff != "" {
+		t.Errorf("deployedResources (-want +got):\n%s", diff)
+	}
 	for _, a := range h.plinth.Actions() {
 		if a.GetResource().Resource == "ociartifacts" && a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
 			t.Errorf("the artifact was written again: %s", a.GetVerb())
