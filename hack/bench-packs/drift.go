@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,6 +70,8 @@ func (e *env) driftPhase(ctx context.Context) (driftResult, error) {
 	}
 	fmt.Fprintf(os.Stderr, "drift pack: %d objects Ready %s after the create; the controller's first drift pass took %s and %.2f s of its CPU\n",
 		d.objects, ms(d.delivery.ready), ms(d.delivery.driftPass), d.delivery.driftPassControllerCPU)
+	fmt.Fprintf(os.Stderr, "over that pass, plinth-controller's reconciles:\n%skube-apiserver's requests:\n%s",
+		d.delivery.driftPassReconciles, d.delivery.driftPassRequests)
 
 	clients, err := newCountingClients(e.cfg)
 	if err != nil {
@@ -81,14 +84,20 @@ func (e *env) driftPhase(ctx context.Context) (driftResult, error) {
 	if len(expected) != d.objects {
 		return driftResult{}, fmt.Errorf("the pack applied %d objects, want %d", len(expected), d.objects)
 	}
+	stopProfile, err := startCPUProfile(e.o.cpuProfile)
+	if err != nil {
+		return driftResult{}, err
+	}
 	for i := 0; i < e.o.driftPasses; i++ {
 		p, err := clients.pass(ctx, drift.NewChecker(clients.dyn, clients.mapper, packinstance.FieldManager), expected)
 		if err != nil {
+			stopProfile()
 			return driftResult{}, fmt.Errorf("first pass %d: %w", i, err)
 		}
 		fmt.Fprintf(os.Stderr, "drift first pass %d: %s wall, %s CPU, %d requests, %d dry-runs\n", i, ms(p.wall), ms(p.cpu), p.requests, p.dryRuns)
 		d.first = append(d.first, p)
 	}
+	stopProfile()
 	steady := drift.NewChecker(clients.dyn, clients.mapper, packinstance.FieldManager)
 	if _, err := clients.pass(ctx, steady, expected); err != nil {
 		return driftResult{}, fmt.Errorf("the steady Checker's first pass: %w", err)
@@ -210,6 +219,23 @@ func (c *countingClients) pass(ctx context.Context, checker *drift.Checker, expe
 	}
 	return passResult{wall: wall, cpu: cpu, requests: c.requests.Load() - requests, dryRuns: c.dryRuns.Load() - dryRuns,
 		apiserverCPU: procAfter.Sub(procBefore)["kube-apiserver"]}, nil
+}
+
+// startCPUProfile starts a CPU profile of this process into file, none when file is empty;
+// stop ends it.
+func startCPUProfile(file string) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -87,6 +87,9 @@ type options struct {
 	helmBurst                   int
 	binDir                      string
 	controllerArgs              []string
+	// cpuProfile, when set, is where a CPU profile of this process over the first drift passes
+	// goes.
+	cpuProfile string
 }
 
 func main() {
@@ -102,6 +105,7 @@ func main() {
 	flag.IntVar(&o.helmBurst, "helm-burst", delivery.TargetBurst, "burst of Helm's Kubernetes client (plinth-controller's target clients: 100)")
 	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
 	flag.StringVar(&controllerArgs, "controller-args", "", "extra plinth-controller flags, space-separated")
+	flag.StringVar(&o.cpuProfile, "drift-cpuprofile", "", "file for a CPU profile of this process over the first drift passes (go tool pprof reads it)")
 	flag.Parse()
 	o.controllerArgs = append(append([]string{}, controllerDefaults...), strings.Fields(controllerArgs)...)
 	if err := o.validate(); err != nil {
@@ -233,6 +237,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "kube-apiserver's requests over the measured pack rounds:\n%sand over the Helm rounds:\n%s", packUsage.requests, helmUsage.requests)
 	s := summarize(packRounds, helmRounds)
 	fmt.Printf("rounds=%d pack=%s helm=%s ratio=%.2f controller_cpu_pack=%.2fs helm_cpu=%.2fs controller_peak_rss=%.0fMiB\n",
 		s.rounds, ms(s.pack), ms(s.helm), s.ratio, packUsage.controllerCPU, helmUsage.cpu["self"], controller.PeakRSSMiB())

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,5 +155,24 @@ func TestCPUTimeAdvances(t *testing.T) {
 	}
 	if cpuTime() <= before {
 		t.Errorf("getrusage did not advance after busy work (%d)", x)
+	}
+}
+
+func TestStartCPUProfile(t *testing.T) {
+	stop, err := startCPUProfile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop() // nothing to stop
+	file := filepath.Join(t.TempDir(), "cpu.pprof")
+	if stop, err = startCPUProfile(file); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if info, err := os.Stat(file); err != nil || info.Size() == 0 {
+		t.Errorf("no profile written: %v", err)
+	}
+	if _, err := startCPUProfile(filepath.Join(t.TempDir(), "missing", "cpu.pprof")); err == nil {
+		t.Error("a profile into a missing directory did not fail")
 	}
 }

@@ -88,6 +88,9 @@ type packRound struct {
 	driftPass time.Duration
 	// driftPassControllerCPU is plinth-controller's CPU seconds over driftPass.
 	driftPassControllerCPU float64
+	// driftPassRequests and driftPassReconciles are kube-apiserver's requests and
+	// plinth-controller's reconciles (by controller and result) over driftPass.
+	driftPassRequests, driftPassReconciles benchharness.Counts
 	// window is the usage from the create until Ready.
 	window window
 }
@@ -192,6 +195,10 @@ func (e *env) deliverPack(ctx context.Context, name, namespace, version string, 
 	if err != nil {
 		return packRound{}, err
 	}
+	requestsAtReady, reconcilesAtReady, err := e.counts(ctx)
+	if err != nil {
+		return packRound{}, err
+	}
 	if res.rendered, err = rendered.Since(start); err != nil {
 		return packRound{}, err
 	}
@@ -207,9 +214,25 @@ func (e *env) deliverPack(ctx context.Context, name, namespace, version string, 
 	if err != nil {
 		return packRound{}, err
 	}
+	requests, reconciles, err := e.counts(ctx)
+	if err != nil {
+		return packRound{}, err
+	}
 	res.driftPass = passDone - res.ready
 	res.driftPassControllerCPU = afterPass.CPUSeconds - atReady.CPUSeconds
+	res.driftPassRequests, res.driftPassReconciles = requests.Sub(requestsAtReady), reconciles.Sub(reconcilesAtReady)
 	return res, nil
+}
+
+// counts are kube-apiserver's requests and plinth-controller's reconciles so far.
+func (e *env) counts(ctx context.Context) (requests, reconciles benchharness.Counts, err error) {
+	if requests, err = benchharness.APIRequests(ctx, e.cfg); err != nil {
+		return nil, nil, err
+	}
+	if reconciles, err = benchharness.Reconciles(ctx, e.platform.ControllerURL()); err != nil {
+		return nil, nil, err
+	}
+	return requests, reconciles, nil
 }
 
 // deletePack deletes a pack, waits until it and its instance are gone (the instance's

@@ -118,10 +118,14 @@ func APIRequests(ctx context.Context, cfg *rest.Config) (Counts, error) {
 	return SumBy(string(data), "apiserver_request_total", requestKey)
 }
 
-// requestKey names a kube-apiserver request sample: "apps/deployments/status PUT", and
-// "/pods/ POST 403" for a failed one.
+// requestKey names a kube-apiserver request sample: "apps/deployments/status PUT",
+// "/pods/ POST 403" for a failed one, and "apps/deployments/ APPLY dryRun" for a dry-run (a
+// drift check's server-side apply, which writes nothing).
 func requestKey(l map[string]string) string {
 	key := l["group"] + "/" + l["resource"] + "/" + l["subresource"] + " " + l["verb"]
+	if l["dry_run"] != "" {
+		key += " dryRun"
+	}
 	if code := l["code"]; code != "" && !strings.HasPrefix(code, "2") {
 		key += " " + code
 	}

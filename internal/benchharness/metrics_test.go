@@ -13,6 +13,8 @@ const apiMetrics = `# HELP apiserver_request_total Counter of apiserver requests
 # TYPE apiserver_request_total counter
 apiserver_request_total{code="201",component="apiserver",group="apps",resource="deployments",subresource="",verb="APPLY",version="v1"} 500
 apiserver_request_total{code="409",component="apiserver",group="apps",resource="deployments",subresource="",verb="APPLY",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="All",group="apps",resource="deployments",subresource="",verb="APPLY",version="v1"} 40
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",subresource="",verb="APPLY",version="v1"} 1
 apiserver_request_total{code="200",component="apiserver",group="apps",resource="deployments",subresource="status",verb="PUT",version="v1"} 1.5e3
 apiserver_request_total{code="200",component="apiserver",group="",resource="pods",subresource="",verb="LIST",version="v1",note="a, \"quoted\" {value}"} 7
 apiserver_request_total_other{group="apps"} 99
@@ -24,7 +26,7 @@ func TestSumBy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counts{"apps/deployments/ APPLY": 500, "apps/deployments/ APPLY 409": 2, "apps/deployments/status PUT": 1500, "/pods/ LIST": 7}
+	want := Counts{"apps/deployments/ APPLY": 501, "apps/deployments/ APPLY 409": 2, "apps/deployments/ APPLY dryRun": 40, "apps/deployments/status PUT": 1500, "/pods/ LIST": 7}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
