@@ -123,9 +123,8 @@ func TestPacks(t *testing.T) {
 		t.Logf("v1.0.0 delivered to both clusters %s after the create", time.Since(began).Round(100*time.Millisecond))
 	})
 
-	var deliveredAt map[string]time.Time
 	t.Run("v1.1.0 drops the Service: Upgrade, and the Service is pruned", func(t *testing.T) {
-		deliveredAt = s.deliveredAt(t, "web", both)
+		deliveredAt := s.deliveredAt(t, "web", both)
 		s.updatePack(t, "web", func(p *infra.InfrastructureClusterPack) { p.Spec.Version, p.Spec.Chart.Version = "v1.1.0", "0.2.0" })
 		pack := s.waitRendered(t, "web")
 		insts := s.waitDelivered(t, "web", both, "v1.1.0", pack.Status.Revision, infra.UpgradeDirectionUpgrade)
