@@ -359,7 +359,7 @@ func (c *Controller) revise(ctx context.Context, pack *infrav1alpha1.Infrastruct
 		objects = max(objects, len(objs))
 	}
 	setCondition(pack, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered,
-		fmt.Sprintf("Rendered revision %d of version %s: %d objects.", rev.Number, rev.Version, objects))
+		fmt.Sprintf("Rendered revision %d of version %s: %d %s.", rev.Number, rev.Version, objects, map[bool]string{true: "object", false: "objects"}[objects == 1]))
 	transition.Record(c.recorder, pack, ReasonRendered, "Render", fmt.Sprintf("Rendered revision %d of version %s.", rev.Number, rev.Version))
 	return nil
 }
@@ -411,10 +411,17 @@ func RenderKey(kubernetesVersion string) string {
 }
 
 // renderKeys are the distinct render keys of the targets, sorted.
+//
+// A cluster that has not reported its version yet (not probed, or unreachable) adds no key:
+// it gets the render of the nearest version (packinstance.ObjectsFor), so that its first
+// report does not make a new revision of the same objects and a Redeploy everywhere. Only
+// when no target has reported is the pack rendered with Helm's default capabilities ("").
 func renderKeys(targets []*platformv1alpha1.Cluster) []string {
 	keys := sets.New[string]()
 	for _, cl := range targets {
-		keys.Insert(RenderKey(cl.Status.KubernetesVersion))
+		if k := RenderKey(cl.Status.KubernetesVersion); k != "" {
+			keys.Insert(k)
+		}
 	}
 	if keys.Len() == 0 {
 		keys.Insert("")

@@ -37,7 +37,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -150,6 +152,18 @@ type Controller struct {
 	checkers map[string]checkerEntry
 	// checked is when each instance was last compared with its cluster.
 	checked map[cache.ObjectName]time.Time
+	// written is the revision each instance was last recorded Ready with by this process, and
+	// the resourceVersion of that status write: a reconcile that reads the instance from a
+	// cache older than the write (woken by the spec update that precedes it, or by its pack)
+	// waits for the cache instead of delivering everything again.
+	written map[cache.ObjectName]writtenStatus
+}
+
+// writtenStatus is a status write of a delivered revision.
+type writtenStatus struct {
+	uid             types.UID
+	revision        int64
+	resourceVersion string
 }
 
 type revisionKey struct {
@@ -203,6 +217,7 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, in
 		engine: kubectldelivery.NewFor(clients, FieldManager, "InfrastructurePackInstance"),
 		store:  store, drift: opts.DriftInterval, poll: opts.PollInterval, clock: opts.Clock,
 		revisions: map[revisionKey]*revisions.Revision{}, checkers: map[string]checkerEntry{}, checked: map[cache.ObjectName]time.Time{},
+		written: map[cache.ObjectName]writtenStatus{},
 	}
 	c.Loop = loop.New(Name, c.reconcile, instances.Informer(), packs.Informer(), clusters.Informer(), artifacts.Informer())
 	// An instance's own changes and those of the instances that depend on it.
@@ -318,6 +333,10 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	var result error
 	after := c.drift
 	if inst.Status.Revision != target || !meta.IsStatusConditionTrue(inst.Status.Conditions, infrav1alpha1.ConditionReady) {
+		if c.staleCache(key, inst, target) {
+			c.EnqueueAfter(key, staleCacheWait)
+			return nil
+		}
 		if deps.waiting != "" {
 			setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonWaiting, deps.waiting)
 			if inst.Status.Revision != target || meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionReady) == nil {
@@ -425,7 +444,7 @@ func (c *Controller) deliver(ctx context.Context, inst *infrav1alpha1.Infrastruc
 		c.failed(inst, err)
 		return false, err
 	}
-	c.delivered(inst, pack, rev, fmt.Sprintf("Applied revision %d (version %s): %d objects.", rev.Number, rev.Version, len(st.Inventory)))
+	c.delivered(inst, pack, rev, fmt.Sprintf("Applied revision %d (version %s): %s.", rev.Number, rev.Version, objects(len(st.Inventory))))
 	return true, nil
 }
 
@@ -474,12 +493,32 @@ func (c *Controller) ensureNamespace(ctx context.Context, cluster, namespace str
 
 // failed records a failed delivery: Unreachable when the cluster did not answer.
 func (c *Controller) failed(inst *infrav1alpha1.InfrastructurePackInstance, err error) {
-	reason := ReasonFailed
+	reason, msg := ReasonFailed, message.Error(err)
 	if Unreachable(err) {
-		reason = ReasonUnreachable
+		reason, msg = ReasonUnreachable, unreachableMessage(inst.Spec.TargetClusterRef, err)
 	}
-	setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, message.Error(err))
-	c.setReady(inst, metav1.ConditionFalse, reason, message.Error(err))
+	setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, msg)
+	c.setReady(inst, metav1.ConditionFalse, reason, msg)
+}
+
+// unreachableMessage says in one sentence that the cluster did not answer and how the
+// connection failed (dial tcp …: connection refused), without the request's URL and query
+// that client-go's error carries.
+func unreachableMessage(cluster string, err error) string {
+	cause := err
+	var op *net.OpError
+	if errors.As(err, &op) {
+		cause = op
+	}
+	return message.Sentence(fmt.Sprintf("Cluster %s did not answer: %s", cluster, cause.Error()))
+}
+
+// objects is "1 object" or "n objects".
+func objects(n int) string {
+	if n == 1 {
+		return "1 object"
+	}
+	return strconv.Itoa(n) + " objects"
 }
 
 // delivered records a successful delivery of rev: the spec takes the delivered version and
@@ -545,6 +584,37 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.checked, key)
+	delete(c.written, key)
+}
+
+// staleCacheWait is how soon an instance read from a cache older than this process's last
+// status write of it is looked at again.
+const staleCacheWait = 500 * time.Millisecond
+
+// staleCache says whether inst, which asks for a delivery of target, is older than the status
+// write that recorded target delivered: same object, a resourceVersion other than that
+// write's, and the write's revision is target. Once the cache has the write (or anything
+// after it) the entry no longer matches.
+func (c *Controller) staleCache(key cache.ObjectName, inst *infrav1alpha1.InfrastructurePackInstance, target int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.written[key]
+	if !ok || w.uid != inst.UID || w.revision != target {
+		return false
+	}
+	if inst.ResourceVersion == w.resourceVersion || !olderThan(inst.ResourceVersion, w.resourceVersion) {
+		delete(c.written, key)
+		return false
+	}
+	return true
+}
+
+// olderThan compares two resourceVersions of one object as etcd revisions; ones that do not
+// parse are not older (the caller then delivers, as without the guard).
+func olderThan(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x < y
 }
 
 func (c *Controller) setReady(inst *infrav1alpha1.InfrastructurePackInstance, status metav1.ConditionStatus, reason, msg string) {
@@ -572,8 +642,14 @@ func (c *Controller) write(ctx context.Context, inst, before *infrav1alpha1.Infr
 	if apiequality.Semantic.DeepEqual(inst.Status, before.Status) {
 		return nil
 	}
-	if _, err := c.client.InfrastructurePackInstances(inst.Namespace).UpdateStatus(ctx, inst, metav1.UpdateOptions{}); err != nil {
+	written, err := c.client.InfrastructurePackInstances(inst.Namespace).UpdateStatus(ctx, inst, metav1.UpdateOptions{})
+	if err != nil {
 		return err
+	}
+	if meta.IsStatusConditionTrue(written.Status.Conditions, infrav1alpha1.ConditionReady) && written.Status.Revision > 0 {
+		c.mu.Lock()
+		c.written[cache.MetaObjectToName(written)] = writtenStatus{uid: written.UID, revision: written.Status.Revision, resourceVersion: written.ResourceVersion}
+		c.mu.Unlock()
 	}
 	transition.Condition(c.recorder, inst, before.Status.Conditions, inst.Status.Conditions, infrav1alpha1.ConditionReady, "Delivered", "Deliver")
 	transition.Condition(c.recorder, inst, before.Status.Conditions, inst.Status.Conditions, infrav1alpha1.ConditionDrifted, "", "DetectDrift")

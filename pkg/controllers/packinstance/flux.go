@@ -157,7 +157,7 @@ func (c *Controller) deliverFlux(ctx context.Context, inst *infrav1alpha1.Infras
 		}
 		if t.Ready && t.Revision == applied {
 			inst.Status.DeployedResources = fluxResources(t, objs)
-			c.delivered(inst, pack, rev, fmt.Sprintf("Flux applied revision %d (version %s): %d objects.", rev.Number, rev.Version, len(inst.Status.DeployedResources)))
+			c.delivered(inst, pack, rev, fmt.Sprintf("Flux applied revision %d (version %s): %s.", rev.Number, rev.Version, objects(len(inst.Status.DeployedResources))))
 			return true, nil
 		}
 		if t.Message != "" {
