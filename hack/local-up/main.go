@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -95,8 +96,15 @@ func main() {
 	// A second Ctrl-C kills local-up at once; its children die with it.
 	stop()
 	fmt.Fprintln(os.Stderr, "plinth: stopping plinth-controller, plinth-apiserver, Flux, kwok, kube-scheduler, kube-controller-manager, kube-apiserver, etcd")
-	platform.Stop()
+	// Both clusters stop at once: together they still end within ten seconds.
+	var stopped sync.WaitGroup
 	if edge != nil {
-		edge.Stop()
+		stopped.Add(1)
+		go func() {
+			defer stopped.Done()
+			edge.Stop()
+		}()
 	}
+	platform.Stop()
+	stopped.Wait()
 }
