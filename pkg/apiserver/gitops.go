@@ -1,10 +1,6 @@
 package apiserver
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/registry/generic"
-	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/plinth-dev/plinth/pkg/apis/gitops"
@@ -12,30 +8,14 @@ import (
 	"github.com/plinth-dev/plinth/pkg/registry/gitops/ociartifact"
 	"github.com/plinth-dev/plinth/pkg/registry/gitops/ociregistry"
 	"github.com/plinth-dev/plinth/pkg/registry/gitops/reconciliationrequest"
-	"github.com/plinth-dev/plinth/pkg/registry/store"
 )
 
 // installGitOps serves gitops.plinth.dev: OCIRegistries, OCIArtifacts and
 // ReconciliationRequests with their status.
 func (c completedConfig) installGitOps(s *genericapiserver.GenericAPIServer) error {
-	group := genericapiserver.NewDefaultAPIGroupInfo(gitops.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.NegotiatedSerializer = Serializer
-	storage := map[string]rest.Storage{}
-	for resource, newREST := range map[string]func(*runtime.Scheme, generic.RESTOptionsGetter) (*store.REST, *store.StatusREST, error){
+	return c.installStatusGroup(s, gitops.GroupName, v1alpha1.SchemeGroupVersion.Version, map[string]newStatusREST{
 		"ociregistries":          ociregistry.NewREST,
 		"ociartifacts":           ociartifact.NewREST,
 		"reconciliationrequests": reconciliationrequest.NewREST,
-	} {
-		main, status, err := newREST(Scheme, c.GenericConfig.RESTOptionsGetter)
-		if err != nil {
-			for _, installed := range storage {
-				installed.Destroy()
-			}
-			return err
-		}
-		storage[resource] = main
-		storage[resource+"/status"] = status
-	}
-	group.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = storage
-	return s.InstallAPIGroup(&group)
+	})
 }

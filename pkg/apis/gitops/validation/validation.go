@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common"
 	cv "github.com/plinth-dev/plinth/pkg/apis/common/validation"
 	"github.com/plinth-dev/plinth/pkg/apis/gitops"
 	"github.com/plinth-dev/plinth/pkg/apis/platform"
@@ -268,17 +269,25 @@ func validateContent(s *gitops.OCIArtifactSpec, path *field.Path) field.ErrorLis
 		}
 		return cv.DNSSubdomain(s.ConfigMapRef.Name, name)
 	}
-	if len(s.Manifests) > manifests.MaxObjects {
-		return field.ErrorList{field.TooMany(manifestsPath, len(s.Manifests), manifests.MaxObjects)}
+	return ValidateManifests(s.Manifests, manifestsPath)
+}
+
+// ValidateManifests checks inline manifests at path as plinth-controller checks a ConfigMap's
+// files before a push (pkg/gitops/manifests): at most manifests.MaxObjects objects, each with
+// apiVersion, kind and name, no two alike, no Secrets. An infrastructure pack's raw manifests
+// follow the same rules.
+func ValidateManifests(raws []common.RawObject, path *field.Path) field.ErrorList {
+	if len(raws) > manifests.MaxObjects {
+		return field.ErrorList{field.TooMany(path, len(raws), manifests.MaxObjects)}
 	}
 	var errs field.ErrorList
 	// objs[j] is manifest index[j]: those that are not objects are reported here and left out.
 	var objs []manifests.Object
 	var index []int
-	for i, raw := range s.Manifests {
+	for i, raw := range raws {
 		var obj map[string]interface{}
 		if !raw.IsObject() || json.Unmarshal(raw.Raw, &obj) != nil {
-			errs = append(errs, field.Invalid(manifestsPath.Index(i), "<value>", "must be a Kubernetes object"))
+			errs = append(errs, field.Invalid(path.Index(i), "<value>", "must be a Kubernetes object"))
 			continue
 		}
 		objs = append(objs, manifests.Object{Unstructured: &unstructured.Unstructured{Object: obj}})
@@ -286,9 +295,9 @@ func validateContent(s *gitops.OCIArtifactSpec, path *field.Path) field.ErrorLis
 	}
 	return append(errs, manifests.ValidateObjects(objs, func(j int) *field.Path {
 		if j >= len(index) {
-			return manifestsPath.Index(j)
+			return path.Index(j)
 		}
-		return manifestsPath.Index(index[j])
+		return path.Index(index[j])
 	})...)
 }
 

@@ -9,7 +9,6 @@ package validation
 
 import (
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	pathpkg "path"
@@ -17,14 +16,12 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/plinth-dev/plinth/pkg/apis/common"
 	cv "github.com/plinth-dev/plinth/pkg/apis/common/validation"
+	gitopsvalidation "github.com/plinth-dev/plinth/pkg/apis/gitops/validation"
 	"github.com/plinth-dev/plinth/pkg/apis/infrastructure"
-	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
 	"github.com/plinth-dev/plinth/pkg/packs/version"
 )
 
@@ -147,7 +144,10 @@ func validateContent(s *infrastructure.InfrastructureClusterPackSpec, path *fiel
 			errs = append(errs, field.Invalid(kp.Child("path"), k.Path, "must be a relative directory inside the source"))
 		}
 	}
-	return append(errs, validateManifests(s.Manifests, path.Child("manifests"))...)
+	// Inline manifests follow an OCIArtifact's rules, Secrets refused among them: the pack is
+	// readable by whoever reads it, so a Secret there would be a credential in plain text in an
+	// API response (a chart renders its Secrets instead, kept in Secrets).
+	return append(errs, gitopsvalidation.ValidateManifests(s.Manifests, path.Child("manifests"))...)
 }
 
 // validateChart checks a chart reference: an https repository or an oci:// registry, a chart
@@ -188,34 +188,6 @@ func validateChart(c *infrastructure.PackChart, path *field.Path) field.ErrorLis
 	return errs
 }
 
-// validateManifests checks inline manifests as an OCIArtifact's: objects with apiVersion, kind
-// and name, no two alike, and no Secrets (the spec is readable by whoever reads the pack, so a
-// Secret here would be a credential in plain text in an API response; a chart renders its
-// Secrets instead, and they are kept in Secrets).
-func validateManifests(raws []common.RawObject, path *field.Path) field.ErrorList {
-	if len(raws) > manifests.MaxObjects {
-		return field.ErrorList{field.TooMany(path, len(raws), manifests.MaxObjects)}
-	}
-	var errs field.ErrorList
-	// objs[j] is manifest index[j]: those that are not objects are reported here and left out.
-	var objs []manifests.Object
-	var index []int
-	for i, raw := range raws {
-		var obj map[string]interface{}
-		if !raw.IsObject() || json.Unmarshal(raw.Raw, &obj) != nil {
-			errs = append(errs, field.Invalid(path.Index(i), "<value>", "must be a Kubernetes object"))
-			continue
-		}
-		objs = append(objs, manifests.Object{Unstructured: &unstructured.Unstructured{Object: obj}})
-		index = append(index, i)
-	}
-	return append(errs, manifests.ValidateObjects(objs, func(j int) *field.Path {
-		if j >= len(index) {
-			return path.Index(j)
-		}
-		return path.Index(index[j])
-	})...)
-}
 
 func requiredName(name string, path *field.Path) field.ErrorList {
 	if name == "" {
