@@ -326,7 +326,9 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonDependencyBlocked, "Deliveries are held until the dependency is no longer drifted.")
 		return c.write(ctx, inst, before)
 	}
-	if len(inst.Spec.DependsOn) > 0 {
+	if len(inst.Spec.DependsOn) > 0 || findCondition(inst, infrav1alpha1.ConditionDependencyBlocked) != nil {
+		// Also when the pack dropped its dependencies: a Blocked left behind would hold the
+		// cluster in the pack's summary for good.
 		setCondition(inst, infrav1alpha1.ConditionDependencyBlocked, metav1.ConditionFalse, ReasonDependenciesOK, "No dependency blocks this instance.")
 	}
 	target := pack.Status.Revision
@@ -423,6 +425,7 @@ func (c *Controller) deliver(ctx context.Context, inst *infrav1alpha1.Infrastruc
 		c.setReady(inst, metav1.ConditionFalse, ReasonRevisionUnavailable, fmt.Sprintf("Revision %d of the pack cannot be read: %s", number, message.Error(err)))
 		return false, err
 	}
+	c.deliveredVersion(ctx, pack, inst)
 	if engineOf(cluster) == platformv1alpha1.GitOpsEngineFlux {
 		return c.deliverFlux(ctx, inst, pack, cluster, rev)
 	}
@@ -434,7 +437,7 @@ func (c *Controller) deliver(ctx context.Context, inst *infrav1alpha1.Infrastruc
 	}
 	ctx, cancel := context.WithTimeout(ctx, operationTimeout+time.Duration(len(art.Objects))*perObjectTimeout)
 	defer cancel()
-	if err := c.ensureNamespace(ctx, cluster.Name, pack.Spec.TargetNamespace); err != nil {
+	if err := c.ensureNamespace(ctx, cluster.Name, releaseNamespace(pack, art.Objects)); err != nil {
 		c.failed(inst, err)
 		return false, err
 	}
@@ -446,6 +449,19 @@ func (c *Controller) deliver(ctx context.Context, inst *infrav1alpha1.Infrastruc
 	}
 	c.delivered(inst, pack, rev, fmt.Sprintf("Applied revision %d (version %s): %s.", rev.Number, rev.Version, objects(len(st.Inventory))))
 	return true, nil
+}
+
+// deliveredVersion makes the spec's version that of the revision the status records as
+// delivered, while that revision is kept. The spec is written before the status: after a
+// status write that failed, the spec names a version never recorded as delivered, and the
+// next delivery's direction must compare with what was.
+func (c *Controller) deliveredVersion(ctx context.Context, pack *infrav1alpha1.InfrastructureClusterPack, inst *infrav1alpha1.InfrastructurePackInstance) {
+	if inst.Status.DeliveredAt == nil || inst.Status.Revision == 0 {
+		return
+	}
+	if rev, err := c.revision(ctx, pack.Namespace, pack.Name, inst.Status.Revision); err == nil {
+		inst.Spec.Version = rev.Version
+	}
 }
 
 // kubectlArtifact is the revision as the Kubectl engine takes it: objects placed in the pack's
@@ -467,6 +483,18 @@ func (c *Controller) kubectlArtifact(ctx context.Context, inst *infrav1alpha1.In
 		Previous: &gitopsv1alpha1.ArtifactTargetStatus{Inventory: inventory(inst.Status.DeployedResources)},
 	}
 	return art, target, nil
+}
+
+// releaseNamespace is the namespace ensureNamespace must create: the pack's targetNamespace,
+// unless the revision itself holds that Namespace (then the engine applies it, and one created
+// first would be refused as not the pack's).
+func releaseNamespace(pack *infrav1alpha1.InfrastructureClusterPack, objs []manifests.Object) string {
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" && o.GetName() == pack.Spec.TargetNamespace {
+			return ""
+		}
+	}
+	return pack.Spec.TargetNamespace
 }
 
 // ensureNamespace creates the pack's release namespace on the cluster when it is missing, as

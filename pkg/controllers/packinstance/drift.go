@@ -89,7 +89,7 @@ func (c *Controller) checkDrift(ctx context.Context, inst *infrav1alpha1.Infrast
 		setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted, summary)
 		return nil
 	}
-	ctx2, cancel2 := context.WithTimeout(context.Background(), operationTimeout+time.Duration(len(art.Objects))*perObjectTimeout)
+	ctx2, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), operationTimeout+time.Duration(len(art.Objects))*perObjectTimeout)
 	defer cancel2()
 	st, err := c.engine.Deliver(ctx2, art, target)
 	inst.Status.DeployedResources = resources(st.Inventory)
@@ -106,9 +106,15 @@ func (c *Controller) checkDrift(ctx context.Context, inst *infrav1alpha1.Infrast
 	return nil
 }
 
-// unchecked reports a drift pass that could not compare: the cluster did not answer, say.
-// Drifted keeps its last verdict; the Ready condition is left to deliveries.
+// unchecked reports a drift pass that could not compare. Drifted keeps its last verdict.
+// A cluster that stopped answering is Ready=False, reason Unreachable, as a delivery to it
+// would be, so the pack's summary counts it; once it answers again the revision is delivered
+// again (an idempotent apply) and the instance is Ready.
 func (c *Controller) unchecked(inst *infrav1alpha1.InfrastructurePackInstance, err error) error {
+	if Unreachable(err) {
+		c.failed(inst, err)
+		return err
+	}
 	transition.Record(c.recorder, inst, "DriftCheckFailed", "DetectDrift", "Comparing the delivered objects with the cluster failed: "+message.Error(err))
 	return err
 }

@@ -2,6 +2,8 @@ package packinstance
 
 import (
 	"context"
+	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"strings"
 	"testing"
 	"time"
@@ -107,8 +109,31 @@ func TestDriftPassOnAnUnreachableCluster(t *testing.T) {
 	if err := h.reconcile("east"); err == nil {
 		t.Error("a drift pass that could not reach the cluster succeeded")
 	}
-	// The last verdict stands; Ready is for deliveries to say.
+	// The last drift verdict stands; a cluster that stopped answering after its delivery is
+	// Unreachable, so the pack's summary does not count it Ready.
 	inst := h.instance("east")
 	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift)
-	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnreachable)
+
+	// Back: the revision is applied again and the instance is Ready.
+	h.clients.clusters["east"] = newTarget()
+	if err := h.reconcile("east"); err != nil {
+		t.Fatal(err)
+	}
+	expectCondition(t, h.instance("east"), infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+}
+
+// A pack whose revision holds its own release Namespace gets it applied by the engine, not
+// created beforehand (which the engine would refuse as not the pack's).
+func TestReleaseNamespace(t *testing.T) {
+	p := pack()
+	p.Spec.TargetNamespace = "monitoring"
+	ns := manifests.Object{Unstructured: &unstructured.Unstructured{Object: object("v1", "Namespace", "", "monitoring")}}
+	cm := manifests.Object{Unstructured: &unstructured.Unstructured{Object: object("v1", "ConfigMap", "", "settings")}}
+	if got := releaseNamespace(p, []manifests.Object{cm}); got != "monitoring" {
+		t.Errorf("releaseNamespace without the Namespace = %q", got)
+	}
+	if got := releaseNamespace(p, []manifests.Object{ns, cm}); got != "" {
+		t.Errorf("releaseNamespace with the Namespace in the revision = %q, want none created", got)
+	}
 }

@@ -92,7 +92,7 @@ func (c *Controller) deliverFlux(ctx context.Context, inst *infrav1alpha1.Infras
 		c.failed(inst, err)
 		return false, err
 	}
-	if err := c.ensureNamespace(ctx, cluster.Name, pack.Spec.TargetNamespace); err != nil {
+	if err := c.ensureNamespace(ctx, cluster.Name, releaseNamespace(pack, objs)); err != nil {
 		c.failed(inst, err)
 		return false, err
 	}

@@ -367,3 +367,30 @@ func TestReconcileWaitsForItsOwnStatusWrite(t *testing.T) {
 		t.Error("after the cache caught up, an older read still waits")
 	}
 }
+
+// The direction compares with the version the status records as delivered, not with a spec
+// version written before a status write that failed.
+func TestReconcileDirectionFromTheDeliveredRevision(t *testing.T) {
+	h := newHarness(t, pack(), kubeCluster("east", "v1.37.2"), newInstance("infra", "east"))
+	h.clients.clusters["east"] = newTarget()
+	h.save(revision1(t))
+	if err := h.reconcile("east"); err != nil {
+		t.Fatal(err)
+	}
+	rev2 := revision1(t)
+	rev2.Number, rev2.Version, rev2.Digest = 2, "v1.1.0", "sha256:2222"
+	h.save(rev2)
+	// The spec says v1.1.0 already (its write went through), the status still revision 1.
+	h.updateInstance("east", func(inst *infrav1alpha1.InfrastructurePackInstance) { inst.Spec.Version = "v1.1.0" })
+	p := pack()
+	p.Status.Revision, p.Status.Version = 2, "v1.1.0"
+	if err := h.packs.Update(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.reconcile("east"); err != nil {
+		t.Fatal(err)
+	}
+	if inst := h.instance("east"); inst.Status.UpgradeDirection != infrav1alpha1.UpgradeDirectionUpgrade {
+		t.Errorf("direction %s, want Upgrade from the delivered v1.0.0", inst.Status.UpgradeDirection)
+	}
+}

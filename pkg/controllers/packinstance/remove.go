@@ -61,7 +61,11 @@ func (c *Controller) remove(ctx context.Context, inst *infrav1alpha1.Infrastruct
 				before := inst.DeepCopy()
 				c.failed(inst, err)
 				setCondition(inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, reasonOf(err), "Removing the delivered objects failed: "+message.Error(err))
-				return errors.Join(c.write(ctx, inst, before), err)
+				// The removal's own deadline may be what failed: the status is written with a
+				// fresh one.
+				writeCtx, cancelWrite := context.WithTimeout(context.WithoutCancel(ctx), operationTimeout)
+				defer cancelWrite()
+				return errors.Join(c.write(writeCtx, inst, before), err)
 			}
 		}
 	}
