@@ -1,6 +1,5 @@
 // Package dependencies holds the dependency graph of the packs of a namespace: admission
-// refuses a pack that closes a cycle, and plinth-controller refuses to deliver packs in one
-// that slipped past (two packs created at the same instant).
+// (pkg/admission/plugin/packtargets) refuses a pack that closes a cycle.
 package dependencies
 
 import "slices"

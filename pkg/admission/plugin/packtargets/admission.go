@@ -7,10 +7,13 @@
 // removed after a pack named it does not block changes to the pack (its instance reports the
 // cluster as unreachable).
 //
+// A pack's name is also unique across namespaces: its instances {pack}-{cluster} live in the
+// seam-tenant-{cluster} namespaces every pack shares.
+//
 // Clusters and packs come from the Plinth informers, never from etcd per request. Two packs
 // created at the same instant, each depending on the other, can both pass (each sees the
-// other's cache without the new edge): plinth-controller then reports both as blocked on
-// the cycle, naming it, rather than deliver either.
+// other's cache without the new edge): their instances then wait for each other, each naming
+// the other, and neither is delivered.
 package packtargets
 
 import (
@@ -98,7 +101,8 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		}
 	}
 	depsChanged := !sets.New(depsBefore...).Equal(sets.New(pack.Spec.DependsOn...))
-	if len(check) == 0 && !(depsChanged && len(pack.Spec.DependsOn) > 0) {
+	create := a.GetOperation() == admission.Create
+	if len(check) == 0 && !(depsChanged && len(pack.Spec.DependsOn) > 0) && !create {
 		return nil
 	}
 	if !p.WaitForReady() {
@@ -112,6 +116,23 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 			errs = append(errs, field.NotFound(field.NewPath("spec", "targetClusters").Index(i), pack.Spec.TargetClusters[i]))
 		case err != nil:
 			return apierrors.NewInternalError(err)
+		}
+	}
+	if create {
+		// Instances are named {pack}-{cluster} in seam-tenant-{cluster}, namespaces every
+		// pack shares: a second pack of the same name in another namespace would find its
+		// instances taken.
+		all, err := p.packs.List(labels.Everything())
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		for _, o := range all {
+			if o.Name == a.GetName() && o.Namespace != a.GetNamespace() {
+				dup := field.Duplicate(field.NewPath("metadata", "name"), a.GetName())
+				dup.Detail = fmt.Sprintf("InfrastructureClusterPack %s/%s has this name; pack names are unique across namespaces, since their instances {pack}-{cluster} share the seam-tenant-{cluster} namespaces", o.Namespace, o.Name)
+				errs = append(errs, dup)
+				break
+			}
 		}
 	}
 	if depsChanged && len(pack.Spec.DependsOn) > 0 {

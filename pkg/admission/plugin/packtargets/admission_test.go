@@ -271,3 +271,21 @@ func TestValidateInitialization(t *testing.T) {
 		t.Error("a plugin without informers passed initialization")
 	}
 }
+
+// Instances are named {pack}-{cluster} in the seam-tenant-{cluster} namespaces all packs share:
+// a pack of a name another namespace uses is refused at metadata.name; updates and other names
+// pass.
+func TestPackNamesAreUniqueAcrossNamespaces(t *testing.T) {
+	local := []string{"local"}
+	p := newPlugin(t, []*infrastructurev1alpha1.InfrastructureClusterPack{stored("other", "ingress")}, "local")
+	got := causes(t, p.Validate(ctx, attrs(pack("ingress", local), nil, admission.Create), nil))
+	if len(got) != 1 || !strings.HasPrefix(got[0], "FieldValueDuplicate metadata.name") || !strings.Contains(got[0], "other/ingress") {
+		t.Errorf("causes %q", got)
+	}
+	if err := p.Validate(ctx, attrs(pack("monitoring", local), nil, admission.Create), nil); err != nil {
+		t.Errorf("another name: %v", err)
+	}
+	if err := p.Validate(ctx, attrs(pack("ingress", local), pack("ingress", local), admission.Update), nil); err != nil {
+		t.Errorf("an update: %v", err)
+	}
+}
