@@ -22,7 +22,7 @@
 //
 // Pulling the chart is counted on both sides: each round's version is new to both. Both sides'
 // Kubernetes clients have the same client-side rate limits (plinth-controller's for target
-// clusters, 50 requests a second in bursts of 100; --helm-qps and --helm-burst change Helm's).
+// clusters, delivery.TargetQPS and TargetBurst; --helm-qps and --helm-burst change Helm's).
 // Each round's pack, release and namespaces are deleted, and gone, before the next.
 //
 // Then a pack of the same chart with count 250 (1000 objects) is delivered to Cluster bench,
@@ -101,8 +101,8 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.DurationVar(&o.roundTimeout, "round-timeout", 4*time.Minute, "give up on one delivery after this long")
 	flag.DurationVar(&o.settle, "settle", 2*time.Second, "pause before each delivery, for the platform to finish what the one before started")
-	flag.Float64Var(&o.helmQPS, "helm-qps", delivery.TargetQPS, "requests per second of Helm's Kubernetes client (plinth-controller's target clients: 50)")
-	flag.IntVar(&o.helmBurst, "helm-burst", delivery.TargetBurst, "burst of Helm's Kubernetes client (plinth-controller's target clients: 100)")
+	flag.Float64Var(&o.helmQPS, "helm-qps", delivery.TargetQPS, "requests per second of Helm's Kubernetes client (by default plinth-controller's target clients')")
+	flag.IntVar(&o.helmBurst, "helm-burst", delivery.TargetBurst, "burst of Helm's Kubernetes client (by default plinth-controller's target clients')")
 	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
 	flag.StringVar(&controllerArgs, "controller-args", "", "extra plinth-controller flags, space-separated")
 	flag.StringVar(&o.cpuProfile, "drift-cpuprofile", "", "file for a CPU profile of this process over the first drift passes (go tool pprof reads it)")

@@ -3,8 +3,9 @@
 // would, and prunes what a new version drops, keeping Flux's inventory in the target's status.
 //
 // Every object is applied with server-side apply as field manager plinth-gitops, forcing
-// conflicts (the artifact owns what it declares), Namespaces first and
-// CustomResourceDefinitions next so that what lives in them can be applied after. Each object
+// conflicts (the artifact owns what it declares), Namespaces first, CustomResourceDefinitions
+// next and RBAC after them, so that what lives in or runs as them can be applied after; the
+// objects of each of these ranks, and the rest, are applied concurrently. Each object
 // carries the gitops.plinth.dev/artifact label (a hash of the OCIArtifact's namespace and
 // name) and annotation (namespace/name): pruning and removal delete only objects that still
 // carry this artifact's label, never one another artifact or a person took over since, nor
@@ -22,12 +23,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -51,6 +54,9 @@ type Engine struct {
 	// owner is the kind of what delivers, for messages: OCIArtifact, or
 	// InfrastructurePackInstance when a pack delivers through the engine.
 	owner string
+	// servedWait is how long a delivery waits for the kinds of its CustomResourceDefinitions
+	// (crdServedWait; shorter in tests).
+	servedWait time.Duration
 }
 
 var _ delivery.Engine = &Engine{}
@@ -64,7 +70,7 @@ func New(clients delivery.Clients) *Engine {
 // NewFor returns the engine for another kind of owner (owner names it in messages), applying
 // with its own field manager, so that drift detection can tell what that owner applied.
 func NewFor(clients delivery.Clients, fieldManager, owner string) *Engine {
-	return &Engine{clients: clients, fieldManager: fieldManager, owner: owner}
+	return &Engine{clients: clients, fieldManager: fieldManager, owner: owner, servedWait: crdServedWait}
 }
 
 // FieldManager is the field manager the engine applies with.
@@ -76,16 +82,23 @@ func (e *Engine) FieldManager() string { return e.fieldManager }
 // and the new inventory once all of it succeeded.
 //
 // Before anything is applied, every object whose kind the target serves is placed (its
-// namespace resolved) and read back from the target; one the artifact may not apply (see
-// mayApply) refuses the whole version, with nothing applied. The whole version and not just
-// that object: applying the rest would leave the target running a mix of two versions (a
-// Deployment without the ConfigMap it mounts) under one reported revision, and Flux likewise
+// namespace resolved) and read back from the target (see check); one the artifact may not
+// apply (see mayApply), or of a kind the target does not serve and no CustomResourceDefinition
+// of the artifact adds, refuses the whole version, with nothing applied. The whole version and
+// not just that object: applying the rest would leave the target running a mix of two versions
+// (a Deployment without the ConfigMap it mounts) under one reported revision, and Flux likewise
 // applies nothing of a stage whose dry-run fails. Objects of kinds the target serves only once
-// the artifact's CustomResourceDefinitions are applied are checked when their turn comes.
+// the artifact's CustomResourceDefinitions are applied are placed and checked before their
+// rank is applied, once the target serves them (prepareServed).
 //
-// A failure while applying stops at the object that failed, named in the message; the
-// inventory then keeps everything applied so far and everything of the previous one, so that
-// a later delivery still prunes all of it.
+// The ranks (see rank) are applied one after another, the objects of one rank by up to
+// workers goroutines at a time: a 200-object chart is mostly objects of one rank, and applied
+// one after another they take 200 round trips. The inventory lists the objects in apply order
+// (applyOrder) whatever order the requests finished in. A failure while applying stops the
+// delivery: no further object is started (those already in flight finish), no later rank is
+// applied, and the message names the object that failed (the first in apply order, if several
+// did). The inventory then keeps every object applied so far and everything of the previous
+// one, so that a later delivery still prunes all of it.
 func (e *Engine) Deliver(ctx context.Context, art delivery.Artifact, target delivery.Target) (gitopsv1alpha1.ArtifactTargetStatus, error) {
 	cluster := target.Cluster.Name
 	status := gitopsv1alpha1.ArtifactTargetStatus{Cluster: cluster, Engine: string(platformv1alpha1.GitOpsEngineKubectl)}
@@ -115,34 +128,66 @@ func (e *Engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 		label:      delivery.ArtifactLabel(art.Namespace, art.Name),
 		annotation: delivery.ArtifactAnnotation(art.Namespace, art.Name),
 		previous:   ids(previous),
-		flux:       map[string]string{fluxNameLabel: flux.ObjectName(art.Namespace, art.Name), fluxNamespaceLabel: flux.Namespace(target)}}
+		flux:       map[string]string{fluxNameLabel: flux.ObjectName(art.Namespace, art.Name), fluxNamespaceLabel: flux.Namespace(target)},
+		servedWait: e.servedWait}
 	objects := applyOrder(art.Objects)
 	placements := make([]*placement, len(objects))
+	ownKinds := definedKinds(objects)
+	var now []int
 	for i, obj := range objects {
-		pl, err := p.place(ctx, obj)
-		if meta.IsNoMatchError(err) {
+		pl, err := p.prepare(obj)
+		if meta.IsNoMatchError(err) && ownKinds[obj.GroupVersionKind().GroupKind()] {
 			continue // a kind of the artifact's own CustomResourceDefinitions: checked in its turn
 		}
 		if err != nil {
 			return fail(previous, err)
 		}
-		placements[i] = pl
+		placements[i], now = pl, append(now, i)
+	}
+	if err := p.check(ctx, placements, now); err != nil {
+		return fail(previous, err)
 	}
 
-	var applied []gitopsv1alpha1.InventoryEntry
-	for i, obj := range objects {
-		pl := placements[i]
-		if pl == nil {
-			if pl, err = p.place(ctx, obj); err != nil {
-				return fail(union(applied, previous), err)
+	// The ranks one after another, the objects of a rank at the same time. done and entries
+	// are written by the goroutine of their index only and read between ranks.
+	done := make([]bool, len(objects))
+	entries := make([]gitopsv1alpha1.InventoryEntry, len(objects))
+	appliedSoFar := func() []gitopsv1alpha1.InventoryEntry {
+		var out []gitopsv1alpha1.InventoryEntry
+		for i := range objects {
+			if done[i] {
+				out = append(out, entries[i])
 			}
 		}
-		entry, err := pl.apply(ctx)
-		if err != nil {
-			return fail(union(applied, previous), fmt.Errorf("applying %s on cluster %s failed: %w", describe(pl.obj), cluster, err))
-		}
-		applied = append(applied, entry)
+		return out
 	}
+	for _, span := range rankSpans(objects) {
+		var later []int
+		for i := span[0]; i < span[1]; i++ {
+			if placements[i] != nil {
+				continue
+			}
+			if placements[i], err = p.prepareServed(ctx, objects[i]); err != nil {
+				return fail(union(appliedSoFar(), previous), err)
+			}
+			later = append(later, i)
+		}
+		if err := p.check(ctx, placements, later); err != nil {
+			return fail(union(appliedSoFar(), previous), err)
+		}
+		placed := placements[span[0]:span[1]]
+		failed, err := forEach(len(placed), workers, func(n int) error {
+			entry, err := placed[n].apply(ctx)
+			if err == nil {
+				entries[span[0]+n], done[span[0]+n] = entry, true
+			}
+			return err
+		})
+		if err != nil {
+			return fail(union(appliedSoFar(), previous), fmt.Errorf("applying %s on cluster %s failed: %w", describe(placed[failed].obj), cluster, err))
+		}
+	}
+	applied := appliedSoFar()
 	status.Inventory = applied
 
 	if prunes(target.Spec) {
@@ -249,40 +294,73 @@ type placer struct {
 	// flux are the owner labels kustomize-controller puts on what the artifact's Kustomization
 	// applied, while the Cluster used the Flux engine.
 	flux map[string]string
+	// servedWait is how long prepareServed waits for a kind to be served.
+	servedWait time.Duration
 }
 
 // placement is an object of the artifact as it is applied on the target: with its namespace,
-// label and annotation set, the resource it is applied through, and whether the target holds
-// an object of its name already.
+// label and annotation set, and the resource it is applied through.
 type placement struct {
 	fieldManager string
 	obj          manifests.Object
+	gvr          schema.GroupVersionResource
 	resource     dynamic.ResourceInterface
 	version      string
 }
 
-// place resolves obj on the target (prepare) and checks that the artifact may apply it there.
-// Its error names the object, for the status; meta.IsNoMatchError tells one of a kind the
-// target does not serve (yet).
-func (p *placer) place(ctx context.Context, obj manifests.Object) (*placement, error) {
-	pl, err := p.prepare(obj)
-	if err != nil {
-		return nil, err
+// prepareServed prepares obj, of a kind one of the artifact's CustomResourceDefinitions adds,
+// once the target serves it: a CustomResourceDefinition just applied is served only once
+// kube-apiserver established it and its discovery shows it, which takes from a few
+// milliseconds to seconds (an API server that is one of several waits for the others first).
+// It asks again every crdPoll (each time reading discovery again) until the kind is served or
+// servedWait has passed, and then fails as prepare does, naming the object.
+func (p *placer) prepareServed(ctx context.Context, obj manifests.Object) (*placement, error) {
+	var pl *placement
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, crdPoll, p.servedWait, true, func(context.Context) (bool, error) {
+		var err error
+		pl, err = p.prepare(obj)
+		if meta.IsNoMatchError(err) {
+			last = err
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil && last != nil && wait.Interrupted(err) {
+		return nil, last
 	}
-	u := pl.obj.Unstructured
-	live, err := pl.resource.Get(ctx, u.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return nil, fmt.Errorf("reading %s on cluster %s failed: %w", describe(pl.obj), p.cluster, err)
-	}
-	if live != nil && !p.mayApply(live, manifests.KeyOf(u).String()) {
-		return nil, fmt.Errorf("%s exists on cluster %s and was not created by %s %s, so it is left alone unless annotated %s=true",
-			describe(pl.obj), p.cluster, p.owner, p.annotation, delivery.AnnotationAdopt)
-	}
-	return pl, nil
+	return pl, err
 }
+
+// crdPoll is how often prepareServed asks whether a kind is served yet.
+const crdPoll = 200 * time.Millisecond
+
+// crdServedWait is how long a delivery waits for the kinds of the CustomResourceDefinitions it
+// applied to be served before it fails (and is retried with the controller's backoff).
+const crdServedWait = 15 * time.Second
+
+// definedKinds is the kinds the CustomResourceDefinitions among objs add.
+func definedKinds(objs []manifests.Object) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		if gvk.Group != crdGroup || gvk.Kind != crdKind {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+		if kind != "" {
+			out[schema.GroupKind{Group: group, Kind: kind}] = true
+		}
+	}
+	return out
+}
+
+// crdGroup and crdKind are CustomResourceDefinitions' group and kind.
+const (
+	crdGroup = "apiextensions.k8s.io"
+	crdKind  = "CustomResourceDefinition"
+)
 
 // prepare makes obj the object that is applied: in its namespace (the target's
 // targetNamespace, or its own; none for a cluster-scoped kind) and with the artifact's label
@@ -330,7 +408,8 @@ func (p *placer) prepare(obj manifests.Object) (*placement, error) {
 	}
 	annotations[gitopsv1alpha1.AnnotationArtifact] = p.annotation
 	u.SetAnnotations(annotations)
-	return &placement{obj: manifests.Object{Unstructured: u, File: obj.File}, resource: resource, version: gvk.Version, fieldManager: p.fieldManager}, nil
+	return &placement{obj: manifests.Object{Unstructured: u, File: obj.File}, gvr: mapping.Resource, resource: resource, version: gvk.Version,
+		fieldManager: p.fieldManager}, nil
 }
 
 // mayApply says whether the artifact may apply over live, the object of the same name on the
@@ -445,7 +524,7 @@ func rank(group, kind string) int {
 	switch {
 	case group == "" && kind == "Namespace":
 		return 0
-	case group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition":
+	case group == crdGroup && kind == crdKind:
 		return 1
 	case group == "" && kind == "ServiceAccount",
 		group == "rbac.authorization.k8s.io" && (kind == "ClusterRole" || kind == "ClusterRoleBinding" || kind == "Role" || kind == "RoleBinding"):
@@ -464,6 +543,25 @@ func applyOrder(objs []manifests.Object) []manifests.Object {
 		return rank(ga.Group, ga.Kind) - rank(gb.Group, gb.Kind)
 	})
 	return ordered
+}
+
+// rankSpans splits objects in apply order into the runs of one rank each, as [start, end)
+// index pairs: what Deliver applies at the same time.
+func rankSpans(objs []manifests.Object) [][2]int {
+	var spans [][2]int
+	for i, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		r := rank(gvk.Group, gvk.Kind)
+		if i > 0 {
+			prev := objs[i-1].GroupVersionKind()
+			if rank(prev.Group, prev.Kind) == r {
+				spans[len(spans)-1][1] = i + 1
+				continue
+			}
+		}
+		spans = append(spans, [2]int{i, i + 1})
+	}
+	return spans
 }
 
 // deleteOrder is the reverse of applyOrder for inventory entries: custom resources and

@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -126,6 +128,9 @@ func target(prune bool, previous *gitopsv1alpha1.ArtifactTargetStatus) delivery.
 
 var label = delivery.ArtifactLabel("team-a", "app")
 
+// sortStrings compares string slices as sets.
+var sortStrings = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+
 func get(t *testing.T, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
 	t.Helper()
 	u, err := client.Resource(gvr).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
@@ -181,14 +186,14 @@ func TestDeliverAppliesEveryObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Namespaces first, CustomResourceDefinitions next, RBAC next, then the artifact's order;
-	// cluster-scoped objects without a namespace.
-	wantApplied := []string{
-		"namespaces//shop", "customresourcedefinitions//widgets.example.com", "clusterroles//reader",
-		"deployments/shop/web", "widgets/shop/w", "configmaps/shop/settings",
+	// Namespaces first, CustomResourceDefinitions next, RBAC next, then the rest, whose objects
+	// are applied at the same time, in no set order; cluster-scoped objects without a namespace.
+	got := applied(client)
+	if want := []string{"namespaces//shop", "customresourcedefinitions//widgets.example.com", "clusterroles//reader"}; len(got) != 6 || !slices.Equal(want, got[:3]) {
+		t.Errorf("applied %v, want %v first", got, want)
 	}
-	if diff := cmp.Diff(wantApplied, applied(client)); diff != "" {
-		t.Errorf("applied (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"configmaps/shop/settings", "deployments/shop/web", "widgets/shop/w"}, got[3:], sortStrings); diff != "" {
+		t.Errorf("applied last (-want +got):\n%s", diff)
 	}
 	for _, a := range client.Actions() {
 		if p, ok := a.(clienttesting.PatchAction); ok {
@@ -246,6 +251,9 @@ func TestDeliverToATargetNamespace(t *testing.T) {
 
 // A kind the cluster does not serve, or an object the server refuses: not Ready, the message
 // names the object and its file, and the inventory keeps what was applied and what was there.
+// A kind no CustomResourceDefinition of the artifact adds will not be served by the time its
+// turn comes, so it refuses the version before anything is applied (the engine used to apply
+// the objects before it in order first).
 func TestDeliverFailsOnABadObject(t *testing.T) {
 	previous := &gitopsv1alpha1.ArtifactTargetStatus{Cluster: "east", Ready: true, Revision: "0.9.0@sha256:old",
 		LastHandledReconcileAt: "earlier",
@@ -269,12 +277,11 @@ func TestDeliverFailsOnABadObject(t *testing.T) {
 		if status.Revision != "0.9.0@sha256:old" || status.LastHandledReconcileAt != "earlier" {
 			t.Errorf("revision %q, last handled %q: want the previous ones", status.Revision, status.LastHandledReconcileAt)
 		}
-		wantInventory := []gitopsv1alpha1.InventoryEntry{{ID: "shop_settings__ConfigMap", Version: "v1"}, {ID: "shop_old_apps_Deployment", Version: "v1"}}
-		if diff := cmp.Diff(wantInventory, status.Inventory); diff != "" {
+		if diff := cmp.Diff(previous.Inventory, status.Inventory); diff != "" {
 			t.Errorf("inventory (-want +got):\n%s", diff)
 		}
-		if exists(t, client, deploymentsGVR, "shop", "web") || len(deleted(client)) != 0 {
-			t.Error("went on after the failure")
+		if len(applied(client)) != 0 || len(deleted(client)) != 0 {
+			t.Errorf("applied %v, deleted %v: want nothing", applied(client), deleted(client))
 		}
 	})
 
@@ -604,7 +611,7 @@ func TestDeliverChecksCustomResourcesAfterTheirDefinition(t *testing.T) {
 	})
 	status, err := New(clients).Deliver(context.Background(), artifact(
 		object("example.com/v1", "Widget", "shop", "w"),
-		object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com"),
+		widgetsCRD(),
 	), target(true, nil))
 	if err == nil || status.Ready || !strings.HasPrefix(status.Message, "Widget shop/w (000-widget-w.yaml#1) exists on cluster east and was not created") {
 		t.Errorf("status %+v, err %v", status, err)
@@ -615,6 +622,77 @@ func TestDeliverChecksCustomResourcesAfterTheirDefinition(t *testing.T) {
 	if want := []gitopsv1alpha1.InventoryEntry{{ID: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"}}; !cmp.Equal(want, status.Inventory) {
 		t.Errorf("inventory %v", status.Inventory)
 	}
+}
+
+// servedLater serves Widgets only once their CustomResourceDefinition was applied and they
+// were asked for delay more times since (as kube-apiserver first establishes a new
+// CustomResourceDefinition); never, with delay -1.
+type servedLater struct {
+	meta.RESTMapper
+	applied *atomic.Bool
+	delay   int
+	asked   atomic.Int32
+}
+
+func (m *servedLater) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if gk.Kind == "Widget" && (!m.applied.Load() || m.delay < 0 || int(m.asked.Add(1)) <= m.delay) {
+		return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	}
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// An object of a kind the artifact's own CustomResourceDefinition adds waits for the kind to
+// be served, up to the engine's servedWait; then the delivery fails at it, keeping the
+// CustomResourceDefinition in the inventory.
+func TestDeliverWaitsForItsCustomResourceDefinitions(t *testing.T) {
+	art := artifact(object("example.com/v1", "Widget", "shop", "w"), widgetsCRD())
+	for name, tc := range map[string]struct {
+		delay int
+		ready bool
+	}{
+		"served after a while": {delay: 2, ready: true},
+		"never served":         {delay: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client, clients := newCluster(t)
+			var crdApplied atomic.Bool
+			clients.mapper = &servedLater{RESTMapper: mapper(true), applied: &crdApplied, delay: tc.delay}
+			client.PrependReactor("patch", "customresourcedefinitions", func(clienttesting.Action) (bool, runtime.Object, error) {
+				crdApplied.Store(true)
+				return false, nil, nil
+			})
+			e := New(clients)
+			e.servedWait = time.Second
+			status, err := e.Deliver(context.Background(), art, target(true, nil))
+			if tc.ready {
+				if err != nil || !status.Ready || len(status.Inventory) != 2 || status.Inventory[1].ID != "shop_w_example.com_Widget" {
+					t.Errorf("status %+v, err %v", status, err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(status.Message, `Applying Widget shop/w (000-widget-w.yaml#1) on cluster east failed: no matches for kind "Widget"`) {
+				t.Errorf("status %+v, err %v", status, err)
+			}
+			if want := []gitopsv1alpha1.InventoryEntry{{ID: "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"}}; !cmp.Equal(want, status.Inventory) {
+				t.Errorf("inventory %v", status.Inventory)
+			}
+		})
+	}
+}
+
+func TestDefinedKinds(t *testing.T) {
+	noKind := object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "broken.example.com")
+	got := definedKinds([]manifests.Object{widgetsCRD(), noKind, object("v1", "ConfigMap", "shop", "settings")})
+	if want := map[schema.GroupKind]bool{{Group: "example.com", Kind: "Widget"}: true}; !cmp.Equal(want, got) {
+		t.Errorf("definedKinds = %v, want %v", got, want)
+	}
+}
+
+// widgetsCRD is the CustomResourceDefinition of Widgets, as much of it as the engine reads.
+func widgetsCRD() manifests.Object {
+	crd := object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com")
+	crd.Object["spec"] = map[string]interface{}{"group": "example.com", "names": map[string]interface{}{"kind": "Widget", "plural": "widgets"}}
+	return crd
 }
 
 // Flux's opt-out, kustomize.toolkit.fluxcd.io/prune: disabled (label or annotation, any case),
@@ -651,8 +729,8 @@ func TestPruneDisabledObjectsStay(t *testing.T) {
 	}
 }
 
-// A version of 200 objects (the benchmark's size) is delivered in one call: one read and one
-// apply per object, which the target's client rate (delivery.TargetQPS) paces.
+// A version of 200 objects (the benchmark's size) is delivered in one call: one list reads
+// them all back (they share a resource and a namespace), then one apply per object.
 func TestDeliverManyObjects(t *testing.T) {
 	client, clients := newCluster(t)
 	var objs []manifests.Object
@@ -663,8 +741,14 @@ func TestDeliverManyObjects(t *testing.T) {
 	if err != nil || !status.Ready || len(status.Inventory) != 200 {
 		t.Fatalf("status ready %v with %d entries, err %v", status.Ready, len(status.Inventory), err)
 	}
-	if got := len(client.Actions()); got != 401 {
-		t.Errorf("%d requests, want 401 (a read and an apply per object, a list of the ConfigMaps to prune)", got)
+	if got := len(client.Actions()); got != 202 {
+		t.Errorf("%d requests, want 202 (a list to read them back, an apply per object, a list of the ConfigMaps to prune)", got)
+	}
+	// The inventory is in the artifact's order, whatever order the applies finished in.
+	for i, entry := range status.Inventory {
+		if want := fmt.Sprintf("shop_settings-%03d__ConfigMap", i); entry.ID != want {
+			t.Fatalf("inventory entry %d is %s, want %s", i, entry.ID, want)
+		}
 	}
 }
 
