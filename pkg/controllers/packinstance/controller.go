@@ -24,8 +24,8 @@
 // applied (pkg/packs/drift): changed or removed fields the pack set, and deleted objects, are
 // Drifted=True with a driftSummary naming them. With the pack's driftPolicy Correct the
 // revision is applied again at once and the summary records the correction. On Flux clusters
-// kustomize-controller owns the objects and corrects drift itself every interval, so the
-// instance reports Flux's view.
+// kustomize-controller owns the objects and corrects drift itself every interval: the
+// instance is not compared, and a Flux failure after delivery shows on its OCIArtifact.
 //
 // Deleting an instance removes what it delivered from its cluster (the Kubectl engine's
 // inventory, or the OCIArtifact, whose removal makes Flux prune) unless the pack retains
