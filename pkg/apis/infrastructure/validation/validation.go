@@ -188,7 +188,6 @@ func validateChart(c *infrastructure.PackChart, path *field.Path) field.ErrorLis
 	return errs
 }
 
-
 func requiredName(name string, path *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path, "")}
