@@ -66,7 +66,9 @@ func TestLocalUpChildrenDoNotOutliveIt(t *testing.T) {
 	}
 	dir, root := t.TempDir(), framework.RepoRoot()
 	args := []string{"--dir", dir, "--bin-dir", framework.BinDir(), "--artifacts", filepath.Join(root, "artifacts", "deploy"),
-		"--provisioners-config", filepath.Join(root, "artifacts", "controller", "provisioners.yaml")}
+		"--provisioners-config", filepath.Join(root, "artifacts", "controller", "provisioners.yaml"),
+		// The platform alone: no second cluster (its fixed ports) and no demo chart.
+		"--edge-cluster=", "--demo-chart="}
 	for i, flag := range []string{"--etcd-port", "--etcd-peer-port", "--kube-port", "--plinth-port", "--controller-port", "--kwok-port", "--registry-port"} {
 		args = append(args, flag, strconv.Itoa(ports[i]))
 	}
