@@ -145,8 +145,6 @@ type Controller struct {
 	clock     clock.PassiveClock
 
 	mu sync.Mutex
-	// revisions caches decoded revisions, immutable once saved, by pack and number.
-	revisions map[revisionKey]*revisions.Revision
 	// checkers are the drift checkers of each cluster, with the baselines they keep, for the
 	// Cluster's UID and generation (a new kubeconfig is a new client).
 	checkers map[string]checkerEntry
@@ -164,11 +162,6 @@ type writtenStatus struct {
 	uid             types.UID
 	revision        int64
 	resourceVersion string
-}
-
-type revisionKey struct {
-	namespace, pack string
-	number          int64
 }
 
 type checkerEntry struct {
@@ -216,7 +209,7 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, in
 		clusters: clusters.Lister(), artifacts: artifacts.Lister(), clients: clients,
 		engine: kubectldelivery.NewFor(clients, FieldManager, "InfrastructurePackInstance"),
 		store:  store, drift: opts.DriftInterval, poll: opts.PollInterval, clock: opts.Clock,
-		revisions: map[revisionKey]*revisions.Revision{}, checkers: map[string]checkerEntry{}, checked: map[cache.ObjectName]time.Time{},
+		checkers: map[string]checkerEntry{}, checked: map[cache.ObjectName]time.Time{},
 		written: map[cache.ObjectName]writtenStatus{},
 	}
 	c.Loop = loop.New(Name, c.reconcile, instances.Informer(), packs.Informer(), clusters.Informer(), artifacts.Informer())
@@ -326,7 +319,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonDependencyBlocked, "Deliveries are held until the dependency is no longer drifted.")
 		return c.write(ctx, inst, before)
 	}
-	if len(inst.Spec.DependsOn) > 0 || findCondition(inst, infrav1alpha1.ConditionDependencyBlocked) != nil {
+	if len(inst.Spec.DependsOn) > 0 || meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionDependencyBlocked) != nil {
 		// Also when the pack dropped its dependencies: a Blocked left behind would hold the
 		// cluster in the pack's summary for good.
 		setCondition(inst, infrav1alpha1.ConditionDependencyBlocked, metav1.ConditionFalse, ReasonDependenciesOK, "No dependency blocks this instance.")
@@ -420,7 +413,7 @@ func engineOf(cluster *platformv1alpha1.Cluster) platformv1alpha1.GitOpsEngine {
 // not applied it yet (no error: the instance is polled).
 func (c *Controller) deliver(ctx context.Context, inst *infrav1alpha1.InfrastructurePackInstance, pack *infrav1alpha1.InfrastructureClusterPack,
 	cluster *platformv1alpha1.Cluster, number int64) (bool, error) {
-	rev, err := c.revision(ctx, pack.Namespace, pack.Name, number)
+	rev, err := c.store.Get(ctx, pack.Namespace, pack.Name, number)
 	if err != nil {
 		c.setReady(inst, metav1.ConditionFalse, ReasonRevisionUnavailable, fmt.Sprintf("Revision %d of the pack cannot be read: %s", number, message.Error(err)))
 		return false, err
@@ -459,7 +452,7 @@ func (c *Controller) deliveredVersion(ctx context.Context, pack *infrav1alpha1.I
 	if inst.Status.DeliveredAt == nil || inst.Status.Revision == 0 {
 		return
 	}
-	if rev, err := c.revision(ctx, pack.Namespace, pack.Name, inst.Status.Revision); err == nil {
+	if rev, err := c.store.Get(ctx, pack.Namespace, pack.Name, inst.Status.Revision); err == nil {
 		inst.Spec.Version = rev.Version
 	}
 }
@@ -579,34 +572,6 @@ func readyMessage(inst *infrav1alpha1.InfrastructurePackInstance) string {
 	}
 	return fmt.Sprintf("Revision %d is delivered.", inst.Status.Revision)
 }
-
-// revision returns a kept revision, decoded once per process.
-func (c *Controller) revision(ctx context.Context, namespace, pack string, number int64) (*revisions.Revision, error) {
-	key := revisionKey{namespace, pack, number}
-	c.mu.Lock()
-	rev, ok := c.revisions[key]
-	c.mu.Unlock()
-	if ok {
-		return rev, nil
-	}
-	rev, err := c.store.Get(ctx, namespace, pack, number)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.revisions) >= maxCachedRevisions {
-		for k := range c.revisions {
-			delete(c.revisions, k) // any: a miss only costs a read
-			break
-		}
-	}
-	c.revisions[key] = rev
-	return rev, nil
-}
-
-// maxCachedRevisions bounds the decoded revisions kept in memory.
-const maxCachedRevisions = 256
 
 func (c *Controller) forget(key cache.ObjectName) {
 	c.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -53,7 +54,7 @@ func (c *Controller) checker(ctx context.Context, cluster *platformv1alpha1.Clus
 // records that it was.
 func (c *Controller) checkDrift(ctx context.Context, inst *infrav1alpha1.InfrastructurePackInstance, pack *infrav1alpha1.InfrastructureClusterPack,
 	cluster *platformv1alpha1.Cluster) error {
-	rev, err := c.revision(ctx, pack.Namespace, pack.Name, inst.Status.Revision)
+	rev, err := c.store.Get(ctx, pack.Namespace, pack.Name, inst.Status.Revision)
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (c *Controller) checkDrift(ctx context.Context, inst *infrav1alpha1.Infrast
 		return c.unchecked(inst, err)
 	}
 	if len(report.Drifted) == 0 {
-		if d := findCondition(inst, infrav1alpha1.ConditionDrifted); d == nil || d.Reason != ReasonCorrected {
+		if d := meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionDrifted); d == nil || d.Reason != ReasonCorrected {
 			inst.Status.DriftSummary = ""
 			setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift,
 				fmt.Sprintf("The %d delivered objects match what was applied.", report.Checked))
@@ -117,13 +118,4 @@ func (c *Controller) unchecked(inst *infrav1alpha1.InfrastructurePackInstance, e
 	}
 	transition.Record(c.recorder, inst, "DriftCheckFailed", "DetectDrift", "Comparing the delivered objects with the cluster failed: "+message.Error(err))
 	return err
-}
-
-func findCondition(inst *infrav1alpha1.InfrastructurePackInstance, t string) *metav1.Condition {
-	for i := range inst.Status.Conditions {
-		if inst.Status.Conditions[i].Type == t {
-			return &inst.Status.Conditions[i]
-		}
-	}
-	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,15 +98,62 @@ type RevisionInfo struct {
 	RenderedAt metav1.Time
 }
 
-// Store keeps revisions in Secrets on the management cluster.
+// Store keeps revisions in Secrets on the management cluster. It remembers the revisions it
+// decoded: a revision never changes once saved (its Secret is immutable), and both pack
+// controllers read the current one on most reconciles. Prune and DeleteAll forget what they
+// delete, so a pack deleted and created again under its name never reads the old revisions;
+// the controllers share one Store for that reason.
 type Store struct {
 	secrets typedcorev1.SecretsGetter
+
+	mu      sync.Mutex
+	decoded map[revisionKey]*Revision
 }
+
+// revisionKey names one revision of one pack.
+type revisionKey struct {
+	namespace, pack string
+	number          int64
+}
+
+// maxDecoded bounds the decoded revisions a Store keeps in memory.
+const maxDecoded = 256
 
 // NewStore is a Store that keeps revisions through the client, which needs to get, list,
 // create and delete Secrets in the packs' namespaces.
 func NewStore(client kubernetes.Interface) *Store {
-	return &Store{secrets: client.CoreV1()}
+	return &Store{secrets: client.CoreV1(), decoded: map[revisionKey]*Revision{}}
+}
+
+// remembered is a revision decoded before, or nil.
+func (s *Store) remembered(key revisionKey) *Revision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decoded[key]
+}
+
+// remember keeps a decoded revision, making room by forgetting any other: a miss costs a read.
+func (s *Store) remember(key revisionKey, rev *Revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.decoded) >= maxDecoded {
+		for k := range s.decoded {
+			delete(s.decoded, k)
+			break
+		}
+	}
+	s.decoded[key] = rev
+}
+
+// forget drops the remembered revisions of a pack.
+func (s *Store) forget(namespace, pack string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.decoded {
+		if k.namespace == namespace && k.pack == pack {
+			delete(s.decoded, k)
+		}
+	}
 }
 
 // Get reads revision number of the pack. When it is not kept, the error answers true to
@@ -116,6 +164,10 @@ func (s *Store) Get(ctx context.Context, namespace, pack string, number int64) (
 	}
 	if number < 1 {
 		return nil, fmt.Errorf("revision numbers start at 1, not %d", number)
+	}
+	key := revisionKey{namespace, pack, number}
+	if rev := s.remembered(key); rev != nil {
+		return rev, nil
 	}
 	secret, err := s.secrets.Secrets(namespace).Get(ctx, secretName(pack, number), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -134,6 +186,7 @@ func (s *Store) Get(ctx context.Context, namespace, pack string, number int64) (
 	if err != nil {
 		return nil, fmt.Errorf("revision %d of pack %s/%s is corrupt: %w", number, namespace, pack, err)
 	}
+	s.remember(key, rev)
 	return rev, nil
 }
 
@@ -226,6 +279,7 @@ func (s *Store) Prune(ctx context.Context, namespace, pack string, keep int, pro
 	if err != nil {
 		return err
 	}
+	s.forget(namespace, pack)
 	var errs []error
 	for i, k := range secrets {
 		if i < keep || slices.Contains(protect, k.number) {
@@ -242,6 +296,7 @@ func (s *Store) DeleteAll(ctx context.Context, namespace, pack string) error {
 	if err != nil {
 		return err
 	}
+	s.forget(namespace, pack)
 	var errs []error
 	for _, k := range secrets {
 		errs = append(errs, s.delete(ctx, k.secret))

@@ -561,3 +561,46 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
+
+// A revision is read from its Secret once: it never changes. Deleting a pack's revisions
+// forgets them, so a pack created again under the name reads its own revision 1.
+func TestGetRemembersUntilDeleted(t *testing.T) {
+	client := fake.NewClientset()
+	s := NewStore(client)
+	ctx := context.Background()
+	if err := s.Save(ctx, ns, pack, revision(t, 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	gets := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "secrets" {
+				n++
+			}
+		}
+		return n
+	}
+	for range 3 {
+		if _, err := s.Get(ctx, ns, pack, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := gets(); n != 1 {
+		t.Errorf("three Gets read the Secret %d times, want once", n)
+	}
+	if err := s.DeleteAll(ctx, ns, pack); err != nil {
+		t.Fatal(err)
+	}
+	again := revision(t, 1, 5)
+	again.Digest = "sha256:other"
+	if err := s.Save(ctx, ns, pack, again); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, ns, pack, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != "sha256:other" {
+		t.Errorf("after DeleteAll, Get returned the old revision 1 (digest %s)", got.Digest)
+	}
+}
