@@ -32,6 +32,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&Workload{}, &WorkloadList{},
 		&PlatformPolicy{}, &PlatformPolicyList{},
+		&Provisioner{}, &ProvisionerList{},
 		&ResourceBinding{}, &ResourceBindingList{},
 		&WorkloadPlan{}, &WorkloadPlanList{},
 	)

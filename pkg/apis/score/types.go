@@ -91,6 +91,8 @@ type Container struct {
 	// Variables are environment variables. Values may contain ${metadata.KEY} and
 	// ${resources.NAME.OUTPUT} placeholders; $$ escapes a literal $.
 	Variables map[string]string `json:"variables,omitempty"`
+	// Env is the seed's name for variables; the server keeps the two in step.
+	Env map[string]string `json:"env,omitempty"`
 	// Files are files mounted into the container, keyed by target path.
 	Files []ContainerFile `json:"files,omitempty"`
 	// Volumes are volumes mounted into the container, keyed by target path.
@@ -343,6 +345,44 @@ type PlatformPolicyList struct {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// Provisioner is one Score resource provisioner in score-k8s's provisioner file format.
+type Provisioner struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// Spec is the provisioner.
+	Spec ProvisionerSpec `json:"spec,omitempty"`
+}
+
+// ProvisionerSpec is one template provisioner (see the versioned type for each field).
+type ProvisionerSpec struct {
+	URI             string   `json:"uri"`
+	Type            string   `json:"type"`
+	Class           *string  `json:"class,omitempty"`
+	ID              *string  `json:"id,omitempty"`
+	Description     string   `json:"description,omitempty"`
+	Init            string   `json:"init,omitempty"`
+	State           string   `json:"state,omitempty"`
+	Shared          string   `json:"shared,omitempty"`
+	Outputs         string   `json:"outputs,omitempty"`
+	Manifests       string   `json:"manifests,omitempty"`
+	ExpectedOutputs []string `json:"expected_outputs,omitempty"`
+	SupportedParams []string `json:"supported_params,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ProvisionerList is a list of Provisioners.
+type ProvisionerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the provisioners.
+	Items []Provisioner `json:"items"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // ResourceBinding is the contract between the orchestrator and a resolver for one resource
 // of one workload: the orchestrator writes spec, the resolver provisions the resource and
 // publishes outputs in status. Internal: hidden from tenants.
@@ -428,6 +468,8 @@ type BindingOutputs struct {
 	Certificates *CertificatesReference `json:"certificates,omitempty"`
 	// Metadata holds the remaining non-secret outputs by name, for example host and port.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Secrets are secret outputs by name, each a key of a Secret in the binding's namespace.
+	Secrets map[string]SecretKeyReference `json:"secrets,omitempty"`
 }
 
 // CredentialsReference points at credentials.

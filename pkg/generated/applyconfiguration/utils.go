@@ -250,8 +250,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &scorev1b1.PolicyConstraintsApplyConfiguration{}
 	case v1b1.SchemeGroupVersion.WithKind("PolicyDefaults"):
 		return &scorev1b1.PolicyDefaultsApplyConfiguration{}
+	case v1b1.SchemeGroupVersion.WithKind("Provisioner"):
+		return &scorev1b1.ProvisionerApplyConfiguration{}
 	case v1b1.SchemeGroupVersion.WithKind("ProvisionerInfo"):
 		return &scorev1b1.ProvisionerInfoApplyConfiguration{}
+	case v1b1.SchemeGroupVersion.WithKind("ProvisionerSpec"):
+		return &scorev1b1.ProvisionerSpecApplyConfiguration{}
 	case v1b1.SchemeGroupVersion.WithKind("ResourceAmounts"):
 		return &scorev1b1.ResourceAmountsApplyConfiguration{}
 	case v1b1.SchemeGroupVersion.WithKind("ResourceBinding"):

@@ -175,7 +175,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1b1.PlatformPolicyStatus{}.OpenAPIModelName():                               schema_pkg_apis_score_v1b1_PlatformPolicyStatus(ref),
 		v1b1.PolicyConstraints{}.OpenAPIModelName():                                  schema_pkg_apis_score_v1b1_PolicyConstraints(ref),
 		v1b1.PolicyDefaults{}.OpenAPIModelName():                                     schema_pkg_apis_score_v1b1_PolicyDefaults(ref),
+		v1b1.Provisioner{}.OpenAPIModelName():                                        schema_pkg_apis_score_v1b1_Provisioner(ref),
 		v1b1.ProvisionerInfo{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ProvisionerInfo(ref),
+		v1b1.ProvisionerList{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ProvisionerList(ref),
+		v1b1.ProvisionerSpec{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ProvisionerSpec(ref),
 		v1b1.ResourceAmounts{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ResourceAmounts(ref),
 		v1b1.ResourceBinding{}.OpenAPIModelName():                                    schema_pkg_apis_score_v1b1_ResourceBinding(ref),
 		v1b1.ResourceBindingList{}.OpenAPIModelName():                                schema_pkg_apis_score_v1b1_ResourceBindingList(ref),
@@ -6329,11 +6332,25 @@ func schema_pkg_apis_score_v1b1_BindingOutputs(ref common.ReferenceCallback) com
 							},
 						},
 					},
+					"secrets": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Secrets are secret outputs by name, each a key of a Secret in the binding's namespace (what a provisioner marks with encodeSecretRef). Containers receive them as secretKeyRefs; their values never appear in the API.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1b1.SecretKeyReference{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1b1.CertificatesReference{}.OpenAPIModelName(), v1b1.CredentialsReference{}.OpenAPIModelName()},
+			v1b1.CertificatesReference{}.OpenAPIModelName(), v1b1.CredentialsReference{}.OpenAPIModelName(), v1b1.SecretKeyReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -6495,7 +6512,22 @@ func schema_pkg_apis_score_v1b1_Container(ref common.ReferenceCallback) common.O
 					},
 					"variables": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Variables are environment variables. Values may contain ${metadata.KEY} and ${resources.NAME.OUTPUT} placeholders; $$ escapes a literal $.",
+							Description: "Variables are environment variables, Score's name for them. Values may contain ${metadata.KEY} and ${resources.NAME.OUTPUT} placeholders; $$ escapes a literal $. Variables and env are the same map: the server copies one to the other when only one is set, and refuses both set and different.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"env": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Env is the seed's name for variables: the same map under the name the Score Orchestrator CRD spec uses. Set either; the server keeps the other in step.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
@@ -7642,6 +7674,49 @@ func schema_pkg_apis_score_v1b1_PolicyDefaults(ref common.ReferenceCallback) com
 	}
 }
 
+func schema_pkg_apis_score_v1b1_Provisioner(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Provisioner is one Score resource provisioner in score-k8s's provisioner file format: the entry of a score-k8s provisioners file, unchanged, under spec. Platform administrators apply them to add resource types, or to replace the built-in provisioner of a type, class or id, without restarting plinth-controller. Cluster-scoped and hidden from tenants.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the provisioner, with the field names of score-k8s's file format.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1b1.ProvisionerSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1b1.ProvisionerSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_score_v1b1_ProvisionerInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -7679,6 +7754,180 @@ func schema_pkg_apis_score_v1b1_ProvisionerInfo(ref common.ReferenceCallback) co
 						},
 					},
 				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_score_v1b1_ProvisionerList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProvisionerList is a list of Provisioners.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the provisioners.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1b1.Provisioner{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1b1.Provisioner{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_score_v1b1_ProvisionerSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ProvisionerSpec is one template provisioner. Each template is a Go text/template with the sprig functions and encodeSecretRef; init, state, shared and outputs evaluate to a YAML map, manifests to a YAML list of Kubernetes objects. Templates see .Type, .Class, .Id, .Uid, .Guid, .Params, .Metadata, .Init, .State, .Shared, .SourceWorkload, .WorkloadMetadata, .WorkloadServices and .Namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"uri": {
+						SchemaProps: spec.SchemaProps{
+							Description: "URI identifies the provisioner; its scheme says how it runs. Only template:// is served: plinth-controller runs no commands, so cmd:// is refused.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is the resource type the provisioner provides, for example postgres. Required.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"class": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Class, when set, restricts the provisioner to resources of that class; unset (null) matches any class.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"id": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ID, when set, restricts the provisioner to the shared resource with that id; unset (null) matches any resource.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description says what the provisioner provides; kubectl get prints it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"init": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Init is evaluated first, to a map of working values the later templates read as .Init.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is evaluated to the resource's new state, read as .State; it persists between reconciles (in a Secret, since it often holds generated passwords).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"shared": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Shared is evaluated to changes merged into the state shared by every resource of the namespace, read as .Shared; it persists in a Secret.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"outputs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Outputs is evaluated to the resource's outputs, which workloads read with ${resources.NAME.OUTPUT}. An output made with encodeSecretRef is a Secret key and reaches containers only as a secretKeyRef.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"manifests": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Manifests is evaluated to a list of Kubernetes objects that plinth-controller applies in the workload's namespace, owned by the resource's binding.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"expected_outputs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ExpectedOutputs lists the outputs the provisioner promises.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"supported_params": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "SupportedParams lists the params the provisioner reads.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"uri", "type"},
 			},
 		},
 	}

@@ -35,6 +35,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&Workload{}, &WorkloadList{},
 		&PlatformPolicy{}, &PlatformPolicyList{},
+		&Provisioner{}, &ProvisionerList{},
 		&ResourceBinding{}, &ResourceBindingList{},
 		&WorkloadPlan{}, &WorkloadPlanList{},
 	)

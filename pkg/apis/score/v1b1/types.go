@@ -107,10 +107,16 @@ type Container struct {
 	// +optional
 	// +listType=atomic
 	Args []string `json:"args,omitempty"`
-	// Variables are environment variables. Values may contain ${metadata.KEY} and
-	// ${resources.NAME.OUTPUT} placeholders; $$ escapes a literal $.
+	// Variables are environment variables, Score's name for them. Values may contain
+	// ${metadata.KEY} and ${resources.NAME.OUTPUT} placeholders; $$ escapes a literal $.
+	// Variables and env are the same map: the server copies one to the other when only one
+	// is set, and refuses both set and different.
 	// +optional
 	Variables map[string]string `json:"variables,omitempty"`
+	// Env is the seed's name for variables: the same map under the name the Score
+	// Orchestrator CRD spec uses. Set either; the server keeps the other in step.
+	// +optional
+	Env map[string]string `json:"env,omitempty"`
 	// Files are files mounted into the container, keyed by target path.
 	// +optional
 	// +listType=map
@@ -437,6 +443,89 @@ type PlatformPolicyList struct {
 }
 
 // +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Provisioner is one Score resource provisioner in score-k8s's provisioner file format: the
+// entry of a score-k8s provisioners file, unchanged, under spec. Platform administrators apply
+// them to add resource types, or to replace the built-in provisioner of a type, class or id,
+// without restarting plinth-controller. Cluster-scoped and hidden from tenants.
+type Provisioner struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the provisioner, with the field names of score-k8s's file format.
+	// +optional
+	Spec ProvisionerSpec `json:"spec,omitempty"`
+}
+
+// ProvisionerSpec is one template provisioner. Each template is a Go text/template with the
+// sprig functions and encodeSecretRef; init, state, shared and outputs evaluate to a YAML map,
+// manifests to a YAML list of Kubernetes objects. Templates see .Type, .Class, .Id, .Uid,
+// .Guid, .Params, .Metadata, .Init, .State, .Shared, .SourceWorkload, .WorkloadMetadata,
+// .WorkloadServices and .Namespace.
+type ProvisionerSpec struct {
+	// URI identifies the provisioner; its scheme says how it runs. Only template:// is
+	// served: plinth-controller runs no commands, so cmd:// is refused.
+	URI string `json:"uri"`
+	// Type is the resource type the provisioner provides, for example postgres. Required.
+	Type string `json:"type"`
+	// Class, when set, restricts the provisioner to resources of that class; unset (null)
+	// matches any class.
+	// +optional
+	Class *string `json:"class,omitempty"`
+	// ID, when set, restricts the provisioner to the shared resource with that id; unset
+	// (null) matches any resource.
+	// +optional
+	ID *string `json:"id,omitempty"`
+	// Description says what the provisioner provides; kubectl get prints it.
+	// +optional
+	Description string `json:"description,omitempty"`
+	// Init is evaluated first, to a map of working values the later templates read as .Init.
+	// +optional
+	Init string `json:"init,omitempty"`
+	// State is evaluated to the resource's new state, read as .State; it persists between
+	// reconciles (in a Secret, since it often holds generated passwords).
+	// +optional
+	State string `json:"state,omitempty"`
+	// Shared is evaluated to changes merged into the state shared by every resource of the
+	// namespace, read as .Shared; it persists in a Secret.
+	// +optional
+	Shared string `json:"shared,omitempty"`
+	// Outputs is evaluated to the resource's outputs, which workloads read with
+	// ${resources.NAME.OUTPUT}. An output made with encodeSecretRef is a Secret key and
+	// reaches containers only as a secretKeyRef.
+	// +optional
+	Outputs string `json:"outputs,omitempty"`
+	// Manifests is evaluated to a list of Kubernetes objects that plinth-controller applies
+	// in the workload's namespace, owned by the resource's binding.
+	// +optional
+	Manifests string `json:"manifests,omitempty"`
+	// ExpectedOutputs lists the outputs the provisioner promises.
+	// +optional
+	// +listType=set
+	ExpectedOutputs []string `json:"expected_outputs,omitempty"`
+	// SupportedParams lists the params the provisioner reads.
+	// +optional
+	// +listType=set
+	SupportedParams []string `json:"supported_params,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ProvisionerList is a list of Provisioners.
+type ProvisionerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the provisioners.
+	Items []Provisioner `json:"items"`
+}
+
+// +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // ResourceBinding is the contract between the orchestrator and a resolver for one resource
@@ -546,6 +635,11 @@ type BindingOutputs struct {
 	// Metadata holds the remaining non-secret outputs by name, for example host and port.
 	// +optional
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Secrets are secret outputs by name, each a key of a Secret in the binding's namespace
+	// (what a provisioner marks with encodeSecretRef). Containers receive them as
+	// secretKeyRefs; their values never appear in the API.
+	// +optional
+	Secrets map[string]SecretKeyReference `json:"secrets,omitempty"`
 }
 
 // CredentialsReference points at credentials.

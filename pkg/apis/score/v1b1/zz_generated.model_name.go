@@ -162,8 +162,23 @@ func (in PolicyDefaults) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Provisioner) OpenAPIModelName() string {
+	return "dev.score.v1b1.Provisioner"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ProvisionerInfo) OpenAPIModelName() string {
 	return "dev.score.v1b1.ProvisionerInfo"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProvisionerList) OpenAPIModelName() string {
+	return "dev.score.v1b1.ProvisionerList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ProvisionerSpec) OpenAPIModelName() string {
+	return "dev.score.v1b1.ProvisionerSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -179,6 +179,16 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: com.github.plinth-dev.plinth.pkg.apis.score.v1b1.Provisioner
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.plinth-dev.plinth.pkg.apis.score.v1b1.ResourceBinding
   scalar: untyped
   list:

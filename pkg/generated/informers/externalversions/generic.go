@@ -104,6 +104,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		// Group=score.dev, Version=v1b1
 	case v1b1.SchemeGroupVersion.WithResource("platformpolicies"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Score().V1b1().PlatformPolicies().Informer()}, nil
+	case v1b1.SchemeGroupVersion.WithResource("provisioners"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Score().V1b1().Provisioners().Informer()}, nil
 	case v1b1.SchemeGroupVersion.WithResource("resourcebindings"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Score().V1b1().ResourceBindings().Informer()}, nil
 	case v1b1.SchemeGroupVersion.WithResource("workloads"):

@@ -33,6 +33,10 @@ type BindingOutputsApplyConfiguration struct {
 	Certificates *CertificatesReferenceApplyConfiguration `json:"certificates,omitempty"`
 	// Metadata holds the remaining non-secret outputs by name, for example host and port.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Secrets are secret outputs by name, each a key of a Secret in the binding's namespace
+	// (what a provisioner marks with encodeSecretRef). Containers receive them as
+	// secretKeyRefs; their values never appear in the API.
+	Secrets map[string]SecretKeyReferenceApplyConfiguration `json:"secrets,omitempty"`
 }
 
 // BindingOutputsApplyConfiguration constructs a declarative configuration of the BindingOutputs type for use with
@@ -83,6 +87,20 @@ func (b *BindingOutputsApplyConfiguration) WithMetadata(entries map[string]strin
 	}
 	for k, v := range entries {
 		b.Metadata[k] = v
+	}
+	return b
+}
+
+// WithSecrets puts the entries into the Secrets field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Secrets field,
+// overwriting an existing map entries in Secrets field with the same key.
+func (b *BindingOutputsApplyConfiguration) WithSecrets(entries map[string]SecretKeyReferenceApplyConfiguration) *BindingOutputsApplyConfiguration {
+	if b.Secrets == nil && len(entries) > 0 {
+		b.Secrets = make(map[string]SecretKeyReferenceApplyConfiguration, len(entries))
+	}
+	for k, v := range entries {
+		b.Secrets[k] = v
 	}
 	return b
 }

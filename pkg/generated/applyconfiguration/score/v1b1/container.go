@@ -29,9 +29,14 @@ type ContainerApplyConfiguration struct {
 	Command []string `json:"command,omitempty"`
 	// Args overrides the image's arguments.
 	Args []string `json:"args,omitempty"`
-	// Variables are environment variables. Values may contain ${metadata.KEY} and
-	// ${resources.NAME.OUTPUT} placeholders; $$ escapes a literal $.
+	// Variables are environment variables, Score's name for them. Values may contain
+	// ${metadata.KEY} and ${resources.NAME.OUTPUT} placeholders; $$ escapes a literal $.
+	// Variables and env are the same map: the server copies one to the other when only one
+	// is set, and refuses both set and different.
 	Variables map[string]string `json:"variables,omitempty"`
+	// Env is the seed's name for variables: the same map under the name the Score
+	// Orchestrator CRD spec uses. Set either; the server keeps the other in step.
+	Env map[string]string `json:"env,omitempty"`
 	// Files are files mounted into the container, keyed by target path.
 	Files []ContainerFileApplyConfiguration `json:"files,omitempty"`
 	// Volumes are volumes mounted into the container, keyed by target path.
@@ -88,6 +93,20 @@ func (b *ContainerApplyConfiguration) WithVariables(entries map[string]string) *
 	}
 	for k, v := range entries {
 		b.Variables[k] = v
+	}
+	return b
+}
+
+// WithEnv puts the entries into the Env field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Env field,
+// overwriting an existing map entries in Env field with the same key.
+func (b *ContainerApplyConfiguration) WithEnv(entries map[string]string) *ContainerApplyConfiguration {
+	if b.Env == nil && len(entries) > 0 {
+		b.Env = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.Env[k] = v
 	}
 	return b
 }

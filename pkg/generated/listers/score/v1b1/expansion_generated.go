@@ -22,6 +22,10 @@ package v1b1
 // PlatformPolicyLister.
 type PlatformPolicyListerExpansion interface{}
 
+// ProvisionerListerExpansion allows custom methods to be added to
+// ProvisionerLister.
+type ProvisionerListerExpansion interface{}
+
 // ResourceBindingListerExpansion allows custom methods to be added to
 // ResourceBindingLister.
 type ResourceBindingListerExpansion interface{}

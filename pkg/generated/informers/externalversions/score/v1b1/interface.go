@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// PlatformPolicies returns a PlatformPolicyInformer.
 	PlatformPolicies() TypedPlatformPolicyInformer
+	// Provisioners returns a ProvisionerInformer.
+	Provisioners() TypedProvisionerInformer
 	// ResourceBindings returns a ResourceBindingInformer.
 	ResourceBindings() TypedResourceBindingInformer
 	// Workloads returns a WorkloadInformer.
@@ -48,6 +50,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // PlatformPolicies returns a TypedPlatformPolicyInformer.
 func (v *version) PlatformPolicies() TypedPlatformPolicyInformer {
 	return &platformPolicyInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// Provisioners returns a TypedProvisionerInformer.
+func (v *version) Provisioners() TypedProvisionerInformer {
+	return &provisionerInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // ResourceBindings returns a TypedResourceBindingInformer.

@@ -20,6 +20,8 @@ package v1b1
 
 type PlatformPolicyExpansion interface{}
 
+type ProvisionerExpansion interface{}
+
 type ResourceBindingExpansion interface{}
 
 type WorkloadExpansion interface{}

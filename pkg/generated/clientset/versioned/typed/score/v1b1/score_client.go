@@ -29,6 +29,7 @@ import (
 type ScoreV1b1Interface interface {
 	RESTClient() rest.Interface
 	PlatformPoliciesGetter
+	ProvisionersGetter
 	ResourceBindingsGetter
 	WorkloadsGetter
 	WorkloadPlansGetter
@@ -41,6 +42,10 @@ type ScoreV1b1Client struct {
 
 func (c *ScoreV1b1Client) PlatformPolicies() PlatformPolicyInterface {
 	return newPlatformPolicies(c)
+}
+
+func (c *ScoreV1b1Client) Provisioners() ProvisionerInterface {
+	return newProvisioners(c)
 }
 
 func (c *ScoreV1b1Client) ResourceBindings(namespace string) ResourceBindingInterface {

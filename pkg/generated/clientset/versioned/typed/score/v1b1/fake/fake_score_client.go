@@ -32,6 +32,10 @@ func (c *FakeScoreV1b1) PlatformPolicies() v1b1.PlatformPolicyInterface {
 	return newFakePlatformPolicies(c)
 }
 
+func (c *FakeScoreV1b1) Provisioners() v1b1.ProvisionerInterface {
+	return newFakeProvisioners(c)
+}
+
 func (c *FakeScoreV1b1) ResourceBindings(namespace string) v1b1.ResourceBindingInterface {
 	return newFakeResourceBindings(c, namespace)
 }
