@@ -4,6 +4,7 @@
 package validation
 
 import (
+	"maps"
 	"regexp"
 	"strings"
 
@@ -162,6 +163,12 @@ func validateContainer(name string, c score.Container, fldPath *field.Path) fiel
 		for _, msg := range utilvalidation.IsEnvVarName(key) {
 			errs = append(errs, field.Invalid(fldPath.Child("variables", key), key, "the variable name "+msg))
 		}
+	}
+	// The server copies one map to the other when only one is set (the registry's strategy),
+	// so a difference here means the client set both, differently.
+	if len(c.Env) > 0 && len(c.Variables) > 0 && !maps.Equal(c.Env, c.Variables) {
+		errs = append(errs, field.Invalid(fldPath.Child("env"), "(map)",
+			"must equal "+fldPath.Child("variables").String()+" when both are set: env is the seed's name for Score's variables"))
 	}
 	errs = append(errs, validateFiles(c.Files, fldPath.Child("files"))...)
 	errs = append(errs, validateVolumes(c.Volumes, fldPath.Child("volumes"))...)

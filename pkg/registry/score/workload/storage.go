@@ -2,6 +2,7 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,8 @@ var Definition = strategy.Definition[*score.Workload]{
 	Validate:             validation.ValidateWorkload,
 	ValidateUpdate:       validation.ValidateWorkloadUpdate,
 	ValidateStatusUpdate: validation.ValidateWorkloadStatusUpdate,
+	PrepareForCreate:     func(_ context.Context, w *score.Workload) { syncEnvOnCreate(w) },
+	PrepareForUpdate:     func(_ context.Context, w, old *score.Workload) { syncEnvOnUpdate(w, old) },
 }
 
 // NewREST returns the workloads resource and its status subresource.

@@ -1,0 +1,90 @@
+package workload
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/apis/score/validation"
+)
+
+func withEnv(vars, env map[string]string) *score.Workload {
+	return &score.Workload{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a"}, Spec: score.WorkloadSpec{Containers: map[string]score.Container{
+		"web": {Image: "nginx", Variables: vars, Env: env}}}}
+}
+
+func TestEnvAndVariablesOnCreate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		vars, env, want map[string]string
+		invalid         bool
+	}{
+		"variables only":  {vars: map[string]string{"A": "1"}, want: map[string]string{"A": "1"}},
+		"env only (seed)": {env: map[string]string{"A": "1"}, want: map[string]string{"A": "1"}},
+		"both, equal":     {vars: map[string]string{"A": "1"}, env: map[string]string{"A": "1"}, want: map[string]string{"A": "1"}},
+		"both, different": {vars: map[string]string{"A": "1"}, env: map[string]string{"A": "2"}, invalid: true},
+		"neither":         {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := withEnv(tc.vars, tc.env)
+			Definition.PrepareForCreate(context.Background(), w)
+			c := w.Spec.Containers["web"]
+			errs := validation.ValidateWorkload(w)
+			if tc.invalid {
+				if len(errs) != 1 || errs[0].Field != "spec.containers[web].env" {
+					t.Fatalf("errors = %v, want one at spec.containers[web].env", errs)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatalf("unexpected errors: %v", errs)
+			}
+			if diff := cmp.Diff(tc.want, c.Variables); diff != "" {
+				t.Errorf("variables (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, c.Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEnvAndVariablesOnUpdate(t *testing.T) {
+	stored := func() *score.Workload { return withEnv(map[string]string{"A": "1"}, map[string]string{"A": "1"}) }
+	for name, tc := range map[string]struct {
+		vars, env, want map[string]string
+		invalid         bool
+	}{
+		// A client that knows only variables changes only variables: env follows.
+		"variables changed": {vars: map[string]string{"A": "2"}, env: map[string]string{"A": "1"}, want: map[string]string{"A": "2"}},
+		// A client that knows only the seed's env: variables follow.
+		"env changed":               {vars: map[string]string{"A": "1"}, env: map[string]string{"B": "3"}, want: map[string]string{"B": "3"}},
+		"variables removed":         {env: map[string]string{"A": "1"}},
+		"both changed alike":        {vars: map[string]string{"C": "4"}, env: map[string]string{"C": "4"}, want: map[string]string{"C": "4"}},
+		"both changed, differently": {vars: map[string]string{"C": "4"}, env: map[string]string{"C": "5"}, invalid: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := withEnv(tc.vars, tc.env)
+			Definition.PrepareForUpdate(context.Background(), w, stored())
+			c := w.Spec.Containers["web"]
+			errs := validation.ValidateWorkload(w)
+			if tc.invalid {
+				if len(errs) != 1 || errs[0].Field != "spec.containers[web].env" {
+					t.Fatalf("errors = %v, want one at spec.containers[web].env", errs)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatalf("unexpected errors: %v", errs)
+			}
+			if diff := cmp.Diff(tc.want, c.Variables); diff != "" {
+				t.Errorf("variables (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, c.Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
