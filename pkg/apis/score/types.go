@@ -411,6 +411,8 @@ type ResourceBindingSpec struct {
 	ID string `json:"id,omitempty"`
 	// Params are the type-specific parameters.
 	Params *common.RawObject `json:"params,omitempty"`
+	// Metadata is the resource's Score metadata, read by template provisioners.
+	Metadata *common.RawObject `json:"metadata,omitempty"`
 	// Provisioner identifies the resolver that handles this binding. Empty until a resolver
 	// claims it.
 	Provisioner string `json:"provisioner,omitempty"`

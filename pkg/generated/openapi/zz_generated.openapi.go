@@ -8110,6 +8110,12 @@ func schema_pkg_apis_score_v1b1_ResourceBindingSpec(ref common.ReferenceCallback
 							Ref:         ref(apiscommon.RawObject{}.OpenAPIModelName()),
 						},
 					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Metadata is the resource's Score metadata (annotations for the provisioner), which template provisioners read as .Metadata.",
+							Ref:         ref(apiscommon.RawObject{}.OpenAPIModelName()),
+						},
+					},
 					"provisioner": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Provisioner identifies the resolver that handles this binding. Empty until a resolver claims it.",

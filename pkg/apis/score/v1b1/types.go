@@ -562,6 +562,10 @@ type ResourceBindingSpec struct {
 	// Params are the type-specific parameters.
 	// +optional
 	Params *common.RawObject `json:"params,omitempty"`
+	// Metadata is the resource's Score metadata (annotations for the provisioner), which
+	// template provisioners read as .Metadata.
+	// +optional
+	Metadata *common.RawObject `json:"metadata,omitempty"`
 	// Provisioner identifies the resolver that handles this binding. Empty until a resolver
 	// claims it.
 	// +optional

@@ -997,6 +997,11 @@ func (in *ResourceBindingSpec) DeepCopyInto(out *ResourceBindingSpec) {
 		*out = new(common.RawObject)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Metadata != nil {
+		in, out := &in.Metadata, &out.Metadata
+		*out = new(common.RawObject)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

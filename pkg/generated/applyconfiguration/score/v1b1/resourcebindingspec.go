@@ -39,6 +39,9 @@ type ResourceBindingSpecApplyConfiguration struct {
 	ID *string `json:"id,omitempty"`
 	// Params are the type-specific parameters.
 	Params *common.RawObject `json:"params,omitempty"`
+	// Metadata is the resource's Score metadata (annotations for the provisioner), which
+	// template provisioners read as .Metadata.
+	Metadata *common.RawObject `json:"metadata,omitempty"`
 	// Provisioner identifies the resolver that handles this binding. Empty until a resolver
 	// claims it.
 	Provisioner *string `json:"provisioner,omitempty"`
@@ -95,6 +98,14 @@ func (b *ResourceBindingSpecApplyConfiguration) WithID(value string) *ResourceBi
 // If called multiple times, the Params field is set to the value of the last call.
 func (b *ResourceBindingSpecApplyConfiguration) WithParams(value common.RawObject) *ResourceBindingSpecApplyConfiguration {
 	b.Params = &value
+	return b
+}
+
+// WithMetadata sets the Metadata field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Metadata field is set to the value of the last call.
+func (b *ResourceBindingSpecApplyConfiguration) WithMetadata(value common.RawObject) *ResourceBindingSpecApplyConfiguration {
+	b.Metadata = &value
 	return b
 }
 
