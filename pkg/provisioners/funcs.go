@@ -1,0 +1,42 @@
+package provisioners
+
+import (
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+)
+
+// funcs is the function map every template is parsed with: sprig's, as score-k8s gives it, plus
+// encodeSecretRef, with two changes that the controller's place requires. Building sprig's map
+// allocates a few hundred closures, so it is made once for the process.
+var funcs = newFuncMap()
+
+func newFuncMap() template.FuncMap {
+	m := template.FuncMap(sprig.FuncMap())
+	// env and expandenv would let anyone who may write a provisioner read plinth-controller's
+	// environment into outputs; score-k8s runs as its user's own process, the controller does
+	// not. Without them, a template that calls them fails to parse, so Validate refuses it.
+	delete(m, "env")
+	delete(m, "expandenv")
+	// fail keeps sprig's signature but returns an error Render can tell from any other, so the
+	// provisioner author's sentence reaches the user as written.
+	m["fail"] = func(msg string) (string, error) { return "", &failError{msg: msg} }
+	m["encodeSecretRef"] = EncodeSecretRef
+	return m
+}
+
+// failError is the error of a template's fail call.
+type failError struct{ msg string }
+
+func (e *failError) Error() string { return e.msg }
+
+// parseTemplate parses one template of an entry as score-k8s does (surrounding space trimmed),
+// named after its field so that parse and execution errors say which template is wrong. It
+// returns nil for an empty template, which renders to nothing.
+func parseTemplate(name, text string) (*template.Template, error) {
+	text = trimSpace(text)
+	if text == "" {
+		return nil, nil
+	}
+	return template.New(name).Funcs(funcs).Parse(text)
+}
