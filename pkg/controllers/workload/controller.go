@@ -417,7 +417,7 @@ func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, source 
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
 			Spec: v1b1.ResourceBindingSpec{
 				WorkloadRef: v1b1.WorkloadReference{Name: w.Name, UID: string(w.UID)},
-				ResourceKey: key, Type: r.Type, Class: r.Class, ID: r.ID, Params: r.Params,
+				ResourceKey: key, Type: r.Type, Class: r.Class, ID: r.ID, Params: r.Params, Metadata: r.Metadata,
 				Provisioner: resourcebinding.ProvisionerName,
 			},
 		}
@@ -563,6 +563,9 @@ func (c *Controller) outputs(namespace string, bindings map[string]*v1b1.Resourc
 		if b.Status.Outputs != nil {
 			for k, v := range b.Status.Outputs.Metadata {
 				o.Values[k] = v
+			}
+			for k := range b.Status.Outputs.Secrets {
+				o.Secrets.Insert(k)
 			}
 			if cred := b.Status.Outputs.Credentials; cred != nil && cred.SecretRef != nil {
 				// A Secret not seen yet has no keys yet: its outputs wait, as unbound ones do.

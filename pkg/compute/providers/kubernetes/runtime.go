@@ -218,6 +218,10 @@ func envVar(e v1b1.EnvProjection, bindings map[string]*v1b1.ResourceBinding) (co
 	if v, ok := b.Status.Outputs.Metadata[e.From.OutputKey]; ok {
 		return corev1.EnvVar{Name: e.Name, Value: v}, nil
 	}
+	if ref, ok := b.Status.Outputs.Secrets[e.From.OutputKey]; ok {
+		return corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key}}}, nil
+	}
 	if cred := b.Status.Outputs.Credentials; cred != nil && cred.SecretRef != nil {
 		return corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: cred.SecretRef.Name}, Key: e.From.OutputKey}}}, nil
@@ -245,14 +249,22 @@ func (r *Runtime) fileContent(namespace string, f v1b1.ContainerFile, bindings m
 			return "", fmt.Errorf("unexpected placeholder ${%s}", ref)
 		}
 		b, ok := bindings[parts[1]]
-		if !ok || b.Status.Outputs == nil || b.Status.Outputs.Credentials == nil || b.Status.Outputs.Credentials.SecretRef == nil {
+		if !ok || b.Status.Outputs == nil {
 			return "", fmt.Errorf("resource %q has no secret outputs", parts[1])
 		}
-		s, err := r.Secrets.Secrets(namespace).Get(b.Status.Outputs.Credentials.SecretRef.Name)
+		secretName, key := "", parts[2]
+		if ref, ok := b.Status.Outputs.Secrets[parts[2]]; ok {
+			secretName, key = ref.Name, ref.Key
+		} else if cred := b.Status.Outputs.Credentials; cred != nil && cred.SecretRef != nil {
+			secretName = cred.SecretRef.Name
+		} else {
+			return "", fmt.Errorf("resource %q has no secret outputs", parts[1])
+		}
+		s, err := r.Secrets.Secrets(namespace).Get(secretName)
 		if err != nil {
 			return "", err
 		}
-		v, ok := s.Data[parts[2]]
+		v, ok := s.Data[key]
 		if !ok {
 			return "", fmt.Errorf("resource %q has no output %q", parts[1], parts[2])
 		}
