@@ -21,6 +21,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/registry/score/platformpolicy"
+	"github.com/plinth-dev/plinth/pkg/registry/score/provisioner"
 	"github.com/plinth-dev/plinth/pkg/registry/score/resourcebinding"
 	"github.com/plinth-dev/plinth/pkg/registry/score/workload"
 	"github.com/plinth-dev/plinth/pkg/registry/score/workloadplan"
@@ -126,6 +127,10 @@ func (c completedConfig) New() (*Server, error) {
 		}
 		storage[resource] = main
 		storage[resource+"/status"] = status
+	}
+	// Provisioners have no status: the main resource alone.
+	if storage["provisioners"], err = provisioner.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter); err != nil {
+		return nil, err
 	}
 	scoreGroup.VersionedResourcesStorageMap[v1b1.SchemeGroupVersion.Version] = storage
 	if err := genericServer.InstallAPIGroup(&scoreGroup); err != nil {

@@ -28,6 +28,9 @@ type Resource struct {
 // whatever RBAC grants.
 var InternalAPIs = []Resource{
 	{Group: "score.dev", Resource: "platformpolicies"},
+	// Provisioners' templates run with plinth-controller's credentials: platform
+	// administrators only.
+	{Group: "score.dev", Resource: "provisioners"},
 	{Group: "score.dev", Resource: "resourcebindings"},
 	{Group: "score.dev", Resource: "workloadplans"},
 	// Target clusters, with their status and sealed credentials, are for platform

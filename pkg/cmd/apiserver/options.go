@@ -38,6 +38,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/gitopstargets"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/packtargets"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
+	"github.com/plinth-dev/plinth/pkg/admission/plugin/provisioners"
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
@@ -72,7 +73,7 @@ type Options struct {
 	Standalone    bool
 	StandaloneDir string
 	// PlatformGroups and PlatformUsers may reach the internal APIs (PlatformPolicy,
-	// ResourceBinding, WorkloadPlan); everyone else is denied before RBAC is asked.
+	// Provisioner, ResourceBinding, WorkloadPlan); everyone else is denied before RBAC is asked.
 	PlatformGroups []string
 	PlatformUsers  []string
 	// EncryptionKeyFile holds the AES-256 keys that seal target clusters' kubeconfigs; the
@@ -112,17 +113,18 @@ func NewOptions(out io.Writer) *Options {
 	// Without a secure port flag the server listens on 8443 like sample-apiserver.
 	o.Recommended.SecureServing.BindPort = 8443
 	// PlatformPolicy runs after namespace lifecycle and before webhooks and admission
-	// policies, so they see the defaulted workload; ComputeProvider, GitOpsTargets and PackTargets beside
-	// it. ResourceQuota runs last, as in kube-apiserver, so that a request another plugin
+	// policies, so they see the defaulted workload; ComputeProvider, GitOpsTargets, PackTargets and
+	// Provisioners beside it. ResourceQuota runs last, as in kube-apiserver, so that a request another plugin
 	// refuses is never charged to a quota.
 	plugins := o.Recommended.Admission.Plugins
 	platformpolicy.Register(plugins)
 	computeprovider.Register(plugins)
 	gitopstargets.Register(plugins)
 	packtargets.Register(plugins)
+	provisioners.Register(plugins)
 	resourcequota.Register(plugins)
 	order := o.Recommended.Admission.RecommendedPluginOrder
-	order = append([]string{order[0], platformpolicy.PluginName, computeprovider.PluginName, gitopstargets.PluginName, packtargets.PluginName}, order[1:]...)
+	order = append([]string{order[0], platformpolicy.PluginName, computeprovider.PluginName, gitopstargets.PluginName, packtargets.PluginName, provisioners.PluginName}, order[1:]...)
 	o.Recommended.Admission.RecommendedPluginOrder = append(order, resourcequota.PluginName)
 	o.Recommended.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
 		f, err := o.plinthInformers(c.LoopbackClientConfig)
@@ -172,7 +174,7 @@ func (o *Options) AddFlags(flags *pflag.FlagSet) {
 	flags.BoolVar(&o.EmbeddedEtcdUnsafeNoFsync, "embedded-etcd-unsafe-no-fsync", false, "Skip fsync in the embedded etcd. Faster, but a crash can lose recent writes; for tests only.")
 	flags.BoolVar(&o.Standalone, "standalone", false, "Serve without a kube-apiserver: client-certificate authentication against a private CA, system:masters allowed, no delegated checks.")
 	flags.StringVar(&o.StandaloneDir, "standalone-dir", o.StandaloneDir, "Directory of the standalone CA, certificates and admin.kubeconfig.")
-	flags.StringSliceVar(&o.PlatformGroups, "platform-groups", o.PlatformGroups, "Groups that may use the internal APIs (PlatformPolicy, ResourceBinding, WorkloadPlan), subject to RBAC. Everyone else is denied whatever RBAC grants.")
+	flags.StringSliceVar(&o.PlatformGroups, "platform-groups", o.PlatformGroups, "Groups that may use the internal APIs (PlatformPolicy, Provisioner, ResourceBinding, WorkloadPlan), subject to RBAC. Everyone else is denied whatever RBAC grants.")
 	flags.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "Key file (YAML: keys: [{id, secret: base64 of 32 bytes}]) whose first key encrypts target clusters' kubeconfigs and whose every key decrypts them. Without it, Clusters cannot be created. With --standalone, a file is created under --standalone-dir when none is given.")
 	flags.StringSliceVar(&o.PlatformUsers, "platform-users", o.PlatformUsers, "Users (such as the controller's service account) that may use the internal APIs, subject to RBAC.")
 }
@@ -407,7 +409,7 @@ func (o *Options) standaloneAdmission(cfg *genericapiserver.RecommendedConfig, a
 	}
 	// Without a kube-apiserver there are no ResourceQuota objects to enforce, so the
 	// ResourceQuota plugin (and its kube client and informer) is left out.
-	plugins := []admission.Interface{platformpolicy.New(), computeprovider.New(), gitopstargets.New(), packtargets.New()}
+	plugins := []admission.Interface{platformpolicy.New(), computeprovider.New(), gitopstargets.New(), packtargets.New(), provisioners.New()}
 	initializers := admission.PluginInitializers{plinthinitializer.New(f), authorizerInitializer{authz}}
 	for _, plugin := range plugins {
 		initializers.Initialize(plugin)
