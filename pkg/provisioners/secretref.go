@@ -1,6 +1,12 @@
 package provisioners
 
-import "strings"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
 
 // A secret reference is how a template says "this output is a key of a Secret" without the
 // secret's value: score-k8s's newest encoding, the Secret's name and the key joined by "_"
@@ -29,4 +35,94 @@ func EncodeSecretRef(name, key string) string {
 // can make sure no reference reaches a place that takes plain values only.
 func ContainsSecretRef(s string) bool {
 	return strings.Contains(s, secretRefPrefix)
+}
+
+// parseSecretRef reads s, which holds a secret reference, as exactly one reference and nothing
+// else, or says why it is not.
+func parseSecretRef(s string) (SecretRef, error) {
+	inner, found := strings.CutPrefix(s, secretRefPrefix)
+	if !found {
+		return SecretRef{}, errMixedSecretRef
+	}
+	inner, found = strings.CutSuffix(inner, secretRefSuffix)
+	if !found || strings.Contains(inner, secretRefPrefix) || strings.Contains(inner, secretRefSuffix) {
+		return SecretRef{}, errMixedSecretRef
+	}
+	name, key, found := strings.Cut(inner, "_")
+	if !found || name == "" || key == "" {
+		return SecretRef{}, errMalformedSecretRef
+	}
+	return SecretRef{Name: name, Key: key}, nil
+}
+
+var (
+	errMixedSecretRef     = errors.New("mixes a secret reference with other text, which only a whole value may be")
+	errMalformedSecretRef = errors.New("holds a secret reference without a Secret name and key")
+	errNestedSecretRef    = errors.New("holds a secret reference inside a map or list, which only a whole value may be")
+)
+
+// SplitOutputs sorts a provisioner's outputs into plain values and secret references. An output
+// whose whole value is one secret reference is a key of a Secret; a string is a value as it is;
+// any other value is written as JSON (5432 as "5432", a map or list as compact JSON), as Score
+// writes a non-string output into a string. An output that holds a secret reference anywhere
+// else, mixed with text or inside a map or list, is an error naming the output: its secret could
+// not be kept out of a plain value.
+func SplitOutputs(outputs map[string]interface{}) (values map[string]string, secrets map[string]SecretRef, err error) {
+	values = make(map[string]string, len(outputs))
+	secrets = map[string]SecretRef{}
+	for _, name := range sortedKeys(outputs) {
+		switch v := outputs[name].(type) {
+		case string:
+			if !ContainsSecretRef(v) {
+				values[name] = v
+				continue
+			}
+			ref, err := parseSecretRef(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("the output %s %w", name, err)
+			}
+			secrets[name] = ref
+		default:
+			if holdsSecretRef(v) {
+				return nil, nil, fmt.Errorf("the output %s %w", name, errNestedSecretRef)
+			}
+			encoded, err := json.Marshal(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("the output %s cannot be written as JSON", name)
+			}
+			values[name] = string(encoded)
+		}
+	}
+	return values, secrets, nil
+}
+
+// holdsSecretRef reports whether any string in v, a value decoded from YAML, holds a reference.
+func holdsSecretRef(v interface{}) bool {
+	switch x := v.(type) {
+	case string:
+		return ContainsSecretRef(x)
+	case map[string]interface{}:
+		for k, e := range x {
+			if holdsSecretRef(k) || holdsSecretRef(e) {
+				return true
+			}
+		}
+	case []interface{}:
+		for _, e := range x {
+			if holdsSecretRef(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sortedKeys are m's keys in order, so that the first bad output reported is always the same.
+func sortedKeys(m map[string]interface{}) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -1,0 +1,241 @@
+package provisioners
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sync"
+	"text/template"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+)
+
+// Template is a provisioner entry compiled once: its templates parsed, ready to render for any
+// number of resources, from any number of goroutines.
+type Template struct {
+	spec                                   v1b1.ProvisionerSpec
+	init, state, shared, outputs, manifest *template.Template
+}
+
+// Compile validates a provisioner entry and parses its templates. A caller keeps the Template for
+// as long as the entry does not change: parsing is most of what rendering would otherwise cost.
+func Compile(spec v1b1.ProvisionerSpec) (*Template, error) {
+	if errs := Validate(&spec, nil); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	t := &Template{spec: *spec.DeepCopy()}
+	var err error
+	// Validate has parsed each template once already; these cannot fail.
+	for _, p := range []struct {
+		name, text string
+		dst        **template.Template
+	}{
+		{"init", spec.Init, &t.init}, {"state", spec.State, &t.state}, {"shared", spec.Shared, &t.shared},
+		{"outputs", spec.Outputs, &t.outputs}, {"manifests", spec.Manifests, &t.manifest},
+	} {
+		if *p.dst, err = parseTemplate(p.name, p.text); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Spec is the entry the Template was compiled from. It is the Template's own copy: read it, do
+// not change it.
+func (t *Template) Spec() *v1b1.ProvisionerSpec { return &t.spec }
+
+// Result is what rendering a provisioner gives for one resource. Its maps may share values with
+// the Data it was rendered from: treat both as read-only.
+type Result struct {
+	// State is the resource's new state, to persist in place of the old one: a provisioner
+	// without a state template wipes it, as in score-k8s.
+	State map[string]interface{}
+	// Shared is the whole new shared state: the one rendered from, with the shared template's
+	// result merged as a JSON merge patch.
+	Shared map[string]interface{}
+	// Outputs are the resource's outputs; SplitOutputs tells secret references from values.
+	Outputs map[string]interface{}
+	// Manifests are the Kubernetes objects to apply.
+	Manifests []map[string]interface{}
+}
+
+// RenderError is a provisioner's templates refusing to render a resource: a fail call, an
+// execution error, or a result that is not the YAML the template must produce. It never holds
+// rendered text, which may carry generated passwords.
+type RenderError struct {
+	// Template names the template: init, state, shared, outputs or manifests.
+	Template string
+	// Message says what went wrong: for a fail call, the provisioner author's sentence as
+	// written.
+	Message string
+}
+
+func (e *RenderError) Error() string {
+	return fmt.Sprintf("the %s template failed: %s", e.Template, e.Message)
+}
+
+// Render runs the templates for one resource in score-k8s's order, each seeing the results of
+// those before it: init (read as .Init), state (the new .State), shared (merged into .Shared),
+// outputs, and manifests. A template that is empty, or renders to nothing but space, gives an
+// empty result. data is not changed.
+func (t *Template) Render(data Data) (*Result, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer bufPool.Put(buf)
+
+	var err error
+	d := &data
+	// .Init is empty while init renders, as in score-k8s.
+	d.Init = nil
+	if d.Init, err = renderMap(t.init, d, buf); err != nil {
+		return nil, err
+	}
+	state, err := renderMap(t.state, d, buf)
+	if err != nil {
+		return nil, err
+	}
+	d.State = state
+	patch, err := renderMap(t.shared, d, buf)
+	if err != nil {
+		return nil, err
+	}
+	d.Shared = mergePatch(d.Shared, patch)
+	outputs, err := renderMap(t.outputs, d, buf)
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := renderManifests(t.manifest, d, buf)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{State: state, Shared: d.Shared, Outputs: outputs, Manifests: manifests}, nil
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// execute runs one template and decodes its YAML; nil when the template is empty or renders to
+// nothing but space.
+func execute(tmpl *template.Template, d *Data, buf *bytes.Buffer) (interface{}, error) {
+	if tmpl == nil {
+		return nil, nil
+	}
+	buf.Reset()
+	if err := tmpl.Execute(buf, d); err != nil {
+		var fail *failError
+		if errors.As(err, &fail) {
+			return nil, &RenderError{Template: tmpl.Name(), Message: fail.msg}
+		}
+		// text/template's execution errors name the template, line and action, from the
+		// template's source, never a value.
+		return nil, &RenderError{Template: tmpl.Name(), Message: err.Error()}
+	}
+	if len(bytes.TrimSpace(buf.Bytes())) == 0 {
+		return nil, nil
+	}
+	var out interface{}
+	if err := yaml.Unmarshal(buf.Bytes(), &out); err != nil {
+		return nil, &RenderError{Template: tmpl.Name(), Message: yamlErrorMessage(err)}
+	}
+	return normalize(out), nil
+}
+
+// yamlSyntaxError is the shape of yaml.v3's syntax errors, which name a line and a problem in
+// words of their own. Other errors (an invalid map key, say) may quote the rendered text.
+var yamlSyntaxError = regexp.MustCompile(`^yaml: (line [0-9]+: [A-Za-z ,':]+)$`)
+
+// yamlErrorMessage describes why a template's result is not YAML, with its line when that can
+// be said without quoting the result.
+func yamlErrorMessage(err error) string {
+	if m := yamlSyntaxError.FindStringSubmatch(err.Error()); m != nil {
+		return "the result is not valid YAML: " + m[1]
+	}
+	return "the result is not valid YAML"
+}
+
+// renderMap renders a template that must produce a YAML map (init, state, shared, outputs); an
+// empty result is an empty map.
+func renderMap(tmpl *template.Template, d *Data, buf *bytes.Buffer) (map[string]interface{}, error) {
+	v, err := execute(tmpl, d, buf)
+	if err != nil {
+		return nil, err
+	}
+	switch m := v.(type) {
+	case nil:
+		return map[string]interface{}{}, nil
+	case map[string]interface{}:
+		return m, nil
+	default:
+		return nil, &RenderError{Template: tmpl.Name(), Message: "the result is not a YAML map"}
+	}
+}
+
+// renderManifests renders the manifests template, which must produce a YAML list of objects.
+// Each object needs apiVersion, kind and metadata.name, which applying it takes; whether its
+// fields fit its kind is the API server's to say when the object is applied, which is strict
+// about unknown fields.
+func renderManifests(tmpl *template.Template, d *Data, buf *bytes.Buffer) ([]map[string]interface{}, error) {
+	v, err := execute(tmpl, d, buf)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return []map[string]interface{}{}, nil
+	}
+	list, ok := v.([]interface{})
+	if !ok {
+		return nil, &RenderError{Template: tmpl.Name(), Message: "the result is not a YAML list of Kubernetes objects"}
+	}
+	out := make([]map[string]interface{}, 0, len(list))
+	for i, item := range list {
+		m, ok := item.(map[string]interface{})
+		if !ok {
+			return nil, &RenderError{Template: tmpl.Name(), Message: fmt.Sprintf("item %d of the list is not a YAML map", i)}
+		}
+		for _, f := range []string{"apiVersion", "kind"} {
+			if s, _ := m[f].(string); s == "" {
+				return nil, &RenderError{Template: tmpl.Name(), Message: fmt.Sprintf("item %d of the list has no %s", i, f)}
+			}
+		}
+		meta, _ := m["metadata"].(map[string]interface{})
+		if name, _ := meta["name"].(string); name == "" {
+			return nil, &RenderError{Template: tmpl.Name(), Message: fmt.Sprintf("item %d of the list has no metadata.name", i)}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// normalize turns what YAML decodes into the JSON-like values Kubernetes' unstructured objects
+// hold: maps keyed by strings, int64 for whole numbers.
+func normalize(v interface{}) interface{} {
+	switch x := v.(type) {
+	case map[string]interface{}:
+		for k, e := range x {
+			x[k] = normalize(e)
+		}
+		return x
+	case map[interface{}]interface{}:
+		m := make(map[string]interface{}, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = normalize(e)
+		}
+		return m
+	case []interface{}:
+		for i, e := range x {
+			x[i] = normalize(e)
+		}
+		return x
+	case int:
+		return int64(x)
+	case uint64:
+		if x > math.MaxInt64 {
+			return float64(x)
+		}
+		return int64(x)
+	default:
+		return v
+	}
+}
