@@ -31,7 +31,7 @@ func TestSetMatch(t *testing.T) {
 		Entry{Name: "no-template", Source: SourceObject},
 	)
 	cases := []struct{ typ, class, id, want string }{
-		{"postgres", "", "web.db", "default-class"},       // no class is class default
+		{"postgres", "", "web.db", "default-class"},        // no class is class default
 		{"postgres", "default", "web.db", "default-class"}, // same
 		{"postgres", "large", "web.db", "large"},           // class beats type alone
 		{"postgres", "small", "web.db", "any"},             // nothing narrower fits
