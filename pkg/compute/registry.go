@@ -83,6 +83,19 @@ func (r *Registry) Providers() []Provider {
 	return out
 }
 
+// Runtimes returns the Score runtimes sorted by name, for the WorkloadPlan controller to find
+// the informers they read (PlanNotifier).
+func (r *Registry) Runtimes() []Runtime {
+	var out []Runtime
+	for _, e := range r.entries {
+		if e.Runtime != nil {
+			out = append(out, e.Runtime)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
 // Release tells every runtime that keeps state per plan that a plan is gone.
 func (r *Registry) Release(namespace, name string) {
 	for _, e := range r.entries {

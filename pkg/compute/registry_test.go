@@ -68,6 +68,14 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("Providers() = %v, want %v (sorted, tenant-compute providers only)", names, want)
 	}
 
+	names = nil
+	for _, rt := range r.Runtimes() {
+		names = append(names, rt.Name())
+	}
+	if want := []string{"docker", "kubernetes"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("Runtimes() = %v, want %v (sorted, runtimes only)", names, want)
+	}
+
 	r.Release("team-a", "shop")
 	if want := []string{"team-a/shop"}; !reflect.DeepEqual(kubeRuntime.released, want) {
 		t.Errorf("released %v, want %v", kubeRuntime.released, want)

@@ -3,6 +3,8 @@ package compute
 import (
 	"context"
 
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
 
@@ -31,4 +33,13 @@ type Runtime interface {
 // once a plan is gone.
 type Releaser interface {
 	Release(namespace, name string)
+}
+
+// PlanNotifier is implemented by runtimes that read objects of their own from informers (the
+// kubevirt runtime's ManagedVMs). The WorkloadPlan controller waits for these informers' caches
+// before it reconciles and, when one of their objects changes, wakes the plans PlansFor names:
+// a change the runtime waits for (an approval) is seen at once instead of at the next poll.
+type PlanNotifier interface {
+	Informers() []cache.SharedIndexInformer
+	PlansFor(obj interface{}) []cache.ObjectName
 }

@@ -9,13 +9,15 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/compute"
 	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
+	kubevirtruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubevirt"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
 
 // The kubernetes runtime reads Services and Secrets to decide what to apply; a reconcile before
-// those caches fill would re-apply everything (or miss a Secret a file needs).
+// those caches fill would re-apply everything (or miss a Secret a file needs). The kubevirt
+// runtime reads ManagedVMs and SystemServices: before those fill it would ask for a VM again.
 func TestWaitsForEveryCacheItReads(t *testing.T) {
 	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewSimpleClientset()
@@ -23,8 +25,12 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		score, core, apps := pf.Score().V1b1(), kf.Core().V1(), kf.Apps().V1()
 		runtimes := compute.NewRegistry()
 		rt := kubernetesruntime.New(kube, apps.Deployments().Lister(), core.Services().Lister(), core.Secrets().Lister())
-		if err := runtimes.Register(compute.Entry{Name: rt.Name(), Runtime: rt}); err != nil {
-			t.Fatal(err)
+		gov := pf.Governance().V1alpha1()
+		vmRuntime := kubevirtruntime.NewRuntime(plinth, kube, gov.ManagedVMs(), gov.SystemServices(), core.Services().Lister())
+		for _, e := range []compute.Entry{{Name: rt.Name(), Runtime: rt}, {Name: vmRuntime.Name(), Runtime: vmRuntime}} {
+			if err := runtimes.Register(e); err != nil {
+				t.Fatal(err)
+			}
 		}
 		c, err := New(plinth, events.NewFakeRecorder(10), runtimes, score.WorkloadPlans(), score.ResourceBindings(),
 			apps.Deployments(), core.Services(), core.Secrets())
@@ -37,6 +43,8 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 			{Fake: &kube.Fake, Resource: "deployments", Informer: apps.Deployments().Informer()},
 			{Fake: &kube.Fake, Resource: "services", Informer: core.Services().Informer()},
 			{Fake: &kube.Fake, Resource: "secrets", Informer: core.Secrets().Informer()},
+			{Fake: &plinth.Fake, Resource: "managedvms", Informer: gov.ManagedVMs().Informer()},
+			{Fake: &plinth.Fake, Resource: "systemservices", Informer: gov.SystemServices().Informer()},
 		}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
 	})
 }

@@ -43,18 +43,33 @@ type Controller struct {
 
 // New returns the WorkloadPlan controller, which hands each plan to the runtime registered
 // under its runtime class in runtimes (plinth-controller's one compute registry). It reads
-// Deployments, Services and Secrets, the objects the kubernetes runtime reads and makes.
+// Deployments, Services and Secrets, the objects the kubernetes runtime reads and makes, and
+// the informers of every runtime that is a compute.PlanNotifier (the kubevirt runtime's
+// ManagedVMs), whose changes wake the plans they belong to.
 func New(client clientset.Interface, recorder events.EventRecorder, runtimes *compute.Registry,
 	plans scoreinformers.WorkloadPlanInformer, bindings scoreinformers.ResourceBindingInformer,
 	deployments appsinformers.DeploymentInformer, services coreinformers.ServiceInformer, secrets coreinformers.SecretInformer) (*Controller, error) {
 	c := &Controller{client: client, recorder: recorder, plans: plans.Lister(), bindings: bindings.Lister(), runtimes: runtimes}
-	c.Loop = loop.New(Name, c.reconcile,
-		plans.Informer(), bindings.Informer(), deployments.Informer(), services.Informer(), secrets.Informer())
-	for _, err := range []error{
+	reads := []cache.SharedIndexInformer{plans.Informer(), bindings.Informer(), deployments.Informer(), services.Informer(), secrets.Informer()}
+	var notifiers []compute.PlanNotifier
+	for _, rt := range runtimes.Runtimes() {
+		if n, ok := rt.(compute.PlanNotifier); ok {
+			notifiers = append(notifiers, n)
+			reads = append(reads, n.Informers()...)
+		}
+	}
+	c.Loop = loop.New(Name, c.reconcile, reads...)
+	errs := []error{
 		c.Watch(plans.Informer()),
 		c.WatchMapped(deployments.Informer(), loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "WorkloadPlan")),
 		c.WatchMapped(bindings.Informer(), plansOfBinding),
-	} {
+	}
+	for _, n := range notifiers {
+		for _, informer := range n.Informers() {
+			errs = append(errs, c.WatchMapped(informer, n.PlansFor))
+		}
+	}
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +140,9 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			now := metav1.Now()
 			status.LastProjectedTime = &now
 		}
-	case report.Reason == v1b1.ReasonProjectionError || report.Reason == v1b1.ReasonRuntimeSelecting:
+	case report.Reason == v1b1.ReasonProjectionError || report.Reason == v1b1.ReasonPermissionDenied || !ok:
+		// Nothing changes until the plan or the runtimes do: a plan the runtime cannot
+		// materialize, a request the platform refused, a class no runtime handles.
 		status.Phase = v1b1.PlanPhaseFailed
 	default:
 		status.Phase = v1b1.PlanPhasePlanning

@@ -51,9 +51,15 @@ func want(tc *v1alpha1.TenantCompute) (*wanted, error) {
 		RunStrategy:      run,
 		Reason:           reason(tc),
 	}
+	return &wanted{spec: spec, fingerprint: fingerprint(spec), labels: vmLabels(tc)}, nil
+}
+
+// fingerprint identifies the governed fields a provider or runtime sets in a VM spec: size
+// (CPU and memory), image, cloud-init and run strategy.
+func fingerprint(spec gov.ManagedVMSpec) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s\x00%s", spec.Resources.CPU, spec.Resources.Memory.String(), spec.Image, spec.CloudInit, spec.RunStrategy)
-	return &wanted{spec: spec, fingerprint: hex.EncodeToString(h.Sum(nil))[:16], labels: vmLabels(tc)}, nil
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // vcpus is a CPU amount in millicores as whole virtual CPUs, rounded up.
