@@ -113,9 +113,9 @@ func NewOptions(out io.Writer) *Options {
 	// Without a secure port flag the server listens on 8443 like sample-apiserver.
 	o.Recommended.SecureServing.BindPort = 8443
 	// PlatformPolicy runs after namespace lifecycle and before webhooks and admission
-	// policies, so they see the defaulted workload; ComputeProvider, GitOpsTargets, PackTargets and
-	// Provisioners beside it. ResourceQuota runs last, as in kube-apiserver, so that a request another plugin
-	// refuses is never charged to a quota.
+	// policies, so they see the defaulted workload; ComputeProvider, GitOpsTargets,
+	// PackTargets and Provisioners beside it. ResourceQuota runs last, as in kube-apiserver, so
+	// that a request another plugin refuses is never charged to a quota.
 	plugins := o.Recommended.Admission.Plugins
 	platformpolicy.Register(plugins)
 	computeprovider.Register(plugins)
