@@ -19,8 +19,17 @@ func newFuncMap() template.FuncMap {
 	delete(m, "env")
 	delete(m, "expandenv")
 	// fail keeps sprig's signature but returns an error Render can tell from any other, so the
-	// provisioner author's sentence reaches the user as written.
+	// provisioner author's sentence reaches the user as written (other errors are cut short,
+	// as they may quote values).
 	m["fail"] = func(msg string) (string, error) { return "", &failError{msg: msg} }
+	// required is the other function whose error is the author's sentence; same semantics as
+	// sprig's: nil or an empty string fails.
+	m["required"] = func(msg string, val interface{}) (interface{}, error) {
+		if s, isString := val.(string); val == nil || (isString && s == "") {
+			return val, &failError{msg: msg}
+		}
+		return val, nil
+	}
 	m["encodeSecretRef"] = EncodeSecretRef
 	return m
 }

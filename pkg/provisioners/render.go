@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strings"
 	"sync"
 	"text/template"
 
@@ -128,9 +129,7 @@ func execute(tmpl *template.Template, d *Data, buf *bytes.Buffer) (interface{}, 
 		if errors.As(err, &fail) {
 			return nil, &RenderError{Template: tmpl.Name(), Message: fail.msg}
 		}
-		// text/template's execution errors name the template, line and action, from the
-		// template's source, never a value.
-		return nil, &RenderError{Template: tmpl.Name(), Message: err.Error()}
+		return nil, &RenderError{Template: tmpl.Name(), Message: execErrorMessage(err)}
 	}
 	if len(bytes.TrimSpace(buf.Bytes())) == 0 {
 		return nil, nil
@@ -140,6 +139,40 @@ func execute(tmpl *template.Template, d *Data, buf *bytes.Buffer) (interface{}, 
 		return nil, &RenderError{Template: tmpl.Name(), Message: yamlErrorMessage(err)}
 	}
 	return normalize(out), nil
+}
+
+// execError is the shape of text/template's execution errors: where (template, line, column and
+// the action, all from the template's source) and what.
+var execError = regexp.MustCompile(`(?s)^template: [^:]*:([0-9]+):([0-9]+): executing "[^"]*" at <(.*)>: (.*)$`)
+
+// safeExecDetails begin the execution errors that describe the problem in names and types
+// only. Others print the value at hand ("range can't iterate over ...") or carry a function's
+// own error, which may quote its argument (toDate's, for one), and are cut short.
+var safeExecDetails = []string{
+	"can't evaluate field ", "nil pointer evaluating ", "wrong number of args for ", "wrong type for value; ",
+	"invalid value; expected ", "undefined variable", "map has no entry for key ", "nil data; no entry for key ",
+	"dereference of nil pointer ", "cannot assign nil to ", "exceeded maximum template depth",
+	"can't handle ", "expected ", "can't print ",
+}
+
+// execErrorMessage describes an execution error by where it happened and what went wrong,
+// without a value the template was working on.
+func execErrorMessage(err error) string {
+	m := execError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "the template cannot run on these values"
+	}
+	where := fmt.Sprintf("line %s, column %s, at <%s>", m[1], m[2], m[3])
+	detail := m[4]
+	if name, _, ok := strings.Cut(strings.TrimPrefix(detail, "error calling "), ":"); ok && strings.HasPrefix(detail, "error calling ") {
+		return fmt.Sprintf("%s: the function %s failed", where, name)
+	}
+	for _, prefix := range safeExecDetails {
+		if strings.HasPrefix(detail, prefix) {
+			return where + ": " + detail
+		}
+	}
+	return where + ": the template cannot run on these values"
 }
 
 // yamlSyntaxError is the shape of yaml.v3's syntax errors, which name a line and a problem in

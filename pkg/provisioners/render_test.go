@@ -166,7 +166,11 @@ func TestRenderErrorsHoldNoValues(t *testing.T) {
 	cases := []struct {
 		name, tmpl, field, want string
 	}{
-		{"unknown field", `x: {{ .Nope }}`, "outputs", `can't evaluate field Nope`},
+		{"unknown field", `x: {{ .Nope }}`, "outputs", `line 1, column 6, at <.Nope>: can't evaluate field Nope in type *provisioners.Data`},
+		{"range over a value", `{{ range .State.pw }}{{ end }}`, "outputs", "line 1, column 15, at <.State.pw>: the template cannot run on these values"},
+		{"function error", `x: {{ .State.pw | mustToDate "2006" }}`, "outputs", "at <mustToDate \"2006\">: the function mustToDate failed"},
+		{"index error", `x: {{ index (list .State.pw) 5 }}`, "outputs", "the function index failed"},
+		{"required", `x: {{ required "the param x is required" .Params.x }}`, "outputs", "the param x is required"},
 		{"not a map", `- {{ .State.pw }}`, "outputs", "the result is not a YAML map"},
 		{"scalar", `{{ .State.pw }}`, "outputs", "the result is not a YAML map"},
 		{"bad YAML", "a: {{ .State.pw }}\n b: [", "outputs", "the result is not valid YAML: line"},
@@ -241,6 +245,7 @@ func TestRenderData(t *testing.T) {
 class: {{ .Class }}
 id: {{ .Id }}
 size: {{ .Params.size }}
+req: {{ required "size is required" .Params.size }}
 ann: {{ .Metadata.annotations.a }}
 wname: {{ .WorkloadMetadata.name }}
 ns: {{ .Namespace }}
@@ -272,7 +277,7 @@ ref: {{ encodeSecretRef "db-secret" "password" }}`,
 		t.Fatal(err)
 	}
 	want := map[string]interface{}{
-		"uid": "postgres.default#web.db", "class": "default", "id": "web.db", "size": int64(10), "ann": "x",
+		"uid": "postgres.default#web.db", "class": "default", "id": "web.db", "size": int64(10), "req": int64(10), "ann": "x",
 		"wname": "web", "ns": "team", "init": "postgres-web-01234567", "host": "api-svc", "port": int64(9090),
 		"pname": "web", "proto": "TCP",
 		"nested": map[string]interface{}{"1": map[string]interface{}{"b": []interface{}{true, 1.5}}},
