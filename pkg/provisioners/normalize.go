@@ -3,10 +3,11 @@ package provisioners
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // normalize turns what YAML decodes into the JSON-like values Kubernetes' unstructured objects
-// hold: maps keyed by strings, int64 for whole numbers.
+// hold: maps keyed by strings, int64 for whole numbers, strings for timestamps.
 func normalize(v interface{}) interface{} {
 	switch x := v.(type) {
 	case map[string]interface{}:
@@ -27,6 +28,9 @@ func normalize(v interface{}) interface{} {
 		return x
 	case int:
 		return int64(x)
+	case time.Time:
+		// YAML reads an unquoted date as a timestamp; score-k8s writes it back as RFC 3339.
+		return x.Format(time.RFC3339Nano)
 	case uint64:
 		if x > math.MaxInt64 {
 			return float64(x)
