@@ -412,10 +412,15 @@ spec:
 			t.Fatalf("%v\n%s", err, out)
 		}
 		b, err := plinth.ResourceBindings(ns).Get(ctx, "mq-user-mq", metav1.GetOptions{})
-		if err != nil || b.Status.Outputs.Metadata["host"] != "mq-user-mq.team-a.svc" || b.Status.Outputs.Credentials.SecretRef.Name != "mq-user-mq" {
-			t.Fatalf("binding outputs: %v %+v", err, b.Status.Outputs)
+		if err != nil {
+			t.Fatal(err)
 		}
-		sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, "mq-user-mq", metav1.GetOptions{})
+		// The file's provisioner names its objects rabbitmq-<workload>-<first 8 of the guid>.
+		service := "rabbitmq-mq-user-" + strings.ToLower(string(b.UID)[:8])
+		if b.Status.Outputs.Metadata["host"] != service+".team-a.svc" || b.Status.Outputs.Secrets["password"] != (v1b1.SecretKeyReference{Name: service, Key: "password"}) {
+			t.Fatalf("binding outputs: %+v", b.Status.Outputs)
+		}
+		sts, err := kube.AppsV1().StatefulSets(ns).Get(ctx, service, metav1.GetOptions{})
 		if err != nil || len(sts.OwnerReferences) != 1 || sts.OwnerReferences[0].Kind != "ResourceBinding" {
 			t.Fatalf("templated StatefulSet: %v %v", err, sts)
 		}
@@ -426,7 +431,7 @@ spec:
 				amqp = e.Value
 			}
 		}
-		if amqp != "amqp://$(PLINTH_SECRET_MQ_USERNAME):$(PLINTH_SECRET_MQ_PASSWORD)@mq-user-mq.team-a.svc:5672" {
+		if amqp != "amqp://app:$(PLINTH_SECRET_MQ_PASSWORD)@"+service+".team-a.svc:5672" {
 			t.Errorf("AMQP = %q", amqp)
 		}
 	})

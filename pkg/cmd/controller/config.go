@@ -154,7 +154,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 		return nil, err
 	}
 	bindings, err := resourcebinding.NewController(c.Plinth, c.Kube, c.Dynamic, c.Mapper, recorder, score.ResourceBindings(),
-		core.Secrets(), core.Services(), apps.StatefulSets(), apps.Deployments(),
+		score.Provisioners(), score.Workloads(), core.Secrets(), core.Services(), apps.StatefulSets(), apps.Deployments(),
 		resourcebinding.Options{DNSDomain: o.DNSDomain, IngressClassName: o.IngressClassName, ProvisionersConfig: o.ProvisionersConfig})
 	if err != nil {
 		return nil, err

@@ -140,7 +140,7 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.FluxManifestsDir, "flux-manifests-dir", o.FluxManifestsDir, "Directory of Flux "+fluxinstall.Version+"'s CRDs (<dir>/source-controller and <dir>/kustomize-controller, each with its *.yaml files and a VERSION file), with which Flux is installed on Clusters with spec.gitOps.installFlux; empty means Flux is installed nowhere.")
 	f.DurationVar(&o.PackDriftInterval, "pack-drift-interval", o.PackDriftInterval, "How often each delivered infrastructure pack is compared with its cluster for drift.")
 	f.IntVar(&o.PackWorkers, "pack-workers", o.PackWorkers, "Concurrent deliveries and drift checks of infrastructure pack instances: clusters are delivered in parallel up to this many.")
-	f.StringVar(&o.ProvisionersConfig, "provisioners-config", o.ProvisionersConfig, "File of template provisioners that add resource types, or redefine built-in ones (see docs/controller.md).")
+	f.StringVar(&o.ProvisionersConfig, "provisioners-config", o.ProvisionersConfig, "A score-k8s provisioners file whose template:// provisioners add resource types, or replace built-in ones (see docs/score.md).")
 }
 
 // Complete fills in what the flags leave open.
@@ -211,7 +211,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	if o.ProvisionersConfig != "" {
-		if _, err := resourcebinding.ReadTemplates(o.ProvisionersConfig); err != nil {
+		if err := resourcebinding.CheckProvisionersFile(o.ProvisionersConfig); err != nil {
 			errs = append(errs, fmt.Errorf("--provisioners-config: %w", err))
 		}
 	}

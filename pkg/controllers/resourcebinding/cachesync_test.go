@@ -15,7 +15,8 @@ import (
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
 
-// The provisioners read Secrets and Services to decide whether to create them; a reconcile
+// The provisioners read Secrets and Services, and template provisioners the Provisioner objects
+// and the namespace's Workloads, to decide whether to create them; a reconcile
 // before those caches fill would try to create what exists (and a datastore's password Secret
 // would be generated anew).
 func TestWaitsForEveryCacheItReads(t *testing.T) {
@@ -23,13 +24,16 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewSimpleClientset()
 		pf, kf := informers.NewSharedInformerFactory(plinth, 0), kubeinformers.NewSharedInformerFactory(kube, 0)
 		bindings, core, apps := pf.Score().V1b1().ResourceBindings(), kf.Core().V1(), kf.Apps().V1()
+		provisionerObjects, workloads := pf.Score().V1b1().Provisioners(), pf.Score().V1b1().Workloads()
 		c, err := NewController(plinth, kube, dynamicfake.NewSimpleDynamicClient(scheme.Scheme), meta.NewDefaultRESTMapper(nil),
-			events.NewFakeRecorder(10), bindings, core.Secrets(), core.Services(), apps.StatefulSets(), apps.Deployments(), Options{})
+			events.NewFakeRecorder(10), bindings, provisionerObjects, workloads, core.Secrets(), core.Services(), apps.StatefulSets(), apps.Deployments(), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c, []looptest.Reads{
 			{Fake: &plinth.Fake, Resource: "resourcebindings", Informer: bindings.Informer()},
+			{Fake: &plinth.Fake, Resource: "provisioners", Informer: provisionerObjects.Informer()},
+			{Fake: &plinth.Fake, Resource: "workloads", Informer: workloads.Informer()},
 			{Fake: &kube.Fake, Resource: "secrets", Informer: core.Secrets().Informer()},
 			{Fake: &kube.Fake, Resource: "services", Informer: core.Services().Informer()},
 			{Fake: &kube.Fake, Resource: "statefulsets", Informer: apps.StatefulSets().Informer()},

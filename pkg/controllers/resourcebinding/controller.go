@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -27,6 +28,7 @@ import (
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	scoreinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score/v1b1"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/provisioners"
 )
 
 // Name names the controller in logs, metrics and events.
@@ -42,55 +44,117 @@ type Options struct {
 	// IngressClassName is the class of the Ingresses routes create; empty means the
 	// cluster's default class.
 	IngressClassName string
-	// ProvisionersConfig is a file of template provisioners that add resource types or
-	// redefine built-in ones; empty means none.
+	// ProvisionersConfig is a score-k8s provisioners file whose template provisioners add
+	// resource types or replace built-in ones; empty means none.
 	ProvisionersConfig string
 }
 
 // Controller reconciles ResourceBindings.
 type Controller struct {
 	*loop.Loop
-	client       clientset.Interface
-	recorder     events.EventRecorder
-	bindings     listers.ResourceBindingLister
-	provisioners map[string]Provisioner
+	client   clientset.Interface
+	recorder events.EventRecorder
+	bindings listers.ResourceBindingLister
+	env      Env
+	state    *stateStore
+	// builtins are the provisioners written in Go, by type: the last resort.
+	builtins map[string]Provisioner
+	// templates resolve bindings first: the Provisioner objects, the provisioners file and the
+	// built-in template provisioners, most specific match first.
+	templates *templateSet
 }
 
 // NewController returns the ResourceBinding controller. Its provisioners read Secrets,
 // Services and StatefulSets from the caches; template provisioners apply their manifests
 // through the dynamic client and may run Deployments, whose readiness decides the binding's.
 func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dynamic.Interface, mapper meta.RESTMapper,
-	recorder events.EventRecorder, bindings scoreinformers.ResourceBindingInformer, secrets coreinformers.SecretInformer,
+	recorder events.EventRecorder, bindings scoreinformers.ResourceBindingInformer, provisionerObjects scoreinformers.ProvisionerInformer,
+	workloads scoreinformers.WorkloadInformer, secrets coreinformers.SecretInformer,
 	services coreinformers.ServiceInformer, statefulSets appsinformers.StatefulSetInformer, deployments appsinformers.DeploymentInformer,
 	opts Options) (*Controller, error) {
 	env := Env{
 		Client: kube, Secrets: secrets.Lister(), Services: services.Lister(), StatefulSets: statefulSets.Lister(),
 		DNSDomain: opts.DNSDomain, IngressClassName: opts.IngressClassName, Dynamic: dyn, Mapper: mapper,
+		Workloads: workloads.Lister(),
 	}
-	provisioners := Builtins(env)
-	if opts.ProvisionersConfig != "" {
-		templates, err := LoadTemplates(opts.ProvisionersConfig, env)
-		if err != nil {
-			return nil, err
-		}
-		for typ, p := range templates {
-			provisioners[typ] = p
-		}
+	static, err := staticTemplates(opts.ProvisionersConfig)
+	if err != nil {
+		return nil, err
 	}
-	c := &Controller{client: client, recorder: recorder, bindings: bindings.Lister(), provisioners: provisioners}
-	c.Loop = loop.New(Name, c.reconcile,
-		bindings.Informer(), secrets.Informer(), services.Informer(), statefulSets.Informer(), deployments.Informer())
+	c := &Controller{client: client, recorder: recorder, bindings: bindings.Lister(), env: env, state: newStateStore(kube),
+		builtins: Builtins(env), templates: newTemplateSet(static, provisionerObjects.Lister())}
+	c.Loop = loop.New(Name, c.reconcile, bindings.Informer(), provisionerObjects.Informer(), workloads.Informer(),
+		secrets.Informer(), services.Informer(), statefulSets.Informer(), deployments.Informer())
 	owners := loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "ResourceBinding")
 	for _, err := range []error{
 		c.Watch(bindings.Informer()),
 		c.WatchMapped(statefulSets.Informer(), owners),
 		c.WatchMapped(deployments.Informer(), owners),
+		// A Provisioner applied, changed or deleted takes effect without a restart: the set is
+		// rebuilt and every binding of its type is looked at again.
+		c.WatchMapped(provisionerObjects.Informer(), c.provisionerChanged),
+		// Templates read the namespace's workloads and their ports (a service resource names
+		// another workload): a binding not bound yet may bind once a workload comes or changes.
+		c.WatchMappedIf(workloads.Informer(), c.unboundInNamespace, loop.SpecOrDeletionChanged),
 	} {
 		if err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// provisionerChanged rebuilds the template set from the Provisioner objects (the informer's
+// store already holds the change) and names the bindings of the provisioner's type.
+func (c *Controller) provisionerChanged(obj interface{}) []cache.ObjectName {
+	p, ok := obj.(*v1b1.Provisioner)
+	c.templates.rebuild()
+	if !ok {
+		return nil
+	}
+	bindings, err := c.bindings.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []cache.ObjectName
+	for _, b := range bindings {
+		if b.Spec.Type == p.Spec.Type {
+			keys = append(keys, cache.MetaObjectToName(b))
+		}
+	}
+	return keys
+}
+
+// unboundInNamespace names the bindings of a workload's namespace that are not bound.
+func (c *Controller) unboundInNamespace(obj interface{}) []cache.ObjectName {
+	w, ok := obj.(*v1b1.Workload)
+	if !ok {
+		return nil
+	}
+	bindings, err := c.bindings.ResourceBindings(w.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []cache.ObjectName
+	for _, b := range bindings {
+		if b.Status.Phase != v1b1.BindingPhaseBound {
+			keys = append(keys, cache.MetaObjectToName(b))
+		}
+	}
+	return keys
+}
+
+// provisionerFor resolves a binding: a template provisioner that matches its type, class and
+// id, else the Go provisioner of its type; nil when nothing provides the type.
+func (c *Controller) provisionerFor(b *v1b1.ResourceBinding) Provisioner {
+	class := b.Spec.Class
+	if class == "" {
+		class = provisioners.DefaultClass
+	}
+	if entry := c.templates.match(b.Spec.Type, class, ResourceID(b)); entry != nil {
+		return &templateProvisioner{env: c.env, state: c.state, entry: entry}
+	}
+	return c.builtins[b.Spec.Type]
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
@@ -107,10 +171,10 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	}
 	status := b.Status.DeepCopy()
 	status.ObservedGeneration = b.Generation
-	provisioner, ok := c.provisioners[b.Spec.Type]
+	provisioner := c.provisionerFor(b)
 	var provisionErr error
 	switch {
-	case !ok:
+	case provisioner == nil:
 		status.Phase = v1b1.BindingPhasePending
 		setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingPending,
 			fmt.Sprintf("No provisioner handles resource type %q yet; an external resolver may claim it.", b.Spec.Type))
@@ -146,10 +210,15 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			if result.SecretName != "" {
 				status.Outputs.Credentials = &v1b1.CredentialsReference{SecretRef: &v1b1.SecretKeyReference{Name: result.SecretName}}
 			}
+			status.Outputs.Secrets = result.Secrets
 			if host := result.Values["host"]; host != "" {
 				status.Outputs.ConnectionString = host + ":" + result.Values["port"]
 			}
 			status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: "plinth-builtin", Version: "v1"}
+			if t, ok := provisioner.(*templateProvisioner); ok {
+				status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: "plinth-template", Version: "v1",
+					Metadata: map[string]string{"uri": t.entry.Template.Spec().URI, "source": t.entry.Name}}
+			}
 		}
 	}
 	if !apiequality.Semantic.DeepEqual(status, &b.Status) {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	scorelisters "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
 )
 
 // Result is what a provisioner reports for a binding.
@@ -30,6 +31,8 @@ type Result struct {
 	// Values are the non-secret outputs; SecretName, if set, holds the secret outputs.
 	Values     map[string]string
 	SecretName string
+	// Secrets are secret outputs that are keys of Secrets of their own (encodeSecretRef).
+	Secrets map[string]v1b1.SecretKeyReference
 	// Message is one neutral sentence for the binding's conditions.
 	Message string
 }
@@ -54,6 +57,9 @@ type Env struct {
 	// Dynamic and Mapper apply the manifests of template provisioners.
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
+	// Workloads give template provisioners the source workload's metadata and the
+	// namespace's services.
+	Workloads scorelisters.WorkloadLister
 }
 
 // Builtins returns the built-in provisioners by resource type, with the output keys score-k8s

@@ -3,184 +3,205 @@ package resourcebinding
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"text/template"
+	"sort"
+	"strconv"
+	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/provisioners"
+	scorespec "github.com/plinth-dev/plinth/pkg/score"
 )
 
-// TemplateConfig is the provisioners file (--provisioners-config): resource types a platform
-// team adds, or redefines, without writing code.
-//
-//	provisioners:
-//	- type: amqp
-//	  secretOutputs:             # generated once, kept in a Secret named after the binding
-//	    username: app
-//	    password: "{{ randomPassword }}"
-//	  outputs:                   # plain outputs
-//	    host: "{{ .Name }}.{{ .Namespace }}.svc"
-//	    port: "5672"
-//	  manifests: |               # applied in the workload's namespace, owned by the binding
-//	    apiVersion: apps/v1
-//	    kind: StatefulSet
-//	    metadata: {name: "{{ .Name }}"}
-//	    ...
-//
-// Templates are Go text/template with .Name (the binding, also the Secret's name), .Namespace,
-// .Workload, .Resource (its name in the workload), .Type, .Class, .ID and .Params (a map), and
-// the function randomPassword.
-type TemplateConfig struct {
-	Provisioners []TemplateProvisioner `json:"provisioners"`
+// BindingLabel marks the objects a provisioner made for a binding with the binding's name.
+const BindingLabel = "score.dev/resource-binding"
+
+// RenderFailedError is a template provisioner whose templates refused the binding (a fail call,
+// a template that cannot run on these inputs): retrying cannot help until the binding or the
+// provisioner changes.
+type RenderFailedError struct {
+	// URI names the provisioner.
+	URI string
+	// Message is one neutral sentence for the binding's status.
+	Message string
 }
 
-// TemplateProvisioner defines one resource type.
-type TemplateProvisioner struct {
-	Type          string            `json:"type"`
-	Outputs       map[string]string `json:"outputs,omitempty"`
-	SecretOutputs map[string]string `json:"secretOutputs,omitempty"`
-	Manifests     string            `json:"manifests,omitempty"`
-}
+func (e *RenderFailedError) Error() string       { return e.URI + ": " + e.Message }
+func (e *RenderFailedError) userMessage() string { return e.Message }
 
-// LoadTemplates reads a provisioners file.
-func LoadTemplates(path string, env Env) (map[string]Provisioner, error) {
-	defs, err := ReadTemplates(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]Provisioner{}
-	for _, p := range defs {
-		out[p.Type] = &templateProvisioner{env: env, def: p}
-	}
-	return out, nil
-}
-
-// ReadTemplates reads and checks a provisioners file without binding it to a cluster: types
-// are named and unique, and every template parses. plinth-controller calls it while it
-// validates its flags, so a broken file is reported with the other bad flags, before anything
-// starts.
-func ReadTemplates(path string) ([]TemplateProvisioner, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var cfg TemplateConfig
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	seen := map[string]bool{}
-	for i, p := range cfg.Provisioners {
-		if p.Type == "" {
-			return nil, fmt.Errorf("%s: provisioners[%d].type is required", path, i)
-		}
-		if seen[p.Type] {
-			return nil, fmt.Errorf("%s: provisioners[%d]: type %q is defined twice", path, i, p.Type)
-		}
-		seen[p.Type] = true
-		texts := map[string]string{"manifests": p.Manifests}
-		for k, v := range p.Outputs {
-			texts["outputs."+k] = v
-		}
-		for k, v := range p.SecretOutputs {
-			texts["secretOutputs."+k] = v
-		}
-		for field, text := range texts {
-			if _, err := parse(field, text); err != nil {
-				return nil, fmt.Errorf("%s: provisioners[%d].%s: %w", path, i, field, err)
-			}
-		}
-	}
-	return cfg.Provisioners, nil
-}
-
+// templateProvisioner provisions a binding with one score-k8s template provisioner: it renders
+// the templates from the binding, its workload and the persisted state, stores the new state,
+// applies the manifests in the binding's namespace (owned by the binding) and publishes the
+// outputs, secret ones as Secret keys.
 type templateProvisioner struct {
-	env Env
-	def TemplateProvisioner
+	env   Env
+	state *stateStore
+	entry *provisioners.Entry
 }
 
 func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result, error) {
-	result := Result{Values: map[string]string{}, Ready: true, Message: "The resource is bound."}
-	if len(t.def.SecretOutputs) > 0 {
-		result.SecretName = b.Name
-		if _, err := t.env.Secrets.Secrets(b.Namespace).Get(b.Name); apierrors.IsNotFound(err) {
-			data := map[string]string{}
-			for k, tmpl := range t.def.SecretOutputs {
-				v, err := t.render(k, b, tmpl)
-				if err != nil {
-					return Result{}, err
-				}
-				data[k] = v
-			}
-			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: b.Name, Namespace: b.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "plinth"}, OwnerReferences: []metav1.OwnerReference{ownerRef(b)}},
-				StringData: data}
-			if _, err := t.env.Client.CoreV1().Secrets(b.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return Result{}, err
-			}
-		} else if err != nil {
-			return Result{}, err
-		}
-	}
-	for k, tmpl := range t.def.Outputs {
-		v, err := t.render(k, b, tmpl)
-		if err != nil {
-			return Result{}, err
-		}
-		result.Values[k] = v
-	}
-	if t.def.Manifests == "" {
-		return result, nil
-	}
-	rendered, err := t.render("manifests", b, t.def.Manifests)
+	spec := t.entry.Template.Spec()
+	data, err := t.data(ctx, b, spec)
 	if err != nil {
 		return Result{}, err
 	}
-	ready, err := t.apply(ctx, b, rendered)
+	var sharedVersion sharedVersion
+	usesShared := spec.Shared != "" || mentions(spec, ".Shared")
+	if usesShared {
+		if data.Shared, sharedVersion, err = t.state.shared(ctx, b.Namespace); err != nil {
+			return Result{}, err
+		}
+	}
+	rendered, err := t.entry.Template.Render(data)
+	var renderErr *provisioners.RenderError
+	if errors.As(err, &renderErr) {
+		return Result{}, &RenderFailedError{URI: spec.URI, Message: fmt.Sprintf("The provisioner %s failed in its %s template: %s",
+			spec.URI, renderErr.Template, sentence(renderErr.Message))}
+	}
 	if err != nil {
 		return Result{}, err
+	}
+	values, secrets, err := provisioners.SplitOutputs(rendered.Outputs)
+	if err != nil {
+		return Result{}, &RenderFailedError{URI: spec.URI, Message: fmt.Sprintf("The provisioner %s gave unusable outputs: %s", spec.URI, sentence(err.Error()))}
+	}
+	// State first: the manifests about to be applied may carry a password the state has just
+	// drawn, and a crash between the two must not draw another one on the retry.
+	if err := t.state.put(ctx, b, rendered.State); err != nil {
+		return Result{}, err
+	}
+	if spec.Shared != "" && !equalJSON(data.Shared, rendered.Shared) {
+		if err := t.state.putShared(ctx, b.Namespace, rendered.Shared, sharedVersion); err != nil {
+			return Result{}, err
+		}
+	}
+	ready, err := t.apply(ctx, b, rendered.Manifests)
+	if err != nil {
+		return Result{}, err
+	}
+	result := Result{Values: values, Ready: ready, Message: "The resource is bound."}
+	if len(secrets) > 0 {
+		result.Secrets = map[string]v1b1.SecretKeyReference{}
+		for name, ref := range secrets {
+			result.Secrets[name] = v1b1.SecretKeyReference{Name: ref.Name, Key: ref.Key}
+		}
 	}
 	if !ready {
 		// Bound only when what the manifests run can be used, so a workload never starts
 		// against a broker or database that is still coming up.
-		result.Ready, result.Message = false, "The resource is being provisioned."
+		result.Message = "The resource is being provisioned."
 	}
 	return result, nil
 }
 
-// apply server-side applies each document, in the binding's namespace and owned by it, and
+// data is what the templates see, as score-k8s gives it: the resource's uid parts, params and
+// metadata, the persisted state, the source workload and the services of every workload in the
+// namespace (Plinth's project).
+func (t *templateProvisioner) data(ctx context.Context, b *v1b1.ResourceBinding, spec *v1b1.ProvisionerSpec) (provisioners.Data, error) {
+	class := b.Spec.Class
+	if class == "" {
+		class = provisioners.DefaultClass
+	}
+	id := ResourceID(b)
+	d := provisioners.Data{
+		Guid: string(b.UID), Type: b.Spec.Type, Class: class, Id: id, Uid: b.Spec.Type + "." + class + "#" + id,
+		SourceWorkload: b.Spec.WorkloadRef.Name, Namespace: b.Namespace,
+		WorkloadMetadata: map[string]interface{}{"name": b.Spec.WorkloadRef.Name},
+		Shared:           map[string]interface{}{},
+	}
+	var err error
+	if b.Spec.Params != nil {
+		if d.Params, err = b.Spec.Params.Object(); err != nil {
+			return d, err
+		}
+	}
+	if b.Spec.Metadata != nil {
+		if d.Metadata, err = b.Spec.Metadata.Object(); err != nil {
+			return d, err
+		}
+	}
+	if t.env.Workloads != nil {
+		if w, err := t.env.Workloads.Workloads(b.Namespace).Get(b.Spec.WorkloadRef.Name); err == nil {
+			d.WorkloadMetadata = scorespec.Metadata(w)
+		}
+		if mentions(spec, ".WorkloadServices") {
+			if d.WorkloadServices, err = t.services(b.Namespace); err != nil {
+				return d, err
+			}
+		}
+	}
+	if d.State, err = t.state.get(ctx, b); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// services are the namespace's workloads and their service ports, keyed as score-k8s keys them:
+// by name, and by port number where no name is that number. A workload's Service is named after
+// it (the kubernetes runtime's rule).
+func (t *templateProvisioner) services(namespace string) (map[string]provisioners.NetworkService, error) {
+	workloads, err := t.env.Workloads.Workloads(namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]provisioners.NetworkService, len(workloads))
+	for _, w := range workloads {
+		ns := provisioners.NetworkService{ServiceName: w.Name, Ports: map[string]provisioners.ServicePort{}}
+		merged, errs := scorespec.Merge(w)
+		if len(errs) == 0 && merged.Service != nil {
+			names := make([]string, 0, len(merged.Service.Ports))
+			for name := range merged.Service.Ports {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				p := merged.Service.Ports[name]
+				sp := provisioners.ServicePort{Name: name, Port: int(p.Port), TargetPort: int(p.TargetPort), Protocol: p.Protocol}
+				if sp.TargetPort == 0 {
+					sp.TargetPort = sp.Port
+				}
+				if sp.Protocol == "" {
+					sp.Protocol = "TCP"
+				}
+				ns.Ports[name] = sp
+			}
+			for _, name := range names {
+				sp := ns.Ports[name]
+				if _, taken := ns.Ports[strconv.Itoa(sp.Port)]; !taken {
+					ns.Ports[strconv.Itoa(sp.Port)] = sp
+				}
+			}
+		}
+		out[w.Name] = ns
+	}
+	return out, nil
+}
+
+// apply server-side applies each manifest in the binding's namespace, owned by the binding, and
 // reports whether every applied object is ready (ObjectReady). The apply response carries the
 // object's current status, so no informer per kind is needed.
-func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding, manifests string) (bool, error) {
+func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding, manifests []map[string]interface{}) (bool, error) {
+	if len(manifests) == 0 {
+		return true, nil
+	}
 	if t.env.Dynamic == nil || t.env.Mapper == nil {
 		return false, errors.New("template manifests need a dynamic client")
 	}
 	allReady := true
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifests), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := decoder.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return allReady, nil
-			}
-			return false, err
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		mapping, err := t.env.Mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
+	for _, m := range manifests {
+		obj := &unstructured.Unstructured{Object: m}
+		gvk := obj.GroupVersionKind()
+		mapping, err := t.env.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			// The discovery cache may predate the kind; refresh it for the retry.
 			if r, ok := t.env.Mapper.(interface{ Reset() }); ok {
@@ -188,15 +209,15 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 			}
 			return false, err
 		}
-		obj.SetNamespace(b.Namespace)
+		var resource dynamic.ResourceInterface = t.env.Dynamic.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			obj.SetNamespace(b.Namespace)
+			resource = t.env.Dynamic.Resource(mapping.Resource).Namespace(b.Namespace)
+		}
 		obj.SetOwnerReferences([]metav1.OwnerReference{ownerRef(b)})
 		data, err := obj.MarshalJSON()
 		if err != nil {
 			return false, err
-		}
-		var resource dynamic.ResourceInterface = t.env.Dynamic.Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			resource = t.env.Dynamic.Resource(mapping.Resource).Namespace(b.Namespace)
 		}
 		live, err := resource.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
 			metav1.PatchOptions{FieldManager: "plinth-resolver", Force: ptr.To(true)})
@@ -209,27 +230,40 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 		}
 		allReady = allReady && ready
 	}
+	return allReady, nil
 }
 
-func parse(name, text string) (*template.Template, error) {
-	return template.New(name).Option("missingkey=error").Funcs(template.FuncMap{"randomPassword": randomPassword}).Parse(text)
-}
-
-func (t *templateProvisioner) render(name string, b *v1b1.ResourceBinding, text string) (string, error) {
-	tmpl, err := parse(name, text)
-	if err != nil {
-		return "", err
+// ResourceID is the resource's Score id: its shared id, else workload.resource.
+func ResourceID(b *v1b1.ResourceBinding) string {
+	if b.Spec.ID != "" {
+		return b.Spec.ID
 	}
-	params := map[string]interface{}{}
-	if b.Spec.Params != nil {
-		if p, err := b.Spec.Params.Object(); err == nil && p != nil {
-			params = p
+	return b.Spec.WorkloadRef.Name + "." + b.Spec.ResourceKey
+}
+
+// mentions reports whether any template reads the given data field, so the data that costs
+// reads (the namespace's workloads, the shared state) is gathered only for templates that use it.
+func mentions(spec *v1b1.ProvisionerSpec, field string) bool {
+	for _, text := range []string{spec.Init, spec.State, spec.Shared, spec.Outputs, spec.Manifests} {
+		if strings.Contains(text, field) {
+			return true
 		}
 	}
-	var out bytes.Buffer
-	err = tmpl.Execute(&out, map[string]interface{}{
-		"Name": b.Name, "Namespace": b.Namespace, "Workload": b.Spec.WorkloadRef.Name, "Resource": b.Spec.ResourceKey,
-		"Type": b.Spec.Type, "Class": b.Spec.Class, "ID": b.Spec.ID, "Params": params,
-	})
-	return out.String(), err
+	return false
+}
+
+// equalJSON compares two decoded JSON-like values by their encodings.
+func equalJSON(a, b interface{}) bool {
+	ea, errA := json.Marshal(a)
+	eb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ea, eb)
+}
+
+// sentence ends a message with a full stop.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
 }
