@@ -52,26 +52,37 @@ var Table = table.New([]table.Column{
 	{Name: "Ready", Type: "string", Description: "Status of the Ready condition."},
 	{Name: "Endpoint", Type: "string", Description: "The workload's canonical URL."},
 	{Name: "Inputs", Type: "string", Description: "Status of the InputsValid condition.", Wide: true},
-	{Name: "Bindings", Type: "string", Description: "Bound resources out of all declared resources.", Wide: true},
+	{Name: "Bindings", Type: "string", Description: "Bound resources out of all the resources the workload declares (spec.resources and its Score document), as status.bindings lists them.", Wide: true},
 }, func(w *score.Workload) []interface{} {
 	endpoint := ""
 	if w.Status.Endpoint != nil {
 		endpoint = *w.Status.Endpoint
 	}
-	bound := 0
-	for _, b := range w.Status.Bindings {
-		if b.Phase == score.BindingPhaseBound {
-			bound++
-		}
-	}
+	bound, declared := bindingCounts(w)
 	return []interface{}{
 		table.OrNone(w.Spec.RuntimeClass),
 		conditionStatus(w, score.ConditionReady),
 		table.OrNone(endpoint),
 		conditionStatus(w, score.ConditionInputsValid),
-		fmt.Sprintf("%d/%d", bound, len(w.Spec.Resources)),
+		fmt.Sprintf("%d/%d", bound, declared),
 	}
 })
+
+// bindingCounts returns how many of the workload's resources are bound and how many it
+// declares, both from status.bindings. The orchestrator writes one entry there per effective
+// resource: spec.resources merged with the resources of the Score document, whether the
+// document is inline or in a ConfigMap, which the registry cannot read. spec.resources alone
+// misses every resource the document declares; counting the bound ones in status and the
+// declared ones in spec would also mix two generations. Both numbers describe the generation
+// in status.observedGeneration, like every other status column.
+func bindingCounts(w *score.Workload) (bound, declared int) {
+	for _, b := range w.Status.Bindings {
+		if b.Phase == score.BindingPhaseBound {
+			bound++
+		}
+	}
+	return bound, len(w.Status.Bindings)
+}
 
 // conditionStatus is the condition's status, with its reason when it is not True.
 func conditionStatus(w *score.Workload, condType string) string {
