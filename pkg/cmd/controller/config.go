@@ -170,7 +170,8 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	kubernetesProvider := kubernetescompute.NewProvider(c.Kube, c.TenantInformers, c.KubeInformers.Rbac().V1().RoleBindings(), creds)
 	for _, entry := range []compute.Entry{
 		{Name: kubernetescompute.ProviderName, Runtime: kubernetesRuntime, Provider: kubernetesProvider},
-		{Name: kubevirtcompute.Name, Provider: kubevirtcompute.NewProvider(c.Plinth, gov.ManagedVMs())},
+		{Name: kubevirtcompute.Name, Provider: kubevirtcompute.NewProvider(c.Plinth, gov.ManagedVMs()),
+			Runtime: kubevirtcompute.NewRuntime(c.Plinth, c.Kube, gov.ManagedVMs(), gov.SystemServices(), core.Services().Lister())},
 	} {
 		if err := providers.Register(entry); err != nil {
 			return nil, err
