@@ -101,6 +101,26 @@ func TestKubectl(t *testing.T) {
 			[]string{"defaults", "7"})
 	})
 
+	t.Run("BINDINGS counts the resources of the inline document", func(t *testing.T) {
+		// Two resources, both declared only in the Score document; the status is what the
+		// orchestrator writes for them, one bound.
+		shop := &v1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "demo"},
+			Spec: v1b1.WorkloadSpec{RuntimeClass: "kubernetes", Source: &v1b1.WorkloadSource{Inline: &common.RawObject{Raw: []byte(
+				`{"apiVersion":"score.dev/v1b1","metadata":{"name":"shop"},"containers":{"main":{"image":"registry.example.com/shop:1"}},` +
+					`"resources":{"cache":{"type":"redis"},"queue":{"type":"amqp"}}}`)}}}}
+		shop, err := p.Client.ScoreV1b1().Workloads("demo").Create(ctx, shop, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shop.Status.Bindings = []v1b1.BindingSummary{{Key: "cache", Phase: v1b1.BindingPhaseBound}, {Key: "queue", Phase: v1b1.BindingPhasePending}}
+		if _, err := p.Client.ScoreV1b1().Workloads("demo").UpdateStatus(ctx, shop, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		expectTable(t, kubectl("get", "wl", "shop", "-n", "demo", "-o", "wide"),
+			[]string{"NAME", "RUNTIME", "READY", "ENDPOINT", "INPUTS", "BINDINGS", "AGE"},
+			[]string{"shop", "kubernetes", "Unknown", "<none>", "Unknown", "1/2"})
+	})
+
 	t.Run("score category lists every kind", func(t *testing.T) {
 		out := kubectl("get", "score", "-A")
 		for _, want := range []string{"workload.score.dev/hello", "resourcebinding.score.dev/hello-db", "workloadplan.score.dev/hello", "platformpolicy.score.dev/defaults"} {
