@@ -46,6 +46,7 @@ import (
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/apiserver"
+	"github.com/plinth-dev/plinth/pkg/apiserver/patchtypes"
 	"github.com/plinth-dev/plinth/pkg/authentication/frontproxy"
 	"github.com/plinth-dev/plinth/pkg/authorization"
 	computequota "github.com/plinth-dev/plinth/pkg/compute/quota"
@@ -335,6 +336,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(plinthopenapi.GetOpenAPIDefinitions, namer)
 	cfg.OpenAPIV3Config.Info.Title = "Plinth"
 	cfg.OpenAPIV3Config.Info.Version = "v1b1"
+	// PATCH takes JSON patch, merge patch and apply, as for custom resources, and the OpenAPI
+	// says so: kubectl apply and diff then compute a JSON merge patch, which merges the inline
+	// Score document and the name-keyed maps that a strategic merge patch cannot describe.
+	patchtypes.Install(&cfg.Config)
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	if err := o.Recommended.ApplyTo(cfg); err != nil {
