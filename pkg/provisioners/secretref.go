@@ -68,32 +68,117 @@ var (
 // else, mixed with text or inside a map or list, is an error naming the output: its secret could
 // not be kept out of a plain value.
 func SplitOutputs(outputs map[string]interface{}) (values map[string]string, secrets map[string]SecretRef, err error) {
-	values = make(map[string]string, len(outputs))
-	secrets = map[string]SecretRef{}
+	split, err := splitOutputs(outputs, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return split.Values, split.Secrets, nil
+}
+
+// Outputs are a provisioner's outputs sorted by how they may be used.
+type Outputs struct {
+	// Values are the plain outputs.
+	Values map[string]string
+	// Secrets are the outputs that are one Secret key each.
+	Secrets map[string]SecretRef
+	// Mixed are the outputs whose text embeds secret references (a connection string with a
+	// password in it, as score-k8s's mssql writes): their text and references in order. Such
+	// a value is a secret as a whole; the caller assembles it where secrets are kept.
+	Mixed map[string][]Piece
+}
+
+// Piece is a stretch of literal text, or one secret reference, of a mixed output.
+type Piece struct {
+	// Text is literal text; empty for a reference.
+	Text string
+	// Ref is the reference, or nil for text.
+	Ref *SecretRef
+}
+
+// SplitMixedOutputs is SplitOutputs that also accepts text mixed with secret references, as
+// score-k8s does in container variables: those outputs are returned as pieces.
+func SplitMixedOutputs(outputs map[string]interface{}) (Outputs, error) {
+	return splitOutputs(outputs, true)
+}
+
+// Assemble writes a mixed output's text with each reference replaced by the key's value.
+func Assemble(pieces []Piece, value func(SecretRef) ([]byte, error)) ([]byte, error) {
+	var out []byte
+	for _, p := range pieces {
+		if p.Ref == nil {
+			out = append(out, p.Text...)
+			continue
+		}
+		v, err := value(*p.Ref)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+func splitOutputs(outputs map[string]interface{}, allowMixed bool) (Outputs, error) {
+	split := Outputs{Values: make(map[string]string, len(outputs)), Secrets: map[string]SecretRef{}, Mixed: map[string][]Piece{}}
 	for _, name := range sortedKeys(outputs) {
 		switch v := outputs[name].(type) {
 		case string:
 			if !ContainsSecretRef(v) {
-				values[name] = v
+				split.Values[name] = v
 				continue
 			}
 			ref, err := parseSecretRef(v)
-			if err != nil {
-				return nil, nil, fmt.Errorf("the output %s %w", name, err)
+			if errors.Is(err, errMixedSecretRef) && allowMixed {
+				pieces, err := parsePieces(v)
+				if err != nil {
+					return Outputs{}, fmt.Errorf("the output %s %w", name, err)
+				}
+				split.Mixed[name] = pieces
+				continue
 			}
-			secrets[name] = ref
+			if err != nil {
+				return Outputs{}, fmt.Errorf("the output %s %w", name, err)
+			}
+			split.Secrets[name] = ref
 		default:
 			if holdsSecretRef(v) {
-				return nil, nil, fmt.Errorf("the output %s %w", name, errNestedSecretRef)
+				return Outputs{}, fmt.Errorf("the output %s %w", name, errNestedSecretRef)
 			}
 			encoded, err := json.Marshal(v)
 			if err != nil {
-				return nil, nil, fmt.Errorf("the output %s cannot be written as JSON", name)
+				return Outputs{}, fmt.Errorf("the output %s cannot be written as JSON", name)
 			}
-			values[name] = string(encoded)
+			split.Values[name] = string(encoded)
 		}
 	}
-	return values, secrets, nil
+	return split, nil
+}
+
+// parsePieces cuts s into text and references.
+func parsePieces(s string) ([]Piece, error) {
+	var pieces []Piece
+	for s != "" {
+		start := strings.Index(s, secretRefPrefix)
+		if start < 0 {
+			pieces = append(pieces, Piece{Text: s})
+			break
+		}
+		if start > 0 {
+			pieces = append(pieces, Piece{Text: s[:start]})
+		}
+		end := strings.Index(s[start:], secretRefSuffix)
+		if end < 0 {
+			return nil, errMalformedSecretRef
+		}
+		end += start + len(secretRefSuffix)
+		ref, err := parseSecretRef(s[start:end])
+		if err != nil {
+			return nil, errMalformedSecretRef
+		}
+		pieces = append(pieces, Piece{Ref: &ref})
+		s = s[end:]
+	}
+	return pieces, nil
 }
 
 // holdsSecretRef reports whether any string in v, a value decoded from YAML, holds a reference.

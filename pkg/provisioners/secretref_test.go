@@ -95,3 +95,28 @@ func TestSplitOutputsErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitMixedOutputs(t *testing.T) {
+	conn := "Server=tcp:mssql-web,1433;User ID=sa;Password=" + EncodeSecretRef("mssql-web", "password") + ";" +
+		"Token=" + EncodeSecretRef("tokens", "api_key")
+	split, err := SplitMixedOutputs(map[string]interface{}{
+		"connection": conn, "password": EncodeSecretRef("mssql-web", "password"), "port": 1433,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if split.Values["port"] != "1433" || split.Secrets["password"] != (SecretRef{Name: "mssql-web", Key: "password"}) {
+		t.Fatalf("split = %+v", split)
+	}
+	value, err := Assemble(split.Mixed["connection"], func(r SecretRef) ([]byte, error) { return []byte(r.Name + "/" + r.Key), nil })
+	if err != nil || string(value) != "Server=tcp:mssql-web,1433;User ID=sa;Password=mssql-web/password;Token=tokens/api_key" {
+		t.Fatalf("assembled %q, %v", value, err)
+	}
+	// SplitOutputs, for callers that cannot keep a whole value secret, still refuses them.
+	if _, _, err := SplitOutputs(map[string]interface{}{"connection": conn}); err == nil {
+		t.Error("SplitOutputs accepted a mixed output")
+	}
+	if _, err := SplitMixedOutputs(map[string]interface{}{"bad": "x" + secretRefPrefix + "no-suffix"}); err == nil {
+		t.Error("an unterminated reference was accepted")
+	}
+}

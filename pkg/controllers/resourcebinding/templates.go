@@ -10,11 +10,15 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
@@ -71,7 +75,7 @@ func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBin
 	if err != nil {
 		return Result{}, err
 	}
-	values, secrets, err := provisioners.SplitOutputs(rendered.Outputs)
+	outputs, err := provisioners.SplitMixedOutputs(rendered.Outputs)
 	if err != nil {
 		return Result{}, &RenderFailedError{URI: spec.URI, Message: fmt.Sprintf("The provisioner %s gave unusable outputs: %s", spec.URI, sentence(err.Error()))}
 	}
@@ -89,10 +93,20 @@ func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBin
 	if err != nil {
 		return Result{}, err
 	}
-	result := Result{Values: values, Ready: ready, Message: "The resource is bound."}
-	if len(secrets) > 0 {
+	if len(outputs.Mixed) > 0 {
+		assembled, err := t.assemble(ctx, b, outputs.Mixed)
+		if err != nil {
+			return Result{}, err
+		}
+		ready = ready && assembled
+		for name := range outputs.Mixed {
+			outputs.Secrets[name] = provisioners.SecretRef{Name: OutputsSecretName(b.Name), Key: name}
+		}
+	}
+	result := Result{Values: outputs.Values, Ready: ready, Message: "The resource is bound."}
+	if len(outputs.Secrets) > 0 {
 		result.Secrets = map[string]v1b1.SecretKeyReference{}
-		for name, ref := range secrets {
+		for name, ref := range outputs.Secrets {
 			result.Secrets[name] = v1b1.SecretKeyReference{Name: ref.Name, Key: ref.Key}
 		}
 	}
@@ -102,6 +116,59 @@ func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBin
 		result.Message = "The resource is being provisioned."
 	}
 	return result, nil
+}
+
+// OutputsSecretName names the Secret that holds a binding's outputs that embed secrets.
+func OutputsSecretName(binding string) string { return binding + ".outputs" }
+
+// assemble writes the outputs whose text embeds secret references (a connection string with
+// the password in it) into a Secret of the binding's own, each under its output's name: such a
+// value is a secret as a whole, and a Secret key is what containers and files can take it from.
+// It reports false while a referenced Secret does not exist yet (the manifests may be creating
+// it), so the binding waits.
+func (t *templateProvisioner) assemble(ctx context.Context, b *v1b1.ResourceBinding, mixed map[string][]provisioners.Piece) (bool, error) {
+	read := map[string]*corev1.Secret{}
+	missing := false
+	value := func(ref provisioners.SecretRef) ([]byte, error) {
+		s, ok := read[ref.Name]
+		if !ok {
+			var err error
+			// Live reads: the manifests have just applied these Secrets, which the cache
+			// may not hold yet.
+			s, err = t.env.Client.CoreV1().Secrets(b.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				missing = true
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			read[ref.Name] = s
+		}
+		v, ok := s.Data[ref.Key]
+		if !ok {
+			missing = true
+		}
+		return v, nil
+	}
+	data := map[string][]byte{}
+	for name, pieces := range mixed {
+		v, err := provisioners.Assemble(pieces, value)
+		if err != nil {
+			return false, err
+		}
+		data[name] = v
+	}
+	if missing {
+		return false, nil
+	}
+	secret := corev1apply.Secret(OutputsSecretName(b.Name), b.Namespace).
+		WithLabels(map[string]string{"app.kubernetes.io/managed-by": "plinth", BindingLabel: b.Name}).
+		WithOwnerReferences(metav1apply.OwnerReference().WithAPIVersion(v1b1.SchemeGroupVersion.String()).WithKind("ResourceBinding").
+			WithName(b.Name).WithUID(b.UID).WithController(true)).
+		WithData(data)
+	_, err := t.env.Client.CoreV1().Secrets(b.Namespace).Apply(ctx, secret, metav1.ApplyOptions{FieldManager: "plinth-resolver", Force: true})
+	return err == nil, err
 }
 
 // data is what the templates see, as score-k8s gives it: the resource's uid parts, params and

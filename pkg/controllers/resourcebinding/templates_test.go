@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -244,5 +245,34 @@ func TestBadProvisionersFileIsRefused(t *testing.T) {
 				t.Errorf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// score-k8s's mssql writes its connection string with the password in it: the whole value is a
+// secret, assembled into a Secret of the binding's own once the referenced Secret exists.
+func TestOutputsThatEmbedSecretsAreAssembledIntoASecret(t *testing.T) {
+	client := fake.NewClientset()
+	ctx := context.Background()
+	p := &templateProvisioner{env: Env{Client: client}, state: newStateStore(client), entry: compile(t, v1b1.ProvisionerSpec{
+		URI: "template://test/mssql", Type: "mssql",
+		Outputs: `connection: "Server=tcp:mssql-shop,1433;User ID=sa;Password={{ encodeSecretRef "mssql-shop" "password" }};"`})}
+	result, err := p.Provision(ctx, binding(""))
+	if err != nil || result.Ready {
+		t.Fatalf("before the Secret exists: %+v, %v", result, err)
+	}
+	if _, err := client.CoreV1().Secrets("team-a").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mssql-shop", Namespace: "team-a"},
+		Data: map[string][]byte{"password": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	result, err = p.Provision(ctx, binding(""))
+	if err != nil || !result.Ready || result.Secrets["connection"] != (v1b1.SecretKeyReference{Name: "shop-db.outputs", Key: "connection"}) {
+		t.Fatalf("result = %+v, %v", result, err)
+	}
+	if _, plain := result.Values["connection"]; plain {
+		t.Error("the connection string is also a plain value")
+	}
+	s, err := client.CoreV1().Secrets("team-a").Get(ctx, "shop-db.outputs", metav1.GetOptions{})
+	if err != nil || string(s.Data["connection"]) != "Server=tcp:mssql-shop,1433;User ID=sa;Password=s3cret;" || len(s.OwnerReferences) != 1 {
+		t.Fatalf("outputs secret: %v %+v", err, s)
 	}
 }
