@@ -17,7 +17,10 @@ var builtInFile []byte
 // environment, service) that plinth-controller does not provision in Go. Each call parses the
 // embedded file afresh, so callers may keep or change what they get.
 func BuiltIn() ([]v1b1.ProvisionerSpec, error) {
-	specs, err := ParseFile(builtInFile)
+	specs, skipped, err := ParseFile(builtInFile)
+	if err == nil && len(skipped) > 0 {
+		err = skipped[0]
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the built-in provisioners do not parse: %w", err)
 	}

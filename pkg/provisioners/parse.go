@@ -18,25 +18,45 @@ import (
 // checked with Validate and, as score-k8s does, refused when it has a field the format does not
 // know. The first bad entry fails the whole file, with an error that names the entry's index and
 // the field, for example "[3].uri: ...". An empty list is a valid file.
-func ParseFile(data []byte) ([]v1b1.ProvisionerSpec, error) {
+//
+// A cmd:// entry is not an error of the file but is left out, and returned in skipped with the
+// sentence saying why (plinth-controller runs no commands): score-k8s's own files carry cmd://
+// examples next to their template provisioners, and those files must load unchanged.
+func ParseFile(data []byte) (specs []v1b1.ProvisionerSpec, skipped []error, err error) {
 	raw, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("the provisioners file is not valid YAML: %w", err)
+		return nil, nil, fmt.Errorf("the provisioners file is not valid YAML: %w", err)
 	}
 	var entries []json.RawMessage
 	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, errors.New("the provisioners file is not a YAML list of provisioners")
+		return nil, nil, errors.New("the provisioners file is not a YAML list of provisioners")
 	}
-	specs := make([]v1b1.ProvisionerSpec, 0, len(entries))
+	specs = make([]v1b1.ProvisionerSpec, 0, len(entries))
 	for i, entry := range entries {
 		spec, err := parseEntry(entry, i)
-		if err != nil {
-			return nil, err
+		var command *CommandProvisionerError
+		switch {
+		case errors.As(err, &command):
+			skipped = append(skipped, err)
+		case err != nil:
+			return nil, nil, err
+		default:
+			specs = append(specs, spec)
 		}
-		specs = append(specs, spec)
 	}
-	return specs, nil
+	return specs, skipped, nil
 }
+
+// CommandProvisionerError is a cmd:// entry of a provisioners file, which plinth-controller
+// leaves out: it runs no commands.
+type CommandProvisionerError struct {
+	// Index is the entry's index in the file.
+	Index int
+	// Message is the sentence saying why, with the field.
+	Message string
+}
+
+func (e *CommandProvisionerError) Error() string { return fmt.Sprintf("[%d].%s", e.Index, e.Message) }
 
 // parseEntry decodes and validates the entry at index i.
 func parseEntry(entry json.RawMessage, i int) (v1b1.ProvisionerSpec, error) {
@@ -52,7 +72,7 @@ func parseEntry(entry json.RawMessage, i int) (v1b1.ProvisionerSpec, error) {
 	if err := json.Unmarshal(entry, &head); err == nil {
 		if u, err := url.Parse(head.URI); err == nil && u.Scheme == schemeCommand {
 			errs := validateURI(head.URI, field.NewPath("uri"))
-			return spec, fmt.Errorf("[%d].%s", i, errs[0].Error())
+			return spec, &CommandProvisionerError{Index: i, Message: errs[0].Error()}
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(entry))

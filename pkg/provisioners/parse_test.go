@@ -24,7 +24,10 @@ func TestParseFile(t *testing.T) {
   type: redis
   id: shared-cache
 `
-	specs, err := ParseFile([]byte(file))
+	specs, skipped, err := ParseFile([]byte(file))
+	if len(skipped) > 0 {
+		t.Fatalf("skipped: %v", skipped)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,7 @@ func ptrEqual(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil 
 
 func TestParseFileEmpty(t *testing.T) {
 	for _, file := range []string{"[]", "", "# nothing\n"} {
-		specs, err := ParseFile([]byte(file))
+		specs, _, err := ParseFile([]byte(file))
 		if err != nil || len(specs) != 0 {
 			t.Errorf("ParseFile(%q) = %v, %v; want no entries", file, specs, err)
 		}
@@ -59,8 +62,6 @@ func TestParseFileErrors(t *testing.T) {
 		{"not YAML", "- [", "not valid YAML"},
 		{"entry not a map", "- template://x\n", "[0]: the entry is not a YAML map"},
 		{"null entry", "- null\n", "[0]: the entry is not a YAML map"},
-		{"cmd entry", "- uri: template://ok/a\n  type: aa\n- uri: cmd://bash#x\n  type: aa\n  args: [-c, echo]\n",
-			"[1].uri: Invalid value: \"cmd://bash#x\": cmd:// provisioners are not supported because plinth-controller runs no commands; use a template:// provisioner"},
 		{"unknown field", "- uri: template://x/a\n  type: aa\n  args: [x]\n", `[0]: the field "args" is not a field of a template provisioner`},
 		{"wrong type", "- uri: template://x/a\n  type: aa\n  expected_outputs: host\n", "[0]: the field expected_outputs must be a []string, not a string"},
 		{"missing type", "- uri: template://x/a\n", "[0].type: Required value"},
@@ -71,10 +72,24 @@ func TestParseFileErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseFile([]byte(tc.file))
+			_, _, err := ParseFile([]byte(tc.file))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// score-k8s's own files put cmd:// examples beside their template provisioners: the file loads,
+// without them, and each is reported with the reason.
+func TestParseFileLeavesOutCommandProvisioners(t *testing.T) {
+	file := "- uri: template://ok/a\n  type: aa\n- uri: cmd://bash#x\n  type: aa\n  args: [-c, echo]\n- uri: template://ok/b\n  type: bb\n"
+	specs, skipped, err := ParseFile([]byte(file))
+	if err != nil || len(specs) != 2 || specs[0].URI != "template://ok/a" || specs[1].URI != "template://ok/b" {
+		t.Fatalf("specs = %+v, %v", specs, err)
+	}
+	want := `[1].uri: Invalid value: "cmd://bash#x": cmd:// provisioners are not supported because plinth-controller runs no commands; use a template:// provisioner`
+	if len(skipped) != 1 || skipped[0].Error() != want {
+		t.Fatalf("skipped = %v, want %s", skipped, want)
 	}
 }

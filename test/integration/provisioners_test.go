@@ -158,7 +158,8 @@ func TestScoreProvisioners(t *testing.T) {
 		out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "-n", ns, "--timeout=120s",
 			"workload/frontend", "workload/api", "workload/orders", "workload/notifier", "workload/catalog")
 		if err != nil {
-			t.Fatalf("kubectl wait: %v\n%s\n%s", err, out, as("alice", "", "get", "workloads,", "-n", ns, "-o", "wide"))
+			t.Fatalf("kubectl wait: %v\n%s\n%s\n%s", err, out, as("alice", "", "get", "workloads", "-n", ns, "-o", "wide"),
+				as("dana", "", "get", "resourcebindings", "-n", ns, "-o", "custom-columns=NAME:.metadata.name,PHASE:.status.phase,MESSAGE:.status.conditions[?(@.type=='Ready')].message"))
 		}
 		secretRef := func(e corev1.EnvVar) string {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {

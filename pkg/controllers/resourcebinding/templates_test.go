@@ -229,9 +229,19 @@ func TestResolutionPrefersTheMostSpecificProvisioner(t *testing.T) {
 	}
 }
 
+func TestCommandProvisionersOfAFileAreLeftOut(t *testing.T) {
+	static, err := staticTemplates(writeFile(t, "- uri: cmd://bash#x\n  type: kv\n  args: [-c, echo]\n- uri: template://file/kv\n  type: kv\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := provisioners.NewSet(static...)
+	if e := set.Match("kv", "default", "shop.db"); e == nil || e.Template.Spec().URI != "template://file/kv" {
+		t.Fatalf("kv resolves to %+v", e)
+	}
+}
+
 func TestBadProvisionersFileIsRefused(t *testing.T) {
 	for name, tc := range map[string]struct{ file, want string }{
-		"cmd provisioner": {"- uri: cmd://bash#x\n  type: a\n", "[0].uri"},
 		"bad template":    {"- uri: template://x\n  type: a\n  outputs: \"{{ .Name \"\n", "[0].outputs"},
 		"unknown field":   {"- uri: template://x\n  type: a\n  args: [x]\n", "args"},
 		"unreadable file": {"", "no such file"},

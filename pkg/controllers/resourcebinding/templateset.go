@@ -22,9 +22,12 @@ func staticTemplates(configFile string) ([]provisioners.Entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		specs, err := provisioners.ParseFile(data)
+		specs, skipped, err := provisioners.ParseFile(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", configFile, err)
+		}
+		for _, reason := range skipped {
+			klog.InfoS("Provisioner left out", "file", configFile, "reason", reason.Error())
 		}
 		for i, spec := range specs {
 			t, err := provisioners.Compile(spec)
