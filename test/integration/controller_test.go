@@ -171,12 +171,12 @@ kind: Workload
 metadata: {name: queue-user}
 spec:
   containers: {main: {image: registry.example.com/worker:1, variables: {Q: "${resources.q.url}"}}}
-  resources: {q: {type: amqp}}
+  resources: {q: {type: carrier-pigeon}}
 `, "apply", "-f", "-")
 		waitForWorkload(t, plinth, ns, "queue-user", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
 			c := meta.FindStatusCondition(w.Status.Conditions, "BindingsReady")
 			return c != nil && c.Reason == "BindingPending" && len(w.Status.Bindings) == 1 &&
-				strings.Contains(w.Status.Bindings[0].Message, `"amqp"`), fmt.Sprint(w.Status)
+				strings.Contains(w.Status.Bindings[0].Message, `"carrier-pigeon"`), fmt.Sprint(w.Status)
 		})
 	})
 
