@@ -30,23 +30,7 @@ func TestEnvAndVariablesOnCreate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := withEnv(tc.vars, tc.env)
 			Definition.PrepareForCreate(context.Background(), w)
-			c := w.Spec.Containers["web"]
-			errs := validation.ValidateWorkload(w)
-			if tc.invalid {
-				if len(errs) != 1 || errs[0].Field != "spec.containers[web].env" {
-					t.Fatalf("errors = %v, want one at spec.containers[web].env", errs)
-				}
-				return
-			}
-			if len(errs) > 0 {
-				t.Fatalf("unexpected errors: %v", errs)
-			}
-			if diff := cmp.Diff(tc.want, c.Variables); diff != "" {
-				t.Errorf("variables (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.want, c.Env); diff != "" {
-				t.Errorf("env (-want +got):\n%s", diff)
-			}
+			expectEnv(t, w, tc.want, tc.invalid)
 		})
 	}
 }
@@ -68,23 +52,30 @@ func TestEnvAndVariablesOnUpdate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := withEnv(tc.vars, tc.env)
 			Definition.PrepareForUpdate(context.Background(), w, stored())
-			c := w.Spec.Containers["web"]
-			errs := validation.ValidateWorkload(w)
-			if tc.invalid {
-				if len(errs) != 1 || errs[0].Field != "spec.containers[web].env" {
-					t.Fatalf("errors = %v, want one at spec.containers[web].env", errs)
-				}
-				return
-			}
-			if len(errs) > 0 {
-				t.Fatalf("unexpected errors: %v", errs)
-			}
-			if diff := cmp.Diff(tc.want, c.Variables); diff != "" {
-				t.Errorf("variables (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.want, c.Env); diff != "" {
-				t.Errorf("env (-want +got):\n%s", diff)
-			}
+			expectEnv(t, w, tc.want, tc.invalid)
 		})
+	}
+}
+
+// expectEnv checks that the container's env and variables both hold want, or, when invalid,
+// that validation refuses the pair at spec.containers[web].env and nothing else.
+func expectEnv(t *testing.T, w *score.Workload, want map[string]string, invalid bool) {
+	t.Helper()
+	c := w.Spec.Containers["web"]
+	errs := validation.ValidateWorkload(w)
+	if invalid {
+		if len(errs) != 1 || errs[0].Field != "spec.containers[web].env" {
+			t.Fatalf("errors = %v, want one at spec.containers[web].env", errs)
+		}
+		return
+	}
+	if len(errs) > 0 {
+		t.Fatalf("unexpected errors: %v", errs)
+	}
+	if diff := cmp.Diff(want, c.Variables); diff != "" {
+		t.Errorf("variables (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, c.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
 	}
 }
