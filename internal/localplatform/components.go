@@ -91,10 +91,16 @@ func (p *Platform) startControllerManager() error {
 		"--service-account-private-key-file", filepath.Join(p.pkiDir, "sa.key"),
 		"--root-ca-file", filepath.Join(p.pkiDir, "ca.crt"),
 		// Role aggregation makes plinth's tenant roles part of admin/edit/view; the others
-		// give namespaces, owner references and Deployments their usual behaviour.
+		// give namespaces, owner references and Deployments their usual behaviour. The PV
+		// binder binds claims to the volumes StorageClass local's provisioner makes (volumes.go).
+		// The protection controllers are needed, not optional: kube-apiserver's default
+		// StorageObjectInUseProtection admission puts their finalizers on every claim and
+		// volume, and only they take them off (a claim once no pod uses it, a volume once
+		// unbound), so without them no claim, volume or namespace holding one could be deleted.
 		"--controllers", "clusterrole-aggregation-controller,garbage-collector-controller,namespace-controller,"+
 			"serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,"+
-			"deployment-controller,replicaset-controller,statefulset-controller,endpointslice-controller,node-lifecycle-controller",
+			"deployment-controller,replicaset-controller,statefulset-controller,endpointslice-controller,node-lifecycle-controller,"+
+			"persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller",
 	)
 	return err
 }

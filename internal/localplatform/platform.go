@@ -7,7 +7,8 @@
 // This file brings the platform up and down; pki.go and identities.go make its certificates
 // and users, components.go and plinth.go start its processes (kept running by the supervisor
 // package), flux.go installs and starts Flux, manifests.go installs what a cluster admin would
-// apply, ready.go waits, and clients.go talks to it.
+// apply, volumes.go gives claims volumes (the default StorageClass and its provisioner),
+// ready.go waits, and clients.go talks to it.
 package localplatform
 
 import (
@@ -74,6 +75,8 @@ type Platform struct {
 	pkiDir     string
 	kubeURL    string
 	admin      kubernetes.Interface
+	// stopVolumes stops the volume provisioner (volumes.go); nil until it runs.
+	stopVolumes func()
 }
 
 // AdminKubeconfig is the system:masters kubeconfig.
@@ -211,9 +214,9 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 }
 
 // startWorkloads starts what runs workloads: kube-controller-manager, kube-scheduler and kwok
-// with its nodes.
+// with its nodes, and the default StorageClass with its volume provisioner.
 func (p *Platform) startWorkloads(ctx context.Context) error {
-	p.step("kube-controller-manager, kube-scheduler and kwok")
+	p.step("kube-controller-manager, kube-scheduler, kwok and StorageClass %s's provisioner", StorageClassName)
 	if err := p.startControllerManager(); err != nil {
 		return err
 	}
@@ -223,15 +226,23 @@ func (p *Platform) startWorkloads(ctx context.Context) error {
 	if err := p.startKwok(); err != nil {
 		return err
 	}
+	if err := p.startVolumes(ctx); err != nil {
+		return err
+	}
 	return p.registerNodes(ctx)
 }
 
-// Stop shuts the platform down within StopTimeout. Supervision ends first, so that no
-// component comes back while the others go. Then kube-apiserver's clients, plinth-apiserver
+// Stop shuts the platform down within StopTimeout. The volume provisioner, which runs in this
+// process, stops first; then supervision ends, so that no component comes back while the
+// others go. Then kube-apiserver's clients, plinth-apiserver
 // and Flux among them (so that kube-apiserver does not wait on its watches), get SIGTERM together,
 // then kube-apiserver, then etcd; a group still running at the end of its share of the time
 // is killed.
 func (p *Platform) Stop() {
+	if p.stopVolumes != nil {
+		p.stopVolumes()
+		p.stopVolumes = nil
+	}
 	supervisor.StopAll(StopTimeout,
 		append([]*supervisor.Process{p.controller, p.plinth, p.kwok, p.scheduler, p.kcm}, p.fluxProcs...),
 		[]*supervisor.Process{p.kube},
