@@ -7,7 +7,7 @@ import (
 )
 
 // funcs is the function map every template is parsed with: sprig's, as score-k8s gives it, plus
-// encodeSecretRef, with two changes that the controller's place requires. Building sprig's map
+// encodeSecretRef, with the changes that the controller's place requires. Building sprig's map
 // allocates a few hundred closures, so it is made once for the process.
 var funcs = newFuncMap()
 
@@ -18,6 +18,9 @@ func newFuncMap() template.FuncMap {
 	// not. Without them, a template that calls them fails to parse, so Validate refuses it.
 	delete(m, "env")
 	delete(m, "expandenv")
+	// getHostByName resolves names from the controller's network, blocking a worker meanwhile:
+	// sprig lists it with env and expandenv as the functions that are not hermetic.
+	delete(m, "getHostByName")
 	// fail keeps sprig's signature but returns an error Render can tell from any other, so the
 	// provisioner author's sentence reaches the user as written (other errors are cut short,
 	// as they may quote values).

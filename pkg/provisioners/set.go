@@ -119,14 +119,31 @@ func (s *Set) Match(typ, class, id string) *Entry {
 	}
 	list := s.byType[typ]
 	for i := range list {
-		spec := list[i].Template.Spec()
-		if spec.Class != nil && *spec.Class != class {
-			continue
+		if list[i].Matches(typ, class, id) {
+			return &list[i]
 		}
-		if spec.ID != nil && *spec.ID != id {
-			continue
+	}
+	return nil
+}
+
+// Matches says whether the entry provides a resource of type typ, class class ("" is the
+// default class) and id id: its type is typ, and its class and id, where set, are the resource's.
+func (e *Entry) Matches(typ, class, id string) bool {
+	if class == "" {
+		class = DefaultClass
+	}
+	spec := e.Template.Spec()
+	return spec.Type == typ && (spec.Class == nil || *spec.Class == class) && (spec.ID == nil || *spec.ID == id)
+}
+
+// Named is the entry of type typ from source with the given name, or nil: the provisioner a
+// resource was bound by, looked up again.
+func (s *Set) Named(typ string, source Source, name string) *Entry {
+	list := s.byType[typ]
+	for i := range list {
+		if list[i].Source == source && list[i].Name == name {
+			return &list[i]
 		}
-		return &list[i]
 	}
 	return nil
 }

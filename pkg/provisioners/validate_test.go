@@ -45,6 +45,7 @@ func TestValidate(t *testing.T) {
 		{name: "bad state", mutate: func(s *v1b1.ProvisionerSpec) { s.State = "{{ end }}" }, want: []string{"spec.state", "does not parse"}},
 		{name: "bad shared", mutate: func(s *v1b1.ProvisionerSpec) { s.Shared = "{{ nosuchfunc 1 }}" }, want: []string{"spec.shared", `function "nosuchfunc" not defined`}},
 		{name: "env refused", mutate: func(s *v1b1.ProvisionerSpec) { s.Outputs = `home: {{ env "HOME" }}` }, want: []string{"spec.outputs", `function "env" not defined`}},
+		{name: "getHostByName refused", mutate: func(s *v1b1.ProvisionerSpec) { s.Outputs = `ip: {{ getHostByName "example.com" }}` }, want: []string{"spec.outputs", `function "getHostByName" not defined`}},
 		{name: "expandenv refused", mutate: func(s *v1b1.ProvisionerSpec) { s.Manifests = `- {{ expandenv "$HOME" }}` }, want: []string{"spec.manifests", `function "expandenv" not defined`}},
 		{name: "empty output name", mutate: func(s *v1b1.ProvisionerSpec) { s.ExpectedOutputs = []string{"a", ""} }, want: []string{"spec.expected_outputs[1]", "must not be empty"}},
 		{name: "repeated output", mutate: func(s *v1b1.ProvisionerSpec) { s.ExpectedOutputs = []string{"a", "a"} }, want: []string{"spec.expected_outputs[1]", "Duplicate"}},

@@ -34,6 +34,12 @@ import (
 // Name names the controller in logs, metrics and events.
 const Name = "resourcebinding"
 
+// The status.provisionerInfo.controller values: which kind of provisioner bound a binding.
+const (
+	builtinController  = "plinth-builtin"
+	templateController = "plinth-template"
+)
+
 // ProvisionerName is the spec.provisioner value of bindings the built-in provisioners handle.
 const ProvisionerName = "plinth"
 
@@ -94,8 +100,9 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 		// rebuilt and every binding of its type is looked at again.
 		c.WatchMapped(provisionerObjects.Informer(), c.provisionerChanged),
 		// Templates read the namespace's workloads and their ports (a service resource names
-		// another workload): a binding not bound yet may bind once a workload comes or changes.
-		c.WatchMappedIf(workloads.Informer(), c.unboundInNamespace, loop.SpecOrDeletionChanged),
+		// another workload): a binding may bind, or its outputs change, when a workload comes,
+		// changes or goes.
+		c.WatchMappedIf(workloads.Informer(), c.bindingsWorkloadsConcern, loop.SpecOrDeletionChanged),
 	} {
 		if err != nil {
 			return nil, err
@@ -105,7 +112,8 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 }
 
 // provisionerChanged rebuilds the template set from the Provisioner objects (the informer's
-// store already holds the change) and names the bindings of the provisioner's type.
+// store already holds the change) and names the bindings it may concern: those of its type, and
+// those it bound (its type may have changed).
 func (c *Controller) provisionerChanged(obj interface{}) []cache.ObjectName {
 	p, ok := obj.(*v1b1.Provisioner)
 	c.templates.rebuild()
@@ -118,15 +126,24 @@ func (c *Controller) provisionerChanged(obj interface{}) []cache.ObjectName {
 	}
 	var keys []cache.ObjectName
 	for _, b := range bindings {
-		if b.Spec.Type == p.Spec.Type {
+		if b.Spec.Type == p.Spec.Type || boundBy(b, provisioners.SourceObject, p.Name) {
 			keys = append(keys, cache.MetaObjectToName(b))
 		}
 	}
 	return keys
 }
 
-// unboundInNamespace names the bindings of a workload's namespace that are not bound.
-func (c *Controller) unboundInNamespace(obj interface{}) []cache.ObjectName {
+// boundBy says whether the binding was provisioned by the named template provisioner.
+func boundBy(b *v1b1.ResourceBinding, source provisioners.Source, name string) bool {
+	info := b.Status.ProvisionerInfo
+	return info != nil && info.Controller == templateController && info.Metadata["source"] == source.String() && info.Metadata["name"] == name
+}
+
+// bindingsWorkloadsConcern names the bindings of a workload's namespace that a change of its
+// workloads may concern: those not bound yet (a service resource may name a workload that has
+// just come), and the bound ones whose provisioner reads the namespace's workloads and their
+// ports, which may have changed or gone.
+func (c *Controller) bindingsWorkloadsConcern(obj interface{}) []cache.ObjectName {
 	w, ok := obj.(*v1b1.Workload)
 	if !ok {
 		return nil
@@ -139,19 +156,41 @@ func (c *Controller) unboundInNamespace(obj interface{}) []cache.ObjectName {
 	for _, b := range bindings {
 		if b.Status.Phase != v1b1.BindingPhaseBound {
 			keys = append(keys, cache.MetaObjectToName(b))
+			continue
+		}
+		if t, ok := c.provisionerFor(b).(*templateProvisioner); ok && mentions(t.entry.Template.Spec(), ".WorkloadServices") {
+			keys = append(keys, cache.MetaObjectToName(b))
 		}
 	}
 	return keys
 }
 
-// provisionerFor resolves a binding: a template provisioner that matches its type, class and
-// id, else the Go provisioner of its type; nil when nothing provides the type.
+// provisionerFor resolves a binding. A bound binding keeps the provisioner that bound it while
+// that provisioner exists and still matches it: a provisioner applied later for its type would
+// otherwise make a new, empty database under a resource whose data lives in the old one
+// (score-k8s refuses such a switch outright). Otherwise: the template provisioner that matches
+// its type, class and id most specifically, else the Go provisioner of its type; nil when
+// nothing provides the type.
 func (c *Controller) provisionerFor(b *v1b1.ResourceBinding) Provisioner {
-	class := b.Spec.Class
-	if class == "" {
-		class = provisioners.DefaultClass
+	id := ResourceID(b)
+	if info := b.Status.ProvisionerInfo; b.Status.Phase == v1b1.BindingPhaseBound && info != nil {
+		switch info.Controller {
+		case builtinController:
+			if p, ok := c.builtins[b.Spec.Type]; ok {
+				return p
+			}
+		case templateController:
+			for _, source := range []provisioners.Source{provisioners.SourceObject, provisioners.SourceConfigFile, provisioners.SourceBuiltIn} {
+				if source.String() != info.Metadata["source"] {
+					continue
+				}
+				if entry := c.templates.named(b.Spec.Type, source, info.Metadata["name"]); entry != nil && entry.Matches(b.Spec.Type, b.Spec.Class, id) {
+					return &templateProvisioner{env: c.env, state: c.state, entry: entry}
+				}
+			}
+		}
 	}
-	if entry := c.templates.match(b.Spec.Type, class, ResourceID(b)); entry != nil {
+	if entry := c.templates.match(b.Spec.Type, b.Spec.Class, id); entry != nil {
 		return &templateProvisioner{env: c.env, state: c.state, entry: entry}
 	}
 	return c.builtins[b.Spec.Type]
@@ -161,7 +200,8 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	namespace, name := key.Namespace, key.Name
 	b, err := c.bindings.ResourceBindings(namespace).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && b.DeletionTimestamp != nil) {
-		return nil // owned objects are garbage collected
+		c.state.forget(key) // owned objects, the state Secret among them, are garbage collected
+		return nil
 	}
 	if err != nil {
 		return err
@@ -214,10 +254,10 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			if host := result.Values["host"]; host != "" {
 				status.Outputs.ConnectionString = host + ":" + result.Values["port"]
 			}
-			status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: "plinth-builtin", Version: "v1"}
+			status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: builtinController, Version: "v1"}
 			if t, ok := provisioner.(*templateProvisioner); ok {
-				status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: "plinth-template", Version: "v1",
-					Metadata: map[string]string{"uri": t.entry.Template.Spec().URI, "source": t.entry.Name}}
+				status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: templateController, Version: "v1",
+					Metadata: map[string]string{"uri": t.entry.Template.Spec().URI, "source": t.entry.Source.String(), "name": t.entry.Name}}
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
@@ -37,10 +38,12 @@ func StateSecretName(binding string) string { return binding + ".state" }
 type stateStore struct {
 	client kubernetes.Interface
 	mu     sync.Mutex
-	known  map[types.UID]storedState
+	known  map[cache.ObjectName]storedState
 }
 
 type storedState struct {
+	// uid is the binding's: a binding deleted and made again under its name starts afresh.
+	uid   types.UID
 	state map[string]interface{}
 	// encoded is the state as stored: comparing encodings ignores the difference between a
 	// rendered 1 and a decoded 1.0.
@@ -49,15 +52,13 @@ type storedState struct {
 }
 
 func newStateStore(client kubernetes.Interface) *stateStore {
-	return &stateStore{client: client, known: map[types.UID]storedState{}}
+	return &stateStore{client: client, known: map[cache.ObjectName]storedState{}}
 }
 
 // get returns the binding's state: what this process last wrote, else the Secret as the API
 // server has it (a live read, once per binding and process).
 func (s *stateStore) get(ctx context.Context, b *v1b1.ResourceBinding) (map[string]interface{}, error) {
-	s.mu.Lock()
-	st, ok := s.known[b.UID]
-	s.mu.Unlock()
+	st, ok := s.lookup(b)
 	if ok {
 		return st.state, nil
 	}
@@ -72,15 +73,13 @@ func (s *stateStore) get(ctx context.Context, b *v1b1.ResourceBinding) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	s.remember(b.UID, state, secret.Data[stateKey], secret.ResourceVersion)
+	s.remember(b, state, secret.Data[stateKey], secret.ResourceVersion)
 	return state, nil
 }
 
 // put stores the binding's new state unless it is what is stored already.
 func (s *stateStore) put(ctx context.Context, b *v1b1.ResourceBinding, state map[string]interface{}) error {
-	s.mu.Lock()
-	st, ok := s.known[b.UID]
-	s.mu.Unlock()
+	st, ok := s.lookup(b)
 	data, err := json.Marshal(state)
 	if err != nil {
 		return err
@@ -105,23 +104,31 @@ func (s *stateStore) put(ctx context.Context, b *v1b1.ResourceBinding, state map
 	if err != nil {
 		// A conflict or an existing Secret means another writer (a former leader): read it again
 		// on the retry rather than overwrite it.
-		s.forget(b.UID)
+		s.forget(cache.MetaObjectToName(b))
 		return err
 	}
-	s.remember(b.UID, state, data, saved.ResourceVersion)
+	s.remember(b, state, data, saved.ResourceVersion)
 	return nil
 }
 
-func (s *stateStore) remember(uid types.UID, state map[string]interface{}, encoded []byte, rv string) {
+func (s *stateStore) lookup(b *v1b1.ResourceBinding) (storedState, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.known[uid] = storedState{state: state, encoded: encoded, resourceVersion: rv}
+	st, ok := s.known[cache.MetaObjectToName(b)]
+	return st, ok && st.uid == b.UID
 }
 
-func (s *stateStore) forget(uid types.UID) {
+func (s *stateStore) remember(b *v1b1.ResourceBinding, state map[string]interface{}, encoded []byte, rv string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.known, uid)
+	s.known[cache.MetaObjectToName(b)] = storedState{uid: b.UID, state: state, encoded: encoded, resourceVersion: rv}
+}
+
+// forget drops what is remembered of a binding: it is gone, or its Secret changed under us.
+func (s *stateStore) forget(key cache.ObjectName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.known, key)
 }
 
 // sharedVersion is the shared state's Secret as read: whether it exists, and the

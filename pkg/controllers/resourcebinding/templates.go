@@ -79,15 +79,28 @@ func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBin
 	if err != nil {
 		return Result{}, &RenderFailedError{URI: spec.URI, Message: fmt.Sprintf("The provisioner %s gave unusable outputs: %s", spec.URI, sentence(err.Error()))}
 	}
-	// State first: the manifests about to be applied may carry a password the state has just
-	// drawn, and a crash between the two must not draw another one on the retry.
-	if err := t.state.put(ctx, b, rendered.State); err != nil {
-		return Result{}, err
+	// score-k8s's own amqp and mongodb write the password they keep in their state into a plain
+	// output; here such an output is kept secret as a whole, like one that embeds a reference.
+	for name, value := range outputs.Values {
+		if holdsSecretOf(value, rendered.State) || holdsSecretOf(value, rendered.Shared) {
+			delete(outputs.Values, name)
+			outputs.Mixed[name] = []provisioners.Piece{{Text: value}}
+		}
 	}
+	if err := checkManifests(b, rendered.Manifests); err != nil {
+		return Result{}, &RenderFailedError{URI: spec.URI, Message: fmt.Sprintf("The provisioner %s %s", spec.URI, err.Error())}
+	}
+	// Shared state, then state, then the manifests. The shared write is optimistic and fails
+	// cleanly on a conflict, before a state derived from the losing version is kept; the state
+	// precedes the manifests, which may carry a password it has just drawn, so that a crash
+	// between the two never draws another one on the retry.
 	if spec.Shared != "" && !equalJSON(data.Shared, rendered.Shared) {
 		if err := t.state.putShared(ctx, b.Namespace, rendered.Shared, sharedVersion); err != nil {
 			return Result{}, err
 		}
+	}
+	if err := t.state.put(ctx, b, rendered.State); err != nil {
+		return Result{}, err
 	}
 	ready, err := t.apply(ctx, b, rendered.Manifests)
 	if err != nil {
@@ -281,15 +294,23 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 			obj.SetNamespace(b.Namespace)
 			resource = t.env.Dynamic.Resource(mapping.Resource).Namespace(b.Namespace)
 		}
-		obj.SetOwnerReferences([]metav1.OwnerReference{ownerRef(b)})
+		// score-k8s's templates may give several resources one object (its s3 shares a MinIO
+		// through .Shared). Each binding owns its own entry of the object's owners, applied under
+		// a field manager of its own, so the entries add up and the object goes with the last
+		// binding that uses it rather than with whichever applied last.
+		owner := ownerRef(b)
+		owner.Controller = nil
+		obj.SetOwnerReferences([]metav1.OwnerReference{owner})
 		data, err := obj.MarshalJSON()
 		if err != nil {
 			return false, err
 		}
 		live, err := resource.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-			metav1.PatchOptions{FieldManager: "plinth-resolver", Force: ptr.To(true)})
+			metav1.PatchOptions{FieldManager: "plinth-resolver-" + string(b.UID), Force: ptr.To(true)})
 		if err != nil {
-			return false, err
+			// The API's message may quote a field's value, which a template may have drawn from
+			// its state: logs get the object and the reason only.
+			return false, applyError(gvk.Kind, obj.GetName(), err)
 		}
 		ready, err := ObjectReady(live)
 		if err != nil {

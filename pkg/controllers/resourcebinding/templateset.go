@@ -87,6 +87,10 @@ func (s *templateSet) match(typ, class, id string) *provisioners.Entry {
 	return s.current.Load().Match(typ, class, id)
 }
 
+func (s *templateSet) named(typ string, source provisioners.Source, name string) *provisioners.Entry {
+	return s.current.Load().Named(typ, source, name)
+}
+
 // rebuild makes the set from the objects the lister holds now.
 func (s *templateSet) rebuild() {
 	s.mu.Lock()

@@ -19,11 +19,19 @@ func syncEnvOnCreate(w *score.Workload) {
 	}
 }
 
-// syncEnvOnUpdate carries a change of one name to the other. A client that knows only one
-// name (kubectl apply of a file written with env, say) changes only that one, and the other
-// follows, so the stored pair never goes stale; a client that changes both, differently, is
-// refused by validation.
-func syncEnvOnUpdate(w, old *score.Workload) {
+// syncEnvOnUpdate carries a change of one name to the other. A patch or an apply from a client
+// that knows only one name (kubectl apply of a file written with env, say) changes only that
+// one, and the other follows, so the stored pair never goes stale; a client that changes both,
+// differently, is refused by validation.
+//
+// A PUT (replace) sends the whole object: a file written with only one name leaves the other
+// out, which says nothing about it, so the missing one is filled from the present one as on
+// create — otherwise replacing an object with its own unchanged file would clear the map.
+func syncEnvOnUpdate(w, old *score.Workload, replace bool) {
+	if replace {
+		syncEnvOnCreate(w)
+		return
+	}
 	for name, c := range w.Spec.Containers {
 		o, existed := old.Spec.Containers[name]
 		varsChanged := !existed || !maps.Equal(c.Variables, o.Variables)

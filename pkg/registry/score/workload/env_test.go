@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score"
 	"github.com/plinth-dev/plinth/pkg/apis/score/validation"
@@ -51,7 +52,8 @@ func TestEnvAndVariablesOnUpdate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := withEnv(tc.vars, tc.env)
-			Definition.PrepareForUpdate(context.Background(), w, stored())
+			ctx := genericapirequest.WithRequestInfo(context.Background(), &genericapirequest.RequestInfo{Verb: "patch"})
+			Definition.PrepareForUpdate(ctx, w, stored())
 			expectEnv(t, w, tc.want, tc.invalid)
 		})
 	}
@@ -77,5 +79,28 @@ func expectEnv(t *testing.T, w *score.Workload, want map[string]string, invalid 
 	}
 	if diff := cmp.Diff(want, c.Env); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
+	}
+}
+
+// kubectl replace sends the whole object: the unchanged file, written with only one of the two
+// names, must not clear the map the stored object holds under both.
+func TestEnvAndVariablesOnReplace(t *testing.T) {
+	for name, sent := range map[string]*score.Workload{
+		"file with variables":   withEnv(map[string]string{"A": "1"}, nil),
+		"file with env (seed)":  withEnv(nil, map[string]string{"A": "1"}),
+		"file with a new value": withEnv(map[string]string{"A": "2"}, nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := genericapirequest.WithRequestInfo(context.Background(), &genericapirequest.RequestInfo{Verb: "update"})
+			Definition.PrepareForUpdate(ctx, sent, withEnv(map[string]string{"A": "1"}, map[string]string{"A": "1"}))
+			want := sent.Spec.Containers["web"].Variables
+			if len(want) == 0 {
+				want = sent.Spec.Containers["web"].Env
+			}
+			if len(want) == 0 {
+				t.Fatal("the replace cleared the map")
+			}
+			expectEnv(t, sent, want, false)
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score"
@@ -26,7 +27,10 @@ var Definition = strategy.Definition[*score.Workload]{
 	ValidateUpdate:       validation.ValidateWorkloadUpdate,
 	ValidateStatusUpdate: validation.ValidateWorkloadStatusUpdate,
 	PrepareForCreate:     func(_ context.Context, w *score.Workload) { syncEnvOnCreate(w) },
-	PrepareForUpdate:     func(_ context.Context, w, old *score.Workload) { syncEnvOnUpdate(w, old) },
+	PrepareForUpdate: func(ctx context.Context, w, old *score.Workload) {
+		info, ok := genericapirequest.RequestInfoFrom(ctx)
+		syncEnvOnUpdate(w, old, ok && info.Verb == "update")
+	},
 }
 
 // NewREST returns the workloads resource and its status subresource.
