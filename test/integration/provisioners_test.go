@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -255,6 +256,12 @@ func TestScoreProvisioners(t *testing.T) {
 			}
 			passwords = append(passwords, string(s.Data[r.Key]))
 		}
+		// And a Go provisioner's: api's database.
+		pg, err := kube.CoreV1().Secrets(ns).Get(ctx, "api-db", metav1.GetOptions{})
+		if err != nil || len(pg.Data["password"]) < 8 {
+			t.Fatalf("api-db's secret: %v", err)
+		}
+		passwords = append(passwords, string(pg.Data["password"]))
 		// Every object of the namespace but Secrets, and the cluster's Plinth objects.
 		resources := []schema.GroupVersionResource{
 			{Group: "score.dev", Version: "v1b1", Resource: "workloads"},
@@ -277,6 +284,23 @@ func TestScoreProvisioners(t *testing.T) {
 			for _, pw := range passwords {
 				if strings.Contains(string(data), pw) {
 					t.Errorf("a generated password appears in %s", gvr.Resource)
+				}
+			}
+		}
+		// Nor in any component's log: plinth-controller's, plinth-apiserver's audit of writes,
+		// kube-apiserver's.
+		logs, err := os.ReadDir(p.LogDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range logs {
+			data, err := os.ReadFile(filepath.Join(p.LogDir(), l.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pw := range passwords {
+				if strings.Contains(string(data), pw) {
+					t.Errorf("a generated password appears in %s", l.Name())
 				}
 			}
 		}
