@@ -23,10 +23,21 @@ type Status struct {
 
 // Runtime materializes WorkloadPlans of one runtime class. A runtime turns a plan into running
 // things and reports their health; owned objects are removed by garbage collection when the
-// plan goes, so runtimes need no delete path of their own. Apply is idempotent.
+// plan goes; a plan that moves to another runtime class keeps its UID, so runtimes that make
+// objects also implement Withdrawer. Apply is idempotent.
 type Runtime interface {
 	Name() string
 	Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings map[string]*v1b1.ResourceBinding) (Status, error)
+}
+
+// Withdrawer is implemented by runtimes that make objects for a plan. A Workload's runtime class
+// may change; the plan keeps its name and UID, so the garbage collector removes nothing, and the
+// runtime that materialized the plan before is asked to Withdraw: to delete what it made for the
+// plan (only objects the plan controls and this runtime made: the new runtime may have taken over
+// an object of the same name). Withdraw is idempotent and reports done once everything it made is
+// gone or its deletion accepted; until then the WorkloadPlan controller calls it again.
+type Withdrawer interface {
+	Withdraw(ctx context.Context, plan *v1b1.WorkloadPlan) (done bool, err error)
 }
 
 // Releaser is implemented by runtimes that keep state per plan in memory; Release is called

@@ -1,12 +1,16 @@
 // Package workloadplan is the controller that hands each WorkloadPlan to the runtime of its
 // class and writes the plan's status (phase, Ready condition, runtimeInfo) from the runtime's
-// report. It is woken by plans, by the Deployments the kubernetes runtime makes for them and by
-// the bindings a plan uses (shared ones included).
+// report; when a plan moves to another runtime class, the runtime that materialized it before
+// removes what it made for it (compute.Withdrawer). It is woken by plans, by the Deployments the
+// kubernetes runtime makes for them and by the bindings a plan uses (shared ones included).
 package workloadplan
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -14,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
@@ -103,11 +109,16 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		return err
 	}
 	var report compute.Status
-	var applyErr error
+	var applyErr, withdrawErr error
+	var withdrawing []string
 	rt, ok := c.runtimes.Runtime(plan.Spec.RuntimeClass)
 	if !ok {
+		// The previous runtime's objects stay until a runtime of the new class takes the plan.
 		report = compute.Status{Reason: v1b1.ReasonRuntimeSelecting, Message: fmt.Sprintf("No runtime handles runtime class %q.", plan.Spec.RuntimeClass)}
 	} else {
+		// Before the new runtime materializes the plan, so that an object both make under the
+		// plan's name (its Service) is the new runtime's once both are done.
+		withdrawing, withdrawErr = c.withdraw(ctx, plan)
 		// Each binding the workload uses, its own or shared, carries the workload's label with
 		// the resource name as its value.
 		label := v1b1.WorkloadBindingLabel(plan.Spec.WorkloadRef.Name)
@@ -124,6 +135,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			bindings[b.Labels[label]] = b
 		}
 		report, applyErr = rt.Apply(ctx, plan, bindings)
+		if len(withdrawing) > 0 {
+			// A previous runtime waits for something (a decision on its VM, whose change wakes
+			// the plan too); a plan at rest is not polled otherwise.
+			c.EnqueueAfter(key, 30*time.Second)
+		}
 		if applyErr != nil && report.Reason == "" {
 			report = compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload could not be materialized yet."}
 		}
@@ -153,6 +169,14 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	meta.SetStatusCondition(&status.Conditions, cond)
 	if ok {
 		status.RuntimeInfo = &v1b1.RuntimeInfo{Controller: rt.Name(), State: report.State, Metadata: report.Details}
+		if len(withdrawing) > 0 {
+			// Kept until every previous runtime is done, so that a restart asks them again.
+			status.RuntimeInfo.Metadata = maps.Clone(report.Details)
+			if status.RuntimeInfo.Metadata == nil {
+				status.RuntimeInfo.Metadata = map[string]string{}
+			}
+			status.RuntimeInfo.Metadata[WithdrawingKey] = strings.Join(withdrawing, ",")
+		}
 	}
 	if !apiequality.Semantic.DeepEqual(status, &plan.Status) {
 		updated := plan.DeepCopy()
@@ -162,5 +186,63 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		}
 		transition.Outcome(c.recorder, plan, plan.Status.Conditions, status.Conditions, "Ready", "Ready", "Materialize")
 	}
-	return applyErr
+	return errors.Join(applyErr, withdrawErr)
+}
+
+// WithdrawingKey is the key of WorkloadPlan.status.runtimeInfo.metadata naming, comma-separated,
+// the runtime classes that materialized the plan before and have not yet removed what they made
+// for it.
+const WithdrawingKey = "withdrawingRuntimes"
+
+// previousClasses are the runtime classes that materialized the plan before and may still have
+// objects for it: the class status.runtimeInfo names, when the plan asks for another one now,
+// and those still withdrawing. The status is the record: it names the new runtime only once
+// it is written with the classes still to be withdrawn, so a crash between the steps loses
+// none of them.
+func previousClasses(plan *v1b1.WorkloadPlan) []string {
+	info := plan.Status.RuntimeInfo
+	if info == nil {
+		return nil
+	}
+	classes := sets.New[string]()
+	if info.Controller != "" {
+		classes.Insert(info.Controller)
+	}
+	for _, class := range strings.Split(info.Metadata[WithdrawingKey], ",") {
+		if class = strings.TrimSpace(class); class != "" {
+			classes.Insert(class)
+		}
+	}
+	classes.Delete(plan.Spec.RuntimeClass)
+	return sets.List(classes)
+}
+
+// withdraw asks each runtime that materialized the plan before to remove what it made for it
+// (compute.Withdrawer) and returns the classes not done yet. A class no runtime handles any
+// more is dropped with a log line: nothing is left that could remove its objects.
+func (c *Controller) withdraw(ctx context.Context, plan *v1b1.WorkloadPlan) ([]string, error) {
+	logger := klog.FromContext(ctx)
+	var pending []string
+	var errs []error
+	for _, class := range previousClasses(plan) {
+		rt, ok := c.runtimes.Runtime(class)
+		if !ok {
+			logger.Info("Ignoring the plan's previous runtime class: no runtime handles it", "plan", klog.KObj(plan), "runtimeClass", class)
+			continue
+		}
+		w, ok := rt.(compute.Withdrawer)
+		if !ok {
+			continue
+		}
+		done, err := w.Withdraw(ctx, plan)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("withdrawing runtime %s: %w", class, err))
+		}
+		if !done || err != nil {
+			pending = append(pending, class)
+			continue
+		}
+		logger.V(2).Info("Previous runtime withdrawn", "plan", klog.KObj(plan), "runtimeClass", class)
+	}
+	return pending, errors.Join(errs...)
 }

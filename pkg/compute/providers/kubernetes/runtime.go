@@ -110,14 +110,14 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 		pod.Containers = append(pod.Containers, built)
 	}
 	if len(files) > 0 {
-		secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(plan.Name + "-files"), Data: files}
+		secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(filesSecretName(plan)), Data: files}
 		if err := r.apply(ctx, secret); err != nil {
 			return compute.Status{}, err
 		}
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: plan.Name + "-files"}}})
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: filesSecretName(plan)}}})
 	}
 
-	selector := map[string]string{"app.kubernetes.io/name": plan.Name}
+	selector := podSelector(plan)
 	if err := r.apply(ctx, deployment(meta(plan.Name), selector, labels, 1, pod)); err != nil {
 		return compute.Status{}, err
 	}
@@ -135,6 +135,14 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 	}
 	return r.status(plan)
 }
+
+// podSelector selects the pods of the plan's Deployment, for the Deployment and the Service.
+func podSelector(plan *v1b1.WorkloadPlan) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": plan.Name}
+}
+
+// filesSecretName names the Secret holding the plan's files.
+func filesSecretName(plan *v1b1.WorkloadPlan) string { return plan.Name + "-files" }
 
 // apply server-side applies a typed object, unless it is unchanged since this process last
 // applied it (appliedCache).
