@@ -94,17 +94,25 @@ func TestRegistryDataRootsDefaultToTheVolumeDir(t *testing.T) {
 // A provisioners file whose template does not parse is a bad flag like any other: reported by
 // Validate, before anything starts.
 func TestBrokenProvisionersFileIsABadFlag(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "provisioners.yaml")
-	if err := os.WriteFile(path, []byte("provisioners:\n- type: amqp\n  outputs: {host: '{{ .Name '}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	o := NewOptions()
-	o.ProvisionersConfig = path
-	if err := o.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	err := o.Validate()
-	if err == nil || !strings.Contains(err.Error(), "--provisioners-config") || !strings.Contains(err.Error(), "outputs.host") {
-		t.Fatalf("Validate: %v", err)
+	for name, tc := range map[string]struct{ file, want string }{
+		"a template that does not parse": {"- uri: template://x/amqp\n  type: amqp\n  outputs: 'host: {{ .State.name '\n", "[0].outputs"},
+		// Plinth's earlier format is a map, not score-k8s's list.
+		"the earlier format": {"provisioners:\n- type: amqp\n", "not a YAML list of provisioners"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "provisioners.yaml")
+			if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			o := NewOptions()
+			o.ProvisionersConfig = path
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if err == nil || !strings.Contains(err.Error(), "--provisioners-config") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v", err)
+			}
+		})
 	}
 }
