@@ -14,7 +14,7 @@ PLINTH_PORT ?= 18443
 CONTROLLER_PORT ?= 18280
 KWOK_PORT   ?= 18281
 REGISTRY_PORT ?= 5000
-KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd kwok
+KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd etcdctl etcdutl kwok
 # Flux's controllers v1.9.6, which the local platform runs against its kube-apiserver.
 FLUX_TOOLS  := source-controller kustomize-controller
 GOTESTFLAGS ?=
@@ -32,9 +32,9 @@ build:
 	$(GO) build -o $(BIN)/plinth-local-up ./hack/local-up
 
 # Real Kubernetes binaries built from the Go module proxy (hack/tools): kubectl, kube-apiserver,
-# kube-controller-manager and kube-scheduler v1.37.1, etcd v3.6, kwok v0.8, Flux's
-# source-controller and kustomize-controller with their CRDs; rebuilt only when their go.mod
-# changes.
+# kube-controller-manager and kube-scheduler v1.37.1, etcd v3.6 with etcdctl and etcdutl (backup
+# and restore, docs/install.md), kwok v0.8, Flux's source-controller and kustomize-controller
+# with their CRDs; rebuilt only when their go.mod changes.
 tools:
 	hack/build-tools.sh $(KUBE_TOOLS) $(FLUX_TOOLS)
 

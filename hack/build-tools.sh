@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes binaries the tests and the local platform use, from the Go module
 # proxy only, into _output/bin: kubectl, kube-apiserver and kube-controller-manager from
-# k8s.io/kubernetes (hack/tools module), kube-scheduler likewise, etcd (hack/tools/etcd) and
-# kwok (hack/tools/kwok), which turns fake nodes Ready so Pods run without containers, and Flux's
-# source-controller and kustomize-controller (hack/tools/<name>, with their CRDs in
-# _output/flux-crds). Each is rebuilt only when missing or older than its module's go.mod.
-#   hack/build-tools.sh kubectl [kube-apiserver kube-controller-manager etcd]
+# k8s.io/kubernetes (hack/tools module), kube-scheduler likewise, etcd with etcdctl and etcdutl
+# (hack/tools/etcd; they back up and restore it) and kwok (hack/tools/kwok), which turns fake
+# nodes Ready so Pods run without containers, and Flux's source-controller and
+# kustomize-controller (hack/tools/<name>, with their CRDs in _output/flux-crds). Each is
+# rebuilt only when missing or older than its module's go.mod.
+#   hack/build-tools.sh kubectl [kube-apiserver kube-controller-manager etcd etcdctl etcdutl]
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,15 +26,20 @@ declare -A PACKAGES=(
     [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
     [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
     [etcd]=go.etcd.io/etcd/server/v3
+    [etcdctl]=go.etcd.io/etcd/etcdctl/v3
+    [etcdutl]=go.etcd.io/etcd/etcdutl/v3
     [kwok]=sigs.k8s.io/kwok/cmd/kwok
     [source-controller]=github.com/fluxcd/source-controller
     [kustomize-controller]=github.com/fluxcd/kustomize-controller
 )
 # etcd and kwok have their own modules (hack/tools/etcd, hack/tools/kwok): k8s.io/kubernetes pins
-# etcd's v3.7 client libraries while the server Plinth runs is v3.6, and kwok pins its own k8s.io
-# versions.
+# etcd's v3.7 client libraries while the server Plinth runs is v3.6 (etcdctl and etcdutl come
+# from the same module, so a snapshot is saved and restored by the version that wrote it), and
+# kwok pins its own k8s.io versions.
 declare -A MODULES=(
     [etcd]=hack/tools/etcd
+    [etcdctl]=hack/tools/etcd
+    [etcdutl]=hack/tools/etcd
     [kwok]=hack/tools/kwok
     [source-controller]=hack/tools/source-controller
     [kustomize-controller]=hack/tools/kustomize-controller

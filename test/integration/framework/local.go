@@ -34,7 +34,7 @@ func EnsurePlatformBinaries() error {
 		return toolsOnce.err
 	}
 	toolsOnce.done = true
-	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "build-tools.sh"), "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok",
+	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "build-tools.sh"), "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "etcdctl", "etcdutl", "kwok",
 		"source-controller", "kustomize-controller")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		toolsOnce.err = err
