@@ -75,6 +75,8 @@ type Platform struct {
 	pkiDir     string
 	kubeURL    string
 	admin      kubernetes.Interface
+	// standby is a second plinth-controller, once StartStandbyController ran.
+	standby *supervisor.Process
 	// stopVolumes stops the volume provisioner (volumes.go); nil until it runs.
 	stopVolumes func()
 }
@@ -244,10 +246,10 @@ func (p *Platform) Stop() {
 		p.stopVolumes = nil
 	}
 	supervisor.StopAll(StopTimeout,
-		append([]*supervisor.Process{p.controller, p.plinth, p.kwok, p.scheduler, p.kcm}, p.fluxProcs...),
+		append([]*supervisor.Process{p.controller, p.standby, p.plinth, p.kwok, p.scheduler, p.kcm}, p.fluxProcs...),
 		[]*supervisor.Process{p.kube},
 		[]*supervisor.Process{p.etcd})
-	p.controller, p.plinth, p.kwok, p.scheduler, p.kcm, p.kube, p.etcd, p.fluxProcs = nil, nil, nil, nil, nil, nil, nil, nil
+	p.controller, p.standby, p.plinth, p.kwok, p.scheduler, p.kcm, p.kube, p.etcd, p.fluxProcs = nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 func (p *Platform) step(format string, args ...interface{}) {

@@ -52,6 +52,18 @@ func (p *Platform) StopPlinth() {
 // service account, and waits until it serves its health port. Several may run; one leads.
 func (p *Platform) StartController() error {
 	address := fmt.Sprintf("127.0.0.1:%d", p.cfg.ControllerPort)
+	args, err := p.controllerArgs(address)
+	if err != nil {
+		return err
+	}
+	if p.controller, err = p.run("plinth-controller", listening(address), args...); err != nil {
+		return err
+	}
+	return waitFor(context.Background(), "plinth-controller", 30*time.Second, p.controller, listening(address))
+}
+
+// controllerArgs is plinth-controller's command line, serving its health port on address.
+func (p *Platform) controllerArgs(address string) ([]string, error) {
 	// The registries' data lives in the platform directory, so that it outlives
 	// plinth-controller and the platform's restarts as registry:3's volume would.
 	args := []string{"--kubeconfig", p.Kubeconfig(ControllerUser), "--bind-address", address,
@@ -63,14 +75,10 @@ func (p *Platform) StartController() error {
 	// installs Flux on Clusters with spec.gitOps.installFlux, as an image would ship them.
 	fluxCRDs, err := filepath.Abs(p.fluxCRDsDir())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	args = append(args, "--flux-manifests-dir", fluxCRDs)
-	args = append(args, p.cfg.ControllerArgs...)
-	if p.controller, err = p.run("plinth-controller", listening(address), args...); err != nil {
-		return err
-	}
-	return waitFor(context.Background(), "plinth-controller", 30*time.Second, p.controller, listening(address))
+	return append(args, p.cfg.ControllerArgs...), nil
 }
 
 // RegistryVolumeDir is where plinth-controller keeps the OCI registries' data

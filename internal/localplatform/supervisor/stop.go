@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"context"
+	"fmt"
 	"syscall"
 	"time"
 )
@@ -85,6 +87,52 @@ func StopAll(timeout time.Duration, groups ...[]*Process) {
 			if p != nil {
 				p.waitOrKill(groupDeadline)
 			}
+		}
+	}
+}
+
+// KillIncarnation kills the running incarnation's process group with SIGKILL, as a crash
+// would, and leaves supervision on: the child is restarted after the backoff like any child
+// that died. It returns the killed incarnation's pid, for WaitBack; fault tests use it.
+func (p *Process) KillIncarnation() (int, error) {
+	if p == nil {
+		return 0, fmt.Errorf("supervisor: no process")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopping {
+		return 0, fmt.Errorf("supervisor: %s is stopped", p.spec.Name)
+	}
+	if p.cmd == nil {
+		return 0, fmt.Errorf("supervisor: %s is between incarnations", p.spec.Name)
+	}
+	pid := p.cmd.Process.Pid
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		return 0, fmt.Errorf("supervisor: killing %s (pid %d): %w", p.spec.Name, pid, err)
+	}
+	return pid, nil
+}
+
+// WaitBack waits until an incarnation started after the one with pid killed has been
+// reported back (its Ready check passed, or it ran for a second), and returns its pid. It
+// fails when ctx ends or supervision ends first.
+func (p *Process) WaitBack(ctx context.Context, killed int) (int, error) {
+	ticker := time.NewTicker(50 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		p.mu.Lock()
+		back, stopping := p.backPID, p.stopping
+		p.mu.Unlock()
+		if back != 0 && back != killed {
+			return back, nil
+		}
+		if stopping {
+			return 0, fmt.Errorf("supervisor: %s is stopped", p.spec.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("supervisor: %s is not back: %w", p.spec.Name, ctx.Err())
+		case <-ticker.C:
 		}
 	}
 }

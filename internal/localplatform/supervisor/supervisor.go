@@ -62,6 +62,7 @@ type Process struct {
 	cmd      *exec.Cmd // the running incarnation; nil between a death and the restart
 	stopping bool      // set by Stop, Kill or Hold: no restart from now on
 	died     error     // set when the first incarnation ends, for callers waiting on start
+	backPID  int       // the last restarted incarnation reported back, for WaitBack
 
 	halted chan struct{} // closed with stopping set, to cut a pending backoff short
 	done   chan struct{} // closed when supervision has ended and no incarnation runs
@@ -190,6 +191,9 @@ func (p *Process) reportWhenReady(ctx context.Context, pid int, diedAt time.Time
 		case <-time.After(settle):
 		}
 	}
+	p.mu.Lock()
+	p.backPID = pid
+	p.mu.Unlock()
 	p.spec.Report(fmt.Sprintf("%s is back (pid %d), %s after it died", p.spec.Name, pid, time.Since(diedAt).Round(100*time.Millisecond)))
 }
 

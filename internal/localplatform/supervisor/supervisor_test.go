@@ -231,3 +231,66 @@ func TestStopAllStopsGroupsInOrderWithinTheTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestKillIncarnationRestartsAndWaitBackSeesTheNewOne: the killed incarnation's whole process
+// group dies, supervision goes on, and WaitBack returns the next incarnation only once it is
+// ready, never the killed one.
+func TestKillIncarnationRestartsAndWaitBackSeesTheNewOne(t *testing.T) {
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "ready")
+	grandchild := filepath.Join(dir, "grandchild")
+	p, r := start(t, Spec{Name: "group", Path: "sh",
+		Args:    []string{"-c", `sleep 60 & echo $! > ` + grandchild + `; exec sleep 60`},
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond},
+		Ready: func(ctx context.Context) error {
+			_, err := os.Stat(flag)
+			return err
+		}})
+	var gpid int
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		data, _ := os.ReadFile(grandchild)
+		gpid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return gpid != 0, nil
+	}); err != nil {
+		t.Fatal("the child did not start its own child")
+	}
+	first := p.PID()
+	killed, err := p.KillIncarnation()
+	if err != nil || killed != first {
+		t.Fatalf("KillIncarnation = %d, %v; want %d", killed, err, first)
+	}
+	r.next(t, 5*time.Second) // died
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if pid, err := p.WaitBack(ctx, killed); err == nil {
+		t.Fatalf("WaitBack returned %d before the new incarnation was ready", pid)
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := p.WaitBack(context.Background(), killed)
+	if err != nil || back == killed || back != p.PID() {
+		t.Fatalf("WaitBack = %d, %v; killed %d, running %d", back, err, killed, p.PID())
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return !alive(gpid), nil
+	}); err != nil {
+		t.Errorf("the killed incarnation's child %d still runs", gpid)
+	}
+}
+
+// TestKillIncarnationRefusesAStoppedProcess: after Stop there is nothing to kill or wait for.
+func TestKillIncarnationRefusesAStoppedProcess(t *testing.T) {
+	p, _ := start(t, Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"}})
+	p.Stop(time.Second)
+	if _, err := p.KillIncarnation(); err == nil {
+		t.Error("KillIncarnation on a stopped process succeeded")
+	}
+	if _, err := p.WaitBack(context.Background(), 1); err == nil {
+		t.Error("WaitBack on a stopped process succeeded")
+	}
+	var none *Process
+	if _, err := none.KillIncarnation(); err == nil {
+		t.Error("KillIncarnation on nil succeeded")
+	}
+}
