@@ -18,8 +18,12 @@ var APIServices = []string{"v1b1.score.dev", "v1alpha1.governance.plinth.dev", "
 // kube-apiserver and its OpenAPI is served there.
 func (p *Platform) StartPlinth(ctx context.Context) error {
 	serving := pki.PairIn(p.pkiDir, "plinth-serving")
-	var err error
-	p.plinth, err = p.run("plinth-apiserver", p.plinthReady,
+	// Audited with the policy of artifacts/deploy, into AuditLogPath.
+	audit, err := p.auditArgs()
+	if err != nil {
+		return err
+	}
+	p.plinth, err = p.run("plinth-apiserver", p.plinthReady, append([]string{
 		"--etcd-servers", p.EtcdURL(),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.PlinthPort),
 		"--tls-cert-file", serving.Cert, "--tls-private-key-file", serving.Key,
@@ -27,7 +31,7 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 		"--authentication-kubeconfig", p.plinthKubeconfig(),
 		"--authorization-kubeconfig", p.plinthKubeconfig(),
 		"--encryption-key-file", p.EncryptionKeyFile(),
-	)
+	}, audit...)...)
 	if err != nil {
 		return err
 	}
