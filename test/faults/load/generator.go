@@ -1,0 +1,273 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+)
+
+// ImageRepository is the repository of every generated Workload's image; the tag is "r<Seq>".
+const ImageRepository = "registry.example.com/faults"
+
+// System is the System the generated ManagedVMs belong to.
+const System = "faults"
+
+// Config is what the generator writes, as whom, and how fast.
+type Config struct {
+	// Tenant writes Workloads and requests ManagedVMs (a tenant of Namespace); Approver
+	// approves the requests. Their clients should time out within seconds, so that a request
+	// to a dead component fails instead of waiting for it.
+	Tenant, Approver clientset.Interface
+	Namespace        string
+	// Workloads is how many Workloads are created and then updated round-robin.
+	Workloads int
+	// VMs is how many ManagedVMs are requested and approved, spread over Services
+	// SystemServices of System.
+	VMs, Services int
+	// Cluster is where approved VMs are placed.
+	Cluster string
+	// Interval is the pause after each request of a stream (Workloads, VMs).
+	Interval time.Duration
+	// Recorder receives every acknowledged write and every failure.
+	Recorder *Recorder
+}
+
+// WorkloadName is the name of generated Workload i.
+func WorkloadName(i int) string { return fmt.Sprintf("w-%03d", i) }
+
+// VMName is the name of generated ManagedVM i.
+func VMName(i int) string { return fmt.Sprintf("vm-%03d", i) }
+
+// ServiceName is the name of generated SystemService i.
+func ServiceName(i int) string { return fmt.Sprintf("svc-%d", i) }
+
+// Image is a generated Workload's image holding seq.
+func Image(seq int64) string { return ImageRepository + ":r" + strconv.FormatInt(seq, 10) }
+
+// ImageSeq is the seq an image made by Image holds; false for any other image.
+func ImageSeq(image string) (int64, bool) {
+	tag, ok := strings.CutPrefix(image, ImageRepository+":r")
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(tag, 10, 64)
+	return seq, err == nil && seq > 0
+}
+
+// Setup creates the System and SystemServices the VMs need, retrying for up to a minute (the
+// platform may just have started); existing ones are kept.
+func Setup(ctx context.Context, cfg Config) error {
+	sys := &gov.System{ObjectMeta: metav1.ObjectMeta{Name: System}}
+	if err := retryCreate(ctx, func() error {
+		_, err := cfg.Tenant.GovernanceV1alpha1().Systems(cfg.Namespace).Create(ctx, sys, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("creating System %s: %w", System, err)
+	}
+	for i := 0; i < cfg.Services; i++ {
+		svc := &gov.SystemService{ObjectMeta: metav1.ObjectMeta{Name: ServiceName(i)}, Spec: gov.SystemServiceSpec{SystemRef: gov.LocalObjectReference{Name: System}}}
+		if err := retryCreate(ctx, func() error {
+			_, err := cfg.Tenant.GovernanceV1alpha1().SystemServices(cfg.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("creating SystemService %s: %w", svc.Name, err)
+		}
+	}
+	return nil
+}
+
+func retryCreate(ctx context.Context, create func() error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		last = create()
+		return last == nil || apierrors.IsAlreadyExists(last), nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
+}
+
+// Run writes until ctx ends: one stream creates the Workloads and then updates their images
+// round-robin, another requests the ManagedVMs and approves each request. It returns when
+// both streams have stopped.
+func Run(ctx context.Context, cfg Config) {
+	var wg sync.WaitGroup
+	if cfg.Workloads > 0 {
+		wg.Go(func() { newWorkloads(cfg).run(ctx) })
+	}
+	if cfg.VMs > 0 {
+		wg.Go(func() { newVMs(cfg).run(ctx) })
+	}
+	wg.Wait()
+}
+
+// pause waits for the interval; false once ctx has ended.
+func pause(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// workloads is the Workload stream's state.
+type workloads struct {
+	cfg     Config
+	created []bool
+	// next is the seq the next write of each Workload carries: it only grows, also past
+	// failed writes (which may have landed), so the content of an object never goes back.
+	next []int64
+}
+
+func newWorkloads(cfg Config) *workloads {
+	w := &workloads{cfg: cfg, created: make([]bool, cfg.Workloads), next: make([]int64, cfg.Workloads)}
+	for i := range w.next {
+		w.next[i] = 1
+	}
+	return w
+}
+
+func (w *workloads) run(ctx context.Context) {
+	for i := 0; ; i = (i + 1) % w.cfg.Workloads {
+		w.write(ctx, i)
+		if !pause(ctx, w.cfg.Interval) {
+			return
+		}
+	}
+}
+
+// write creates Workload i, or patches its image to the next seq once it exists.
+func (w *workloads) write(ctx context.Context, i int) {
+	name := WorkloadName(i)
+	key := Key{KindWorkload, w.cfg.Namespace, name}
+	client := w.cfg.Tenant.ScoreV1b1().Workloads(w.cfg.Namespace)
+	seq := w.next[i]
+	w.next[i]++
+	verb := VerbUpdate
+	var obj *v1b1.Workload
+	var err error
+	if !w.created[i] {
+		verb = VerbCreate
+		obj, err = client.Create(ctx, &v1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1b1.WorkloadSpec{Containers: map[string]v1b1.Container{"main": {Image: Image(seq)}}}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// An earlier create whose answer was lost did land: from now on, update.
+			w.created[i] = true
+			return
+		}
+	} else {
+		// A merge patch carries no resourceVersion: the controller's status writes cannot
+		// make it conflict.
+		patch := fmt.Sprintf(`{"spec":{"containers":{"main":{"image":%q}}}}`, Image(seq))
+		obj, err = client.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			w.cfg.Recorder.Fail(Failure{Key: key, Verb: verb, At: time.Now(), Err: err.Error()})
+		}
+		return
+	}
+	w.created[i] = true
+	w.cfg.Recorder.Ack(Write{Key: key, Verb: verb, ResourceVersion: obj.ResourceVersion, Seq: seq, At: time.Now()})
+}
+
+// vms is the ManagedVM stream's state.
+type vms struct {
+	cfg       Config
+	requested int   // how many have been requested (acknowledged or found existing)
+	pending   []int // requested VMs whose approval has not been acknowledged or seen
+	turn      bool
+}
+
+func newVMs(cfg Config) *vms { return &vms{cfg: cfg} }
+
+// run alternates requesting the next VM and approving the oldest pending request; once all
+// are requested, it approves what is pending and then idles.
+func (v *vms) run(ctx context.Context) {
+	for {
+		v.turn = !v.turn
+		switch {
+		case len(v.pending) > 0 && (v.turn || v.requested == v.cfg.VMs):
+			v.approve(ctx)
+		case v.requested < v.cfg.VMs:
+			v.request(ctx)
+		}
+		if !pause(ctx, v.cfg.Interval) {
+			return
+		}
+	}
+}
+
+func (v *vms) request(ctx context.Context) {
+	i := v.requested
+	name := VMName(i)
+	key := Key{KindManagedVM, v.cfg.Namespace, name}
+	disk := resource.MustParse("10Gi")
+	vm := &gov.ManagedVM{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gov.ManagedVMSpec{
+		SystemServiceRef: gov.LocalObjectReference{Name: ServiceName(i % v.cfg.Services)},
+		InstanceType:     "u1.small", DiskSize: &disk, Image: "quay.io/containerdisks/fedora:40", Reason: "fault test load",
+	}}
+	obj, err := v.cfg.Tenant.GovernanceV1alpha1().ManagedVMs(v.cfg.Namespace).Create(ctx, vm, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// An earlier request whose answer was lost did land.
+		v.requested++
+		v.pending = append(v.pending, i)
+	case err != nil:
+		if ctx.Err() == nil {
+			v.cfg.Recorder.Fail(Failure{Key: key, Verb: VerbCreate, At: time.Now(), Err: err.Error()})
+		}
+	default:
+		v.requested++
+		v.pending = append(v.pending, i)
+		v.cfg.Recorder.Ack(Write{Key: key, Verb: VerbCreate, ResourceVersion: obj.ResourceVersion, Seq: 1, At: time.Now()})
+	}
+}
+
+// approve approves the oldest pending request through its ticket's approval subresource.
+func (v *vms) approve(ctx context.Context) {
+	i := v.pending[0]
+	name := VMName(i)
+	key := Key{KindManagedVM, v.cfg.Namespace, name}
+	fail := func(err error) {
+		if ctx.Err() == nil {
+			v.cfg.Recorder.Fail(Failure{Key: key, Verb: VerbApprove, At: time.Now(), Err: err.Error()})
+		}
+	}
+	vm, err := v.cfg.Tenant.GovernanceV1alpha1().ManagedVMs(v.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		fail(err)
+		return
+	}
+	if vm.Status.PendingApproval == nil {
+		if vm.Status.ApprovedRevision > 0 {
+			// An earlier approval whose answer was lost did land.
+			v.pending = v.pending[1:]
+		}
+		// Otherwise the request is not processed yet: ask again later.
+		return
+	}
+	decision := &gov.TicketDecision{Decision: gov.DecisionApprove, Cluster: v.cfg.Cluster}
+	ticket, err := v.cfg.Approver.GovernanceV1alpha1().ApprovalTickets(v.cfg.Namespace).Decide(ctx, vm.Status.PendingApproval.Ticket, decision, metav1.CreateOptions{})
+	if err != nil {
+		fail(err)
+		return
+	}
+	v.pending = v.pending[1:]
+	v.cfg.Recorder.Ack(Write{Key: key, Verb: VerbApprove, ResourceVersion: ticket.ResourceVersion, Seq: 2, At: time.Now()})
+}

@@ -1,0 +1,147 @@
+// Package load keeps writing to the local platform while faults are injected, and records
+// every write the API acknowledged and every request that failed, with its time: the record
+// the fault test checks the platform's state against.
+package load
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Kinds the generator writes.
+const (
+	KindWorkload  = "Workload"
+	KindManagedVM = "ManagedVM"
+)
+
+// Verbs of the generator's requests.
+const (
+	VerbCreate  = "create"
+	VerbUpdate  = "update"
+	VerbApprove = "approve"
+)
+
+// Key names one object.
+type Key struct {
+	Kind, Namespace, Name string
+}
+
+// Write is a request the API acknowledged (answered with success).
+type Write struct {
+	Key
+	// Verb is create, update or approve.
+	Verb string
+	// ResourceVersion is the object's resourceVersion in the answer.
+	ResourceVersion string
+	// Seq is what was written, as a number that grows with every write to the object: for a
+	// Workload the revision in its image tag, for a ManagedVM 1 for the request and 2 for its
+	// approval. The platform must end with at least this content.
+	Seq int64
+	// At is when the answer arrived.
+	At time.Time
+}
+
+// Failure is a request that got no successful answer: an error status, a refused connection
+// or a timeout. Its effect is unknown; a later request finds out.
+type Failure struct {
+	Key
+	Verb string
+	// At is when the request failed.
+	At time.Time
+	// Err is the error's text.
+	Err string
+}
+
+// Recorder collects writes and failures from several goroutines.
+type Recorder struct {
+	mu       sync.Mutex
+	writes   []Write
+	failures []Failure
+}
+
+// Ack records an acknowledged write.
+func (r *Recorder) Ack(w Write) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, w)
+}
+
+// Fail records a failed request.
+func (r *Recorder) Fail(f Failure) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, f)
+}
+
+// Writes are the acknowledged writes so far, in the order they were recorded.
+func (r *Recorder) Writes() []Write {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Write(nil), r.writes...)
+}
+
+// Failures are the failed requests so far, in the order they were recorded.
+func (r *Recorder) Failures() []Failure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Failure(nil), r.failures...)
+}
+
+// Latest is, per object, the acknowledged write with the highest Seq: what the object must
+// hold at least.
+func (r *Recorder) Latest() map[Key]Write {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	latest := map[Key]Write{}
+	for _, w := range r.writes {
+		if old, ok := latest[w.Key]; !ok || w.Seq > old.Seq {
+			latest[w.Key] = w
+		}
+	}
+	return latest
+}
+
+// FailedBetween counts the requests that failed in [from, to].
+func (r *Recorder) FailedBetween(from, to time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, f := range r.failures {
+		if !f.At.Before(from) && !f.At.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// AckedBetween counts the writes acknowledged in [from, to].
+func (r *Recorder) AckedBetween(from, to time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, w := range r.writes {
+		if !w.At.Before(from) && !w.At.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// FirstAckAfter is the time of the first write acknowledged after t of the given kind ("" for
+// any kind), and whether there is one.
+func (r *Recorder) FirstAckAfter(t time.Time, kind string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var times []time.Time
+	for _, w := range r.writes {
+		if w.At.After(t) && (kind == "" || w.Kind == kind) {
+			times = append(times, w.At)
+		}
+	}
+	if len(times) == 0 {
+		return time.Time{}, false
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	return times[0], true
+}
