@@ -13,6 +13,9 @@ type Usage struct {
 	CPUSeconds float64
 	// PeakRSSKiB is its peak resident memory (VmHWM).
 	PeakRSSKiB int
+	// RSSKiB is its resident memory now (VmRSS): what it holds, where the peak may be a moment
+	// long gone.
+	RSSKiB int
 }
 
 // PeakRSSMiB is the peak resident memory in MiB.
@@ -32,11 +35,15 @@ func ReadUsage(pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	peak, err := parsePeakRSS(string(status))
+	peak, err := parseStatusKiB(string(status), "VmHWM")
 	if err != nil {
 		return Usage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
-	return Usage{CPUSeconds: cpu, PeakRSSKiB: peak}, nil
+	rss, err := parseStatusKiB(string(status), "VmRSS")
+	if err != nil {
+		return Usage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	return Usage{CPUSeconds: cpu, PeakRSSKiB: peak, RSSKiB: rss}, nil
 }
 
 // userHZ is the unit of /proc's CPU times: 100 on every Linux this runs on.
@@ -64,18 +71,18 @@ func parseCPUSeconds(stat string) (float64, error) {
 	return float64(utime+stime) / userHZ, nil
 }
 
-// parsePeakRSS is the VmHWM line of /proc/PID/status, in KiB.
-func parsePeakRSS(status string) (int, error) {
+// parseStatusKiB is a memory line of /proc/PID/status (VmHWM, VmRSS), in KiB.
+func parseStatusKiB(status, field string) (int, error) {
 	for _, line := range strings.Split(status, "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			fields := strings.Fields(rest)
 			if len(fields) == 0 {
-				return 0, fmt.Errorf("empty VmHWM")
+				return 0, fmt.Errorf("empty %s", field)
 			}
 			return strconv.Atoi(fields[0])
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM")
+	return 0, fmt.Errorf("no %s", field)
 }
 
 // ProcessCPU is the CPU time so far of this process and of its children (the local platform's

@@ -28,19 +28,22 @@ func TestParseCPUSeconds(t *testing.T) {
 	}
 }
 
-func TestParsePeakRSS(t *testing.T) {
-	got, err := parsePeakRSS("Name:\tplinth\nVmPeak:\t  900 kB\nVmHWM:\t  123456 kB\nVmRSS:\t 1000 kB\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != 123456 {
-		t.Errorf("got %d KiB, want 123456", got)
+func TestParseStatusKiB(t *testing.T) {
+	status := "Name:\tplinth\nVmPeak:\t  900 kB\nVmHWM:\t  123456 kB\nVmRSS:\t 1000 kB\n"
+	for field, want := range map[string]int{"VmHWM": 123456, "VmRSS": 1000} {
+		got, err := parseStatusKiB(status, field)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: got %d KiB, want %d", field, got, want)
+		}
 	}
 	if u := (Usage{PeakRSSKiB: 2048}); u.PeakRSSMiB() != 2 {
 		t.Errorf("PeakRSSMiB = %v, want 2", u.PeakRSSMiB())
 	}
 	for name, bad := range map[string]string{"missing": "VmRSS:\t1 kB\n", "empty": "VmHWM:\n", "not a number": "VmHWM:\tlots kB\n"} {
-		if _, err := parsePeakRSS(bad); err == nil {
+		if _, err := parseStatusKiB(bad, "VmHWM"); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
@@ -51,7 +54,7 @@ func TestReadUsageOfThisProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.PeakRSSKiB <= 0 || u.CPUSeconds < 0 {
+	if u.PeakRSSKiB <= 0 || u.RSSKiB <= 0 || u.RSSKiB > u.PeakRSSKiB || u.CPUSeconds < 0 {
 		t.Errorf("implausible usage %+v", u)
 	}
 	if _, err := ReadUsage(0); err == nil {
