@@ -22,7 +22,7 @@ GOTESTFLAGS ?=
 # unless this tag is set, which forces external linking and keeps unused methods (~45 MB).
 GOTAGS      ?= kustomize_disable_go_plugin_support
 
-.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller bench-compute bench-gitops bench-packs verify generate clean clean-all
+.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller bench-compute bench-gitops bench-packs fuzz verify generate clean clean-all
 
 all: build
 
@@ -95,6 +95,13 @@ bench-gitops: build tools
 # "Infrastructure packs").
 bench-packs: build tools
 	$(GO) run -tags $(GOTAGS) ./hack/bench-packs --rounds 5
+
+# Every go test -fuzz target (decoding and validating every kind, Score documents and
+# placeholders, kubeconfigs, provisioner templates and files, pack versions) for FUZZTIME each;
+# make test runs their seed corpora only (docs/reliability.md, "Fuzzed and hostile input").
+FUZZTIME ?= 30s
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) hack/fuzz.sh
 
 verify:
 	hack/verify-codegen.sh
