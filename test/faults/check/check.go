@@ -61,6 +61,8 @@ type Snapshot struct {
 	VirtualMachines []VirtualMachine
 	// RunningPhase is the ManagedVM phase that counts as converged.
 	RunningPhase string
+	// RegistryTags are the tags the registry holds, as repository:tag.
+	RegistryTags map[string]bool
 }
 
 // Violation is one broken invariant.
@@ -93,6 +95,10 @@ func Check(latest map[load.Key]load.Write, s Snapshot) []Violation {
 				add(Lost, "ManagedVM "+id, "acknowledged (%s, resourceVersion %s) but missing", w.Verb, w.ResourceVersion)
 			} else if w.Seq >= 2 && !vm.Approved {
 				add(Lost, "ManagedVM "+id, "its approval was acknowledged (ticket resourceVersion %s) but it is not approved", w.ResourceVersion)
+			}
+		case load.KindTag:
+			if ref := key.Namespace + ":" + key.Name; !s.RegistryTags[ref] {
+				add(Lost, "tag "+ref, "pushed (digest %s) but missing", w.ResourceVersion)
 			}
 		}
 	}

@@ -24,14 +24,16 @@ func healthy() Snapshot {
 		VirtualMachines: []VirtualMachine{
 			{"ns", "ns-faults-svc-0-01", "svc-0", 1}, {"ns", "ns-faults-svc-0-02", "svc-0", 2}, {"ns", "ns-faults-svc-1-01", "svc-1", 1},
 		},
+		RegistryTags: map[string]bool{"faults/load:1.0.1": true, "faults/load:1.0.2": true},
 	}
 }
 
 func healthyWrites() map[load.Key]load.Write {
 	return map[load.Key]load.Write{
-		{Kind: load.KindWorkload, Namespace: "ns", Name: "w-000"}:   {Seq: 4, ResourceVersion: "40"},
-		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-000"}: {Verb: load.VerbApprove, Seq: 2},
-		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-001"}: {Verb: load.VerbCreate, Seq: 1},
+		{Kind: load.KindWorkload, Namespace: "ns", Name: "w-000"}:     {Seq: 4, ResourceVersion: "40"},
+		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-000"}:   {Verb: load.VerbApprove, Seq: 2},
+		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-001"}:   {Verb: load.VerbCreate, Seq: 1},
+		{Kind: load.KindTag, Namespace: "faults/load", Name: "1.0.2"}: {Verb: load.VerbPush, Seq: 2},
 	}
 }
 
@@ -111,6 +113,7 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			vm.Phase = "CREATING"
 			s.VMs["ns/vm-002"] = vm
 		}, "not-converged ManagedVM ns/vm-002"},
+		"a pushed tag lost": {func(s *Snapshot, _ map[load.Key]load.Write) { delete(s.RegistryTags, "faults/load:1.0.2") }, "lost tag faults/load:1.0.2"},
 		"a request still pending": {func(s *Snapshot, _ map[load.Key]load.Write) {
 			s.VMs["ns/vm-003"] = VMState{Service: "svc-2", Pending: true, CreateTickets: []string{"t4"}}
 		}, "not-converged ManagedVM ns/vm-003"},

@@ -17,6 +17,7 @@ import (
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	"github.com/plinth-dev/plinth/pkg/oci/artifact"
 )
 
 // ImageRepository is the repository of every generated Workload's image; the tag is "r<Seq>".
@@ -39,8 +40,14 @@ type Config struct {
 	VMs, Services int
 	// Cluster is where approved VMs are placed.
 	Cluster string
-	// Interval is the pause after each request of a stream (Workloads, VMs).
-	Interval time.Duration
+	// Interval is the pause after each Workload write and each push; VMInterval after each VM
+	// request or approval.
+	Interval, VMInterval time.Duration
+	// RegistryEndpoint, when set, is a registry (localhost:<port>) the generator pushes small
+	// artifacts to, to Repository with tags 1.0.<n>.
+	RegistryEndpoint, Repository string
+	// RequestTimeout bounds each push.
+	RequestTimeout time.Duration
 	// Recorder receives every acknowledged write and every failure.
 	Recorder *Recorder
 }
@@ -101,16 +108,42 @@ func retryCreate(ctx context.Context, create func() error) error {
 	return err
 }
 
-// Run writes until ctx ends: one stream creates the Workloads and then updates their images
-// round-robin, another requests the ManagedVMs and approves each request. It returns when
-// both streams have stopped.
-func Run(ctx context.Context, cfg Config) {
-	var wg sync.WaitGroup
+// Generator writes the configured load. Its streams keep their state between runs, so a
+// test can run it, stop it to let the platform settle, and run it again.
+type Generator struct {
+	workloads *workloads
+	vms       *vms
+	tags      *tags
+}
+
+// New returns a Generator of cfg's load.
+func New(cfg Config) *Generator {
+	g := &Generator{}
 	if cfg.Workloads > 0 {
-		wg.Go(func() { newWorkloads(cfg).run(ctx) })
+		g.workloads = newWorkloads(cfg)
 	}
-	if cfg.VMs > 0 {
-		wg.Go(func() { newVMs(cfg).run(ctx) })
+	if cfg.VMs > 0 && cfg.Services > 0 {
+		g.vms = &vms{cfg: cfg}
+	}
+	if cfg.RegistryEndpoint != "" {
+		g.tags = &tags{cfg: cfg}
+	}
+	return g
+}
+
+// Run writes until ctx ends: one stream creates the Workloads and then updates their images
+// round-robin, one requests the ManagedVMs and approves each request, one pushes artifacts to
+// the registry. It returns when every stream has stopped.
+func (g *Generator) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if g.workloads != nil {
+		wg.Go(func() { g.workloads.run(ctx) })
+	}
+	if g.vms != nil {
+		wg.Go(func() { g.vms.run(ctx) })
+	}
+	if g.tags != nil {
+		wg.Go(func() { g.tags.run(ctx) })
 	}
 	wg.Wait()
 }
@@ -194,8 +227,6 @@ type vms struct {
 	turn      bool
 }
 
-func newVMs(cfg Config) *vms { return &vms{cfg: cfg} }
-
 // run alternates requesting the next VM and approving the oldest pending request; once all
 // are requested, it approves what is pending and then idles.
 func (v *vms) run(ctx context.Context) {
@@ -207,7 +238,7 @@ func (v *vms) run(ctx context.Context) {
 		case v.requested < v.cfg.VMs:
 			v.request(ctx)
 		}
-		if !pause(ctx, v.cfg.Interval) {
+		if !pause(ctx, v.cfg.VMInterval) {
 			return
 		}
 	}
@@ -270,4 +301,40 @@ func (v *vms) approve(ctx context.Context) {
 	}
 	v.pending = v.pending[1:]
 	v.cfg.Recorder.Ack(Write{Key: key, Verb: VerbApprove, ResourceVersion: ticket.ResourceVersion, Seq: 2, At: time.Now()})
+}
+
+// tags is the push stream's state.
+type tags struct {
+	cfg  Config
+	next int64
+}
+
+// TagName is the tag of push seq.
+func TagName(seq int64) string { return "1.0." + strconv.FormatInt(seq, 10) }
+
+func (p *tags) run(ctx context.Context) {
+	for {
+		p.push(ctx)
+		if !pause(ctx, p.cfg.Interval) {
+			return
+		}
+	}
+}
+
+// push pushes the next tag, an artifact with one manifest naming its seq.
+func (p *tags) push(ctx context.Context) {
+	p.next++
+	seq, tag := p.next, TagName(p.next)
+	key := Key{KindTag, p.cfg.Repository, tag}
+	files := map[string][]byte{"configmap.yaml": fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: faults\ndata:\n  seq: %q\n", tag)}
+	pushCtx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	digest, err := artifact.Push(pushCtx, p.cfg.RegistryEndpoint, p.cfg.Repository, tag, files, artifact.Metadata{Source: "plinth.dev/faults", Revision: tag})
+	if err != nil {
+		if ctx.Err() == nil {
+			p.cfg.Recorder.Fail(Failure{Key: key, Verb: VerbPush, At: time.Now(), Err: err.Error()})
+		}
+		return
+	}
+	p.cfg.Recorder.Ack(Write{Key: key, Verb: VerbPush, ResourceVersion: digest, Seq: seq, At: time.Now()})
 }

@@ -13,6 +13,8 @@ import (
 const (
 	KindWorkload  = "Workload"
 	KindManagedVM = "ManagedVM"
+	// KindTag is a tag pushed to the registry: Namespace is the repository, Name the tag.
+	KindTag = "Tag"
 )
 
 // Verbs of the generator's requests.
@@ -20,6 +22,7 @@ const (
 	VerbCreate  = "create"
 	VerbUpdate  = "update"
 	VerbApprove = "approve"
+	VerbPush    = "push"
 )
 
 // Key names one object.
@@ -30,13 +33,14 @@ type Key struct {
 // Write is a request the API acknowledged (answered with success).
 type Write struct {
 	Key
-	// Verb is create, update or approve.
+	// Verb is create, update, approve or push.
 	Verb string
-	// ResourceVersion is the object's resourceVersion in the answer.
+	// ResourceVersion is the object's resourceVersion in the answer (for a push, the
+	// manifest's digest).
 	ResourceVersion string
 	// Seq is what was written, as a number that grows with every write to the object: for a
 	// Workload the revision in its image tag, for a ManagedVM 1 for the request and 2 for its
-	// approval. The platform must end with at least this content.
+	// approval, for a tag its number. The platform must end with at least this content.
 	Seq int64
 	// At is when the answer arrived.
 	At time.Time

@@ -175,4 +175,3 @@ func TestDiffNamesEveryDifference(t *testing.T) {
 		t.Errorf("Diff = %q, want %q", d, want)
 	}
 }
-

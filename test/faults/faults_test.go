@@ -1,0 +1,387 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kubevirtclient "kubevirt.io/client-go/kubevirt"
+	kubevirtv1client "kubevirt.io/client-go/kubevirt/typed/core/v1"
+
+	"github.com/plinth-dev/plinth/internal/localplatform"
+	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	"github.com/plinth-dev/plinth/pkg/oci/artifact"
+	"github.com/plinth-dev/plinth/test/faults/check"
+	"github.com/plinth-dev/plinth/test/faults/load"
+	"github.com/plinth-dev/plinth/test/faults/watch"
+	"github.com/plinth-dev/plinth/test/integration/framework"
+)
+
+// form is how much load, how many rounds and how long a fault test runs.
+type form struct {
+	name string
+	// rounds repeats every fault.
+	rounds int
+	// workloads, vmsPerFault and services size the load; interval and vmInterval pace it.
+	workloads, vmsPerFault, services int
+	interval, vmInterval             time.Duration
+	// before and after are how long the load runs before the SIGKILL and after the first
+	// acknowledged write that follows it.
+	before, after time.Duration
+	// readyBound is the stated bound: every object converges within it of the SIGKILL.
+	readyBound time.Duration
+	// controllerArgs are plinth-controller's leader election settings.
+	controllerArgs []string
+}
+
+// shortForm runs in `make test` (about three minutes with the platform's start): a small load
+// and every fault once. Its lease is shorter than the default so the leader's faults cost
+// seconds, not the default's fifteen.
+var shortForm = form{name: "short", rounds: 1, workloads: 6, vmsPerFault: 2, services: 2,
+	interval: 100 * time.Millisecond, vmInterval: 300 * time.Millisecond,
+	before: 3 * time.Second, after: 3 * time.Second, readyBound: 90 * time.Second,
+	controllerArgs: []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}}
+
+// longForm runs in `make test-faults`: more load, three rounds, longer load around each fault,
+// and plinth-controller's default lease (15 s).
+var longForm = form{name: "long", rounds: 3, workloads: 30, vmsPerFault: 6, services: 3,
+	interval: 50 * time.Millisecond, vmInterval: 200 * time.Millisecond,
+	before: 10 * time.Second, after: 10 * time.Second, readyBound: 180 * time.Second}
+
+// fault is one component to kill.
+type fault struct {
+	name string
+	// component picks the process to kill (the leader is found when the fault starts).
+	component func(ctx context.Context, p *localplatform.Platform) (string, error)
+	// registry: the outage ends when Cluster local's registry answers again, not when the
+	// killed process is back.
+	registry bool
+}
+
+func fixed(name string) func(context.Context, *localplatform.Platform) (string, error) {
+	return func(context.Context, *localplatform.Platform) (string, error) { return name, nil }
+}
+
+// faults are the components killed in turn. Cluster local's registry runs inside the leading
+// plinth-controller (docs/gitops.md), so its fault is the leader's SIGKILL measured from the
+// registry's side: it is over when the new leader serves the registry again, with its data.
+var faults = []fault{
+	{name: "etcd", component: fixed(localplatform.ComponentEtcd)},
+	{name: "kube-apiserver", component: fixed(localplatform.ComponentKubeAPIServer)},
+	{name: "plinth-apiserver", component: fixed(localplatform.ComponentPlinthAPIServer)},
+	{name: "leading plinth-controller", component: leader},
+	{name: "local registry (in the leader)", component: leader, registry: true},
+}
+
+func leader(ctx context.Context, p *localplatform.Platform) (string, error) {
+	var name string
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		name, last = p.LeadingController(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("no leading plinth-controller: %v", last)
+	}
+	return name, nil
+}
+
+const (
+	ns         = "team-a"
+	repository = "faults/load"
+)
+
+// TestFaults: SIGKILL etcd, kube-apiserver, plinth-apiserver, the leading plinth-controller and
+// the local registry in turn while a load writes (etcd with fsync); after each, no acknowledged
+// write is lost, nothing exists twice, everything is Ready within the stated bound, and a
+// resuming watch saw every acknowledged Workload write once. PLINTH_FAULTS=long runs the long
+// form; PLINTH_FAULTS_REPORT=<file> also writes the table there.
+func TestFaults(t *testing.T) {
+	f := shortForm
+	if os.Getenv("PLINTH_FAULTS") == "long" {
+		f = longForm
+	}
+	started := time.Now()
+	p := framework.StartLocalPlatformWith(t, func(c *localplatform.Config) {
+		c.EtcdUnsafeNoFsync = false
+		c.ControllerArgs = append(c.ControllerArgs, f.controllerArgs...)
+	})
+	ports, err := framework.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.StartStandbyController(ports[0]); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s form: platform with a standby plinth-controller up in %s", f.name, time.Since(started).Round(time.Second))
+	ctx := context.Background()
+
+	// The load's clients give up on a request after five seconds, so that a request to a dead
+	// component counts as failed instead of waiting for it.
+	client := func(user string, timeout time.Duration) (*rest.Config, clientset.Interface) {
+		cfg, err := p.ConfigFor(user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Timeout = timeout
+		return cfg, clientset.NewForConfigOrDie(cfg)
+	}
+	_, alice := client("alice", 5*time.Second)
+	_, carol := client("carol", 5*time.Second)
+	adminCfg, admin := client("admin", 10*time.Second)
+	kube := kubernetes.NewForConfigOrDie(adminCfg)
+	kv := kubevirtclient.NewForConfigOrDie(adminCfg).KubevirtV1()
+	// The watch's client has no timeout: a timeout would end every watch after it.
+	watchCfg, _ := client("admin", 0)
+
+	rec := &load.Recorder{}
+	cfg := load.Config{Tenant: alice, Approver: carol, Namespace: ns,
+		Workloads: f.workloads, VMs: f.vmsPerFault * len(faults) * f.rounds, Services: f.services, Cluster: localplatform.LocalCluster,
+		Interval: f.interval, VMInterval: f.vmInterval, RegistryEndpoint: p.RegistryEndpoint(), Repository: repository,
+		RequestTimeout: 5 * time.Second, Recorder: rec}
+	if err := load.Setup(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	gen := load.New(cfg)
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watcher := watch.New(watch.Workloads(clientset.NewForConfigOrDie(watchCfg).ScoreV1b1().Workloads(ns)))
+	go watcher.Run(watchCtx)
+
+	snap := func(ctx context.Context) (check.Snapshot, error) {
+		return snapshot(ctx, admin, kube, kv, p.RegistryEndpoint())
+	}
+	var rows []Row
+	for round := 1; round <= f.rounds; round++ {
+		for _, fl := range faults {
+			row, ok := runFault(t, ctx, p, f, fl, round, gen, rec, watcher, admin, snap)
+			rows = append(rows, row)
+			if !ok {
+				t.Logf("results so far:\n%s", Table(rows))
+				t.FailNow()
+			}
+		}
+	}
+	table := Table(rows)
+	t.Logf("faults under load, %s form (%d workloads, %d VMs, pushes every %s, etcd with fsync, Ready bound %s), total %s:\n%s",
+		f.name, f.workloads, cfg.VMs, f.interval, f.readyBound, time.Since(started).Round(time.Second), table)
+	if out := os.Getenv("PLINTH_FAULTS_REPORT"); out != "" {
+		if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// runFault runs the load, kills the fault's component, waits for it (or its successor) to
+// serve, lets the load go on, stops it, and checks. ok is false when the platform did not
+// recover, so that later faults would measure nothing.
+func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f form, fl fault, round int, gen *load.Generator, rec *load.Recorder,
+	watcher *watch.Recorder, admin clientset.Interface, snap func(context.Context) (check.Snapshot, error)) (Row, bool) {
+	t.Helper()
+	row := Row{Fault: fl.name, Round: round}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	loadDone := make(chan struct{})
+	go func() { gen.Run(loadCtx); close(loadDone) }()
+	defer func() { stopLoad(); <-loadDone }()
+	time.Sleep(f.before)
+
+	component, err := fl.component(ctx, p)
+	if err != nil {
+		t.Errorf("%s: %v", fl.name, err)
+		return row, false
+	}
+	kill := time.Now()
+	pid, err := p.KillComponent(component)
+	if err != nil {
+		t.Errorf("%s: %v", fl.name, err)
+		return row, false
+	}
+	backCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if _, err := p.WaitComponentBack(backCtx, component, pid); err != nil {
+		t.Errorf("%s (pid %d) did not come back: %v", component, pid, err)
+		return row, false
+	}
+	switch {
+	case fl.registry:
+		err = wait.PollUntilContextCancel(backCtx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := artifact.Tags(ctx, p.RegistryEndpoint(), repository)
+			return err == nil, nil
+		})
+	case component == localplatform.ComponentController || component == localplatform.ComponentStandbyController:
+		// Over once a live process leads: the restarted one or the standby.
+		err = wait.PollUntilContextCancel(backCtx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := p.LeadingController(ctx)
+			return err == nil, nil
+		})
+	}
+	if err != nil {
+		t.Errorf("%s: not serving again: %v", fl.name, err)
+		return row, false
+	}
+	row.Outage = time.Since(kill)
+	if err := wait.PollUntilContextCancel(backCtx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		_, ok := rec.FirstAckAfter(kill, "")
+		return ok, nil
+	}); err != nil {
+		t.Errorf("%s: no write was acknowledged within 3 minutes of the SIGKILL", fl.name)
+		return row, false
+	}
+	first, _ := rec.FirstAckAfter(kill, "")
+	row.FirstWrite = first.Sub(kill)
+	time.Sleep(f.after)
+	stopLoad()
+	<-loadDone
+	loadStopped := time.Now()
+	row.Failed, row.Acked = rec.FailedBetween(kill, loadStopped), rec.AckedBetween(kill, loadStopped)
+	if leaderNow, err := p.LeadingController(ctx); err == nil {
+		t.Logf("%s: killed %s (pid %d); %s leads now", fl.name, component, pid, leaderNow)
+	}
+
+	// Every object converges within the bound, counted from the SIGKILL.
+	var vs []check.Violation
+	converged := wait.PollUntilContextTimeout(ctx, time.Second, time.Until(kill.Add(f.readyBound)), true, func(ctx context.Context) (bool, error) {
+		s, err := snap(ctx)
+		if err != nil {
+			return false, nil
+		}
+		vs = check.Check(rec.Latest(), s)
+		return len(vs) == 0, nil
+	}) == nil
+	if converged {
+		row.AllReady = time.Since(kill)
+	} else {
+		t.Errorf("%s: not converged within %s of the SIGKILL:\n%s", fl.name, f.readyBound, violations(vs))
+	}
+	row.Lost = len(check.Only(vs, check.Lost))
+	row.Duplicates = len(check.Only(vs, check.Duplicate, check.Numbering))
+	if row.Lost+row.Duplicates > 0 {
+		t.Errorf("%s: lost writes or duplicates:\n%s", fl.name, violations(check.Only(vs, check.Lost, check.Duplicate, check.Numbering)))
+	}
+
+	// The watch ends where the server is, and delivered every acknowledged Workload write.
+	var diff []string
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := admin.ScoreV1b1().Workloads(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		server := map[string]string{}
+		for _, w := range list.Items {
+			server[w.Namespace+"/"+w.Name] = w.ResourceVersion
+		}
+		diff = watch.Diff(watcher.State(), server)
+		return len(diff) == 0, nil
+	}); err != nil {
+		t.Errorf("%s: the watch's final state differs from the server's:\n%s", fl.name, strings.Join(diff, "\n"))
+	}
+	st := watcher.Stats()
+	row.Resumes, row.Relists, row.DuplicateEvents = st.Resumes, st.Relists, st.Duplicates
+	for _, w := range rec.Writes() {
+		if w.Kind == load.KindWorkload && !watcher.Saw(w.Namespace+"/"+w.Name, w.ResourceVersion) {
+			row.MissedEvents++
+		}
+	}
+	if st.Duplicates > 0 {
+		t.Errorf("%s: the watch delivered %d events twice or out of order", fl.name, st.Duplicates)
+	}
+	// After a relist the events between the last one seen and the list are legitimately
+	// skipped; without one, every acknowledged write must have been delivered.
+	if row.MissedEvents > 0 && st.Relists == 0 {
+		t.Errorf("%s: the watch never delivered %d acknowledged Workload writes", fl.name, row.MissedEvents)
+	}
+	t.Logf("%s: outage %s, %d failed and %d acknowledged requests since the SIGKILL, first write after %s, all Ready after %s; watch %+v",
+		fl.name, row.Outage.Round(100*time.Millisecond), row.Failed, row.Acked, row.FirstWrite.Round(100*time.Millisecond), row.AllReady.Round(100*time.Millisecond), st)
+	return row, true
+}
+
+func violations(vs []check.Violation) string {
+	lines := make([]string, len(vs))
+	for i, v := range vs {
+		lines[i] = v.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// snapshot reads what check.Check needs: the namespace's Workloads with their Deployments,
+// ManagedVMs with their create tickets, the VirtualMachines on Cluster local, and the load's
+// repository's tags.
+func snapshot(ctx context.Context, admin clientset.Interface, kube kubernetes.Interface, kv kubevirtv1client.KubevirtV1Interface, registry string) (check.Snapshot, error) {
+	s := check.Snapshot{Workloads: map[string]check.WorkloadState{}, VMs: map[string]check.VMState{}, RunningPhase: string(gov.VMPhaseRunning),
+		RegistryTags: map[string]bool{}}
+	wls, err := admin.ScoreV1b1().Workloads(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, err
+	}
+	deps, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: v1b1.WorkloadLabel})
+	if err != nil {
+		return s, err
+	}
+	byWorkload := map[string][]appsv1.Deployment{}
+	for _, d := range deps.Items {
+		byWorkload[d.Labels[v1b1.WorkloadLabel]] = append(byWorkload[d.Labels[v1b1.WorkloadLabel]], d)
+	}
+	for _, w := range wls.Items {
+		st := check.WorkloadState{Generation: w.Generation, ObservedGeneration: w.Status.ObservedGeneration,
+			Ready: meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionReady)}
+		st.Seq, _ = load.ImageSeq(w.Spec.Containers["main"].Image)
+		for _, d := range byWorkload[w.Name] {
+			st.Deployments = append(st.Deployments, d.Name)
+			var seq int64
+			if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+				seq, _ = load.ImageSeq(cs[0].Image)
+			}
+			st.DeploymentSeqs = append(st.DeploymentSeqs, seq)
+		}
+		s.Workloads[ns+"/"+w.Name] = st
+	}
+	vms, err := admin.GovernanceV1alpha1().ManagedVMs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, err
+	}
+	tickets, err := admin.GovernanceV1alpha1().ApprovalTickets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, err
+	}
+	createTickets := map[string][]string{}
+	for _, tk := range tickets.Items {
+		if tk.Spec.Operation == gov.OperationCreate && tk.Spec.TargetRef.Kind == "ManagedVM" {
+			createTickets[tk.Spec.TargetRef.Name] = append(createTickets[tk.Spec.TargetRef.Name], tk.Name)
+		}
+	}
+	for _, vm := range vms.Items {
+		s.VMs[ns+"/"+vm.Name] = check.VMState{Service: vm.Spec.SystemServiceRef.Name, Instance: vm.Status.Instance,
+			Approved: vm.Status.ApprovedRevision > 0, Pending: vm.Status.PendingApproval != nil, Phase: string(vm.Status.Phase),
+			CreateTickets: createTickets[vm.Name]}
+	}
+	onCluster, err := kv.VirtualMachines(ns).List(ctx, metav1.ListOptions{LabelSelector: gov.LabelInstance})
+	if err != nil {
+		return s, err
+	}
+	for _, vm := range onCluster.Items {
+		n, _ := strconv.Atoi(vm.Labels[gov.LabelInstance])
+		s.VirtualMachines = append(s.VirtualMachines, check.VirtualMachine{Namespace: vm.Namespace, Name: vm.Name,
+			Service: vm.Labels[gov.LabelService], Instance: int32(n)})
+	}
+	tags, err := artifact.Tags(ctx, registry, repository)
+	if err != nil {
+		return s, err
+	}
+	for _, tag := range tags {
+		s.RegistryTags[repository+":"+tag] = true
+	}
+	return s, nil
+}

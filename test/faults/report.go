@@ -1,0 +1,59 @@
+// Package faults kills each component of the local platform with SIGKILL while a load
+// generator writes, and checks after each fault that no acknowledged write was lost, no object
+// exists twice, everything converges within a stated bound and a resuming watch saw every
+// event once (faults_test.go; `make test` runs the short form, `make test-faults` the long
+// one). This file formats the per-fault figures for the test log and docs/reliability.md.
+package faults
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Row is one fault's figures.
+type Row struct {
+	// Fault names what was killed, Round which repetition it was.
+	Fault string
+	Round int
+	// Outage is from the SIGKILL until the component (or, for the leader and the registry,
+	// its successor) served again.
+	Outage time.Duration
+	// Failed counts the load's requests that failed from the SIGKILL until the load stopped;
+	// Acked the writes acknowledged in that time.
+	Failed, Acked int
+	// FirstWrite is from the SIGKILL until the first acknowledged write; zero when none came.
+	FirstWrite time.Duration
+	// AllReady is from the SIGKILL until every object had converged; zero when they did not
+	// within the bound.
+	AllReady time.Duration
+	// Lost counts acknowledged writes missing afterwards, Duplicates objects found twice
+	// (including instance numbers given twice or skipped).
+	Lost, Duplicates int
+	// Watch summarizes the resuming watch: resumes, relists after 410 Gone, duplicated
+	// events, and acknowledged writes it never delivered.
+	Resumes, Relists, DuplicateEvents, MissedEvents int
+}
+
+// Table renders rows as a Markdown table.
+func Table(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| fault | round | outage | failed requests | acknowledged writes | first write after kill | all Ready after kill | lost writes | duplicates | watch: resumes / relists / duplicate events / missed events |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %s | %s | %d | %d | %d / %d / %d / %d |\n",
+			r.Fault, r.Round, seconds(r.Outage), r.Failed, r.Acked, orNone(r.FirstWrite), orNone(r.AllReady),
+			r.Lost, r.Duplicates, r.Resumes, r.Relists, r.DuplicateEvents, r.MissedEvents)
+	}
+	return b.String()
+}
+
+// seconds renders d as seconds with one decimal.
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+func orNone(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return seconds(d)
+}
