@@ -25,14 +25,25 @@ func (p *Platform) runEnv(name string, env []string, ready func(context.Context)
 	})
 }
 
+// EtcdMemberName is the name of the platform's one etcd member; a restored snapshot must
+// name it again (etcdutl snapshot restore --name).
+const EtcdMemberName = "plinth-local"
+
+// EtcdDataDir is etcd's data directory, <platform dir>/etcd: what a restore replaces.
+func (p *Platform) EtcdDataDir() string { return filepath.Join(p.cfg.Dir, "etcd") }
+
+// EtcdPeerURL is the peer URL of the platform's etcd member, which a restored snapshot must
+// advertise again (etcdutl snapshot restore --initial-cluster, --initial-advertise-peer-urls).
+func (p *Platform) EtcdPeerURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPeerPort) }
+
 func (p *Platform) startEtcd(ctx context.Context) error {
 	client := p.EtcdURL()
-	peer := fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPeerPort)
+	peer := p.EtcdPeerURL()
 	args := []string{
-		"--name", "plinth-local", "--data-dir", filepath.Join(p.cfg.Dir, "etcd"),
+		"--name", EtcdMemberName, "--data-dir", p.EtcdDataDir(),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "plinth-local=" + peer,
+		"--initial-cluster", EtcdMemberName + "=" + peer,
 		"--log-level", "warn",
 	}
 	if p.cfg.EtcdUnsafeNoFsync {
