@@ -1,7 +1,10 @@
 # Plinth: a Kubernetes aggregated API server for platform APIs.
 #   make run     the local platform: etcd, kube-apiserver, kube-controller-manager, Flux and
 #                plinth-apiserver behind an APIService (make run-standalone: plinth alone)
-#   make test    unit and integration tests against real etcd, plinth-apiserver and kubectl
+#   make test    unit and integration tests against real etcd, plinth-apiserver and kubectl,
+#                and the short form of the faults under load (test/faults)
+#   make test-faults  the long form of the faults under load: SIGKILL each component in turn,
+#                three rounds, under more load; prints the table docs/reliability.md shows
 #   make verify  generated code is current, gofmt, go vet
 
 GO          ?= go
@@ -22,7 +25,7 @@ GOTESTFLAGS ?=
 # unless this tag is set, which forces external linking and keeps unused methods (~45 MB).
 GOTAGS      ?= kustomize_disable_go_plugin_support
 
-.PHONY: all build tools run run-standalone test test-unit test-integration bench bench-go bench-controller bench-compute bench-gitops bench-packs fuzz verify generate clean clean-all
+.PHONY: all build tools run run-standalone test test-unit test-integration test-faults-short test-faults bench bench-go bench-controller bench-compute bench-gitops bench-packs fuzz verify generate clean clean-all
 
 all: build
 
@@ -49,13 +52,24 @@ run-standalone: build tools
 	$(BIN)/plinth-apiserver --standalone --standalone-dir $(PLINTH_DIR) --data-dir $(PLINTH_DIR)/data \
 		--bind-address 127.0.0.1 --secure-port $(PLINTH_PORT)
 
-test: test-unit test-integration
+test: test-unit test-integration test-faults-short
 
 test-unit:
 	$(GO) test $(GOTESTFLAGS) ./pkg/... ./cmd/... ./internal/... ./hack/...
 
 test-integration: build tools
 	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m ./test/integration/...
+
+# Faults under load (test/faults, docs/reliability.md): etcd (with fsync), kube-apiserver,
+# plinth-apiserver, the leading plinth-controller and the local registry killed in turn while a
+# load writes. The short form (a small load, each fault once, about three minutes) runs in
+# `make test`; the long form (more load, three rounds, the default 15 s lease) writes its table
+# to _output/faults-long.md.
+test-faults-short: build tools
+	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 10m ./test/faults/...
+
+test-faults: build tools
+	PLINTH_FAULTS=long PLINTH_FAULTS_REPORT=$(CURDIR)/_output/faults-long.md $(GO) test $(GOTESTFLAGS) -count=1 -timeout 60m -v -run TestFaults ./test/faults/
 
 # Plinth against a CRD with the same schema on the same kube-apiserver, and against raw etcd:
 # writes the table into docs/benchmarks.md and the figures into docs/benchmarks-api.json.
