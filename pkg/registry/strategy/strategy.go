@@ -103,9 +103,9 @@ func (s Strategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Obje
 	}
 }
 
-// Validate checks a new object.
+// Validate checks a new object, and that it is within MaxObjectBytes.
 func (s Strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
-	return s.def.Validate(obj.(T))
+	return append(validateSize(obj), s.def.Validate(obj.(T))...)
 }
 
 // WarningsOnCreate returns the kind's warnings for a new object.
@@ -126,9 +126,9 @@ func (s Strategy[T]) AllowCreateOnUpdate(ctx context.Context) bool { return fals
 // resourceVersion overwrites; with one, a stale version is a conflict.
 func (s Strategy[T]) AllowUnconditionalUpdate(ctx context.Context) bool { return true }
 
-// ValidateUpdate checks an update.
+// ValidateUpdate checks an update, and that the object stays within MaxObjectBytes.
 func (s Strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.def.ValidateUpdate(obj.(T), old.(T))
+	return append(validateSize(obj), s.def.ValidateUpdate(obj.(T), old.(T))...)
 }
 
 // WarningsOnUpdate returns the kind's warnings for an update.
@@ -160,9 +160,9 @@ func (s StatusStrategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtim
 	metav1.ResetObjectMetaForStatus(obj.(metav1.Object), old.(metav1.Object))
 }
 
-// ValidateUpdate checks a status update.
+// ValidateUpdate checks a status update, and that the object stays within MaxObjectBytes.
 func (s StatusStrategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return s.def.ValidateStatusUpdate(obj.(T), old.(T))
+	return append(validateSize(obj), s.def.ValidateStatusUpdate(obj.(T), old.(T))...)
 }
 
 // WarningsOnUpdate returns no warnings for status updates.

@@ -1,0 +1,90 @@
+package strategy
+
+import (
+	"encoding/json"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// MaxObjectBytes bounds the JSON size of a Plinth object, managed fields left out. etcd refuses
+// requests over 1.5 MiB; an object allowed up to that edge would be stored and then fail its
+// next write as managed fields, status and the controller's annotations grow, and the refusal
+// from etcd names no field. A bound well below it, the size of a ConfigMap's data limit, leaves
+// that room and lets the API say which part is too large.
+const MaxObjectBytes = 1 << 20
+
+// validateSize refuses an object whose JSON (managed fields left out) is over MaxObjectBytes,
+// at its largest part: spec, status, or the largest field of metadata (labels, annotations…).
+func validateSize(obj runtime.Object) field.ErrorList {
+	m, isMeta := obj.(metav1.Object)
+	total := jsonSize(obj)
+	if isMeta {
+		total -= jsonSize(m.GetManagedFields())
+	}
+	if total <= MaxObjectBytes {
+		return nil
+	}
+	// Spec and status are measured only now: the common case marshals once. Metadata is the
+	// rest (with apiVersion and kind, a few bytes).
+	largest, size, metadata := "metadata", 0, total
+	v := reflect.ValueOf(obj).Elem()
+	for _, name := range []string{"Spec", "Status"} {
+		if f := v.FieldByName(name); f.IsValid() {
+			n := jsonSize(f.Interface())
+			metadata -= n
+			if n > size {
+				largest, size = jsonName(v.Type(), name), n
+			}
+		}
+	}
+	path := field.NewPath(largest)
+	if metadata >= size {
+		path = field.NewPath("metadata")
+		if isMeta {
+			path = largestMetadataField(m)
+		}
+	}
+	return field.ErrorList{field.TooLong(path, field.OmitValueType{}, MaxObjectBytes)}
+}
+
+// largestMetadataField is the path of the largest of labels, annotations, finalizers and
+// owner references, where a large metadata has its bulk.
+func largestMetadataField(m metav1.Object) *field.Path {
+	name, size := "labels", jsonSize(m.GetLabels())
+	for _, c := range []struct {
+		name string
+		v    any
+	}{{"annotations", m.GetAnnotations()}, {"finalizers", m.GetFinalizers()}, {"ownerReferences", m.GetOwnerReferences()}} {
+		if n := jsonSize(c.v); n > size {
+			name, size = c.name, n
+		}
+	}
+	return field.NewPath("metadata", name)
+}
+
+// jsonName is the JSON name of a struct field.
+func jsonName(t reflect.Type, name string) string {
+	f, _ := t.FieldByName(name)
+	if tag := f.Tag.Get("json"); tag != "" {
+		for i := range len(tag) {
+			if tag[i] == ',' {
+				return tag[:i]
+			}
+		}
+		return tag
+	}
+	return name
+}
+
+// jsonSize is the length of v's JSON; a value that does not encode is the validation's to
+// refuse, not the size's, and counts as empty.
+func jsonSize(v any) int {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(data)
+}

@@ -1,0 +1,83 @@
+package strategy_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plinth-dev/plinth/pkg/apis/score"
+	"github.com/plinth-dev/plinth/pkg/registry/score/workload"
+	"github.com/plinth-dev/plinth/pkg/registry/strategy"
+)
+
+// sized is a valid Workload changed by change.
+func sized(change func(w *score.Workload)) *score.Workload {
+	w := stored()
+	w.Status = score.WorkloadStatus{}
+	change(w)
+	return w
+}
+
+func TestObjectsOverMaxObjectBytesAreRefusedAtTheirLargestPart(t *testing.T) {
+	big := strings.Repeat("x", strategy.MaxObjectBytes)
+	manyLabels := map[string]string{}
+	for i := range 100000 {
+		manyLabels["k"+strconv.Itoa(i)] = "v"
+	}
+	s := strategy.New(newScheme(), workload.Definition)
+	status := strategy.NewStatus(newScheme(), workload.Definition)
+	for name, tc := range map[string]struct {
+		obj  *score.Workload
+		want string
+	}{
+		"a large variable": {obj: sized(func(w *score.Workload) {
+			w.Spec.Containers["main"] = score.Container{Image: "nginx:1", Variables: map[string]string{"PAD": big}}
+		}), want: "spec"},
+		"many labels":        {obj: sized(func(w *score.Workload) { w.Labels = manyLabels }), want: "metadata.labels"},
+		"a large annotation": {obj: sized(func(w *score.Workload) { w.Annotations = map[string]string{"a": big} }), want: "metadata.annotations"},
+		"a large status": {obj: sized(func(w *score.Workload) {
+			for i := range 40 {
+				w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: "T" + strconv.Itoa(i), Status: "False", Reason: "R", Message: big[:30000]})
+			}
+		}), want: "status"},
+	} {
+		var errs field.ErrorList
+		if tc.want == "status" {
+			errs = status.ValidateUpdate(context.Background(), tc.obj, stored())
+		} else {
+			errs = s.Validate(context.Background(), tc.obj)
+		}
+		var found bool
+		for _, e := range errs {
+			if e.Type == field.ErrorTypeTooLong && !strings.Contains(e.Field, "[") {
+				found = true
+				if e.Field != tc.want || len(e.Error()) > 200 {
+					t.Errorf("%s: %v, want a short TooLong at %s", name, e, tc.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no TooLong error in %v", name, errs)
+		}
+	}
+}
+
+func TestObjectsUnderMaxObjectBytesPass(t *testing.T) {
+	s := strategy.New(newScheme(), workload.Definition)
+	w := sized(func(w *score.Workload) {
+		w.Spec.Containers["main"] = score.Container{Image: "nginx:1", Variables: map[string]string{"PAD": strings.Repeat("x", strategy.MaxObjectBytes-4096)}}
+		// Managed fields do not count: they are the API server's, not the client's.
+		w.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "score.dev/v1b1",
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:` + strings.Repeat("m", 8192) + `":{}}`)}}}
+	})
+	if errs := s.Validate(context.Background(), w); len(errs) > 0 {
+		t.Errorf("a Workload just under the bound: %v", errs)
+	}
+	if errs := s.ValidateUpdate(context.Background(), w, stored()); len(errs) > 0 {
+		t.Errorf("an update just under the bound: %v", errs)
+	}
+}
