@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/apis/common"
@@ -423,13 +424,18 @@ func TestTenantCompute(t *testing.T) {
 		if err != nil || q.Status.Used.Name("compute.plinth.dev/cpu", resource.DecimalSI).Value() != 600 {
 			t.Errorf("quota used after one tenant: %+v %v", q.Status.Used, err)
 		}
-		// Raising a tenant's cpu above the quota is refused too.
-		got, err := bob.TenantComputes(qns).Get(ctx, "big", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.Spec.Resources.CPU = 1200
-		_, err = bob.TenantComputes(qns).Update(ctx, got, metav1.UpdateOptions{})
+		// Raising a tenant's cpu above the quota is refused too. The controller is still writing
+		// the new tenant (finalizer, status), so an update from a stale read can meet a 409
+		// first: read again until the quota answers.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got, err := bob.TenantComputes(qns).Get(ctx, "big", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			got.Spec.Resources.CPU = 1200
+			_, err = bob.TenantComputes(qns).Update(ctx, got, metav1.UpdateOptions{})
+			return err
+		})
 		expectForbidden(t, err, "an update over the cpu quota")
 		// Deleting frees the usage.
 		if err := bob.TenantComputes(qns).Delete(ctx, "big", metav1.DeleteOptions{}); err != nil {
