@@ -25,7 +25,7 @@ GOTESTFLAGS ?=
 # unless this tag is set, which forces external linking and keeps unused methods (~45 MB).
 GOTAGS      ?= kustomize_disable_go_plugin_support
 
-.PHONY: all build tools run run-standalone test test-unit test-integration test-faults-short test-faults bench bench-go bench-controller bench-compute bench-gitops bench-packs fuzz verify generate clean clean-all
+.PHONY: all build tools run run-standalone test test-unit test-integration test-faults-short test-faults bench bench-go bench-controller bench-compute bench-gitops bench-packs bench-watch fuzz verify generate clean clean-all
 
 all: build
 
@@ -109,6 +109,15 @@ bench-gitops: build tools
 # "Infrastructure packs").
 bench-packs: build tools
 	$(GO) run -tags $(GOTAGS) ./hack/bench-packs --rounds 5
+
+# 1000 concurrent watchers on Workloads, on a fresh local platform without plinth-controller:
+# through kube-apiserver as a tenant, then directly at plinth-apiserver; event latency (update
+# acknowledged → event received, median and p99 over all watchers) and plinth-apiserver's and
+# kube-apiserver's memory before, with the watches open and at the peak (docs/reliability.md,
+# "Fair under load").
+bench-watch: build tools
+	$(GO) run ./hack/bench-watch --watchers 1000
+	$(GO) run ./hack/bench-watch --watchers 1000 --direct
 
 # Every go test -fuzz target (decoding and validating every kind, Score documents and
 # placeholders, kubeconfigs, provisioner templates and files, pack versions) for FUZZTIME each;
