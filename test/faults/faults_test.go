@@ -148,7 +148,7 @@ func TestFaults(t *testing.T) {
 
 	rec := &load.Recorder{}
 	cfg := load.Config{Tenant: alice, Approver: carol, Namespace: ns,
-		Workloads: f.workloads, VMs: f.vmsPerFault * len(faults) * f.rounds, Services: f.services, Cluster: localplatform.LocalCluster,
+		Workloads: f.workloads, VMs: f.vmsPerFault * len(faults) * f.rounds, VMsPerRun: f.vmsPerFault, Services: f.services, Cluster: localplatform.LocalCluster,
 		Interval: f.interval, VMInterval: f.vmInterval, RegistryEndpoint: p.RegistryEndpoint(), Repository: repository,
 		RequestTimeout: 5 * time.Second, Recorder: rec}
 	if err := load.Setup(ctx, cfg); err != nil {
@@ -247,15 +247,23 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	<-loadDone
 	loadStopped := time.Now()
 	row.Failed, row.Acked = rec.FailedBetween(kill, loadStopped), rec.AckedBetween(kill, loadStopped)
+	row.FailedByKind = rec.FailedByKind(kill, loadStopped)
+	// The approver finishes what the load left pending, as a person would.
+	drainCtx, cancelDrain := context.WithDeadline(ctx, kill.Add(f.readyBound))
+	defer cancelDrain()
+	if err := gen.Drain(drainCtx); err != nil {
+		t.Errorf("%s: %v", fl.name, err)
+	}
 	if leaderNow, err := p.LeadingController(ctx); err == nil {
 		t.Logf("%s: killed %s (pid %d); %s leads now", fl.name, component, pid, leaderNow)
 	}
 
 	// Every object converges within the bound, counted from the SIGKILL.
 	var vs []check.Violation
+	var snapErr error
 	converged := wait.PollUntilContextTimeout(ctx, time.Second, time.Until(kill.Add(f.readyBound)), true, func(ctx context.Context) (bool, error) {
 		s, err := snap(ctx)
-		if err != nil {
+		if snapErr = err; err != nil {
 			return false, nil
 		}
 		vs = check.Check(rec.Latest(), s)
@@ -264,7 +272,7 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	if converged {
 		row.AllReady = time.Since(kill)
 	} else {
-		t.Errorf("%s: not converged within %s of the SIGKILL:\n%s", fl.name, f.readyBound, violations(vs))
+		t.Errorf("%s: not converged within %s of the SIGKILL (last snapshot error: %v):\n%s", fl.name, f.readyBound, snapErr, violations(vs))
 	}
 	row.Lost = len(check.Only(vs, check.Lost))
 	row.Duplicates = len(check.Only(vs, check.Duplicate, check.Numbering))

@@ -7,6 +7,8 @@ package faults
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +24,8 @@ type Row struct {
 	// Failed counts the load's requests that failed from the SIGKILL until the load stopped;
 	// Acked the writes acknowledged in that time.
 	Failed, Acked int
+	// FailedByKind splits Failed by the load's kinds (Workload, ManagedVM, Tag).
+	FailedByKind map[string]int
 	// FirstWrite is from the SIGKILL until the first acknowledged write; zero when none came.
 	FirstWrite time.Duration
 	// AllReady is from the SIGKILL until every object had converged; zero when they did not
@@ -41,11 +45,26 @@ func Table(rows []Row) string {
 	b.WriteString("| fault | round | outage | failed requests | acknowledged writes | first write after kill | all Ready after kill | lost writes | duplicates | watch: resumes / relists / duplicate events / missed events |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %s | %s | %d | %d | %d / %d / %d / %d |\n",
-			r.Fault, r.Round, seconds(r.Outage), r.Failed, r.Acked, orNone(r.FirstWrite), orNone(r.AllReady),
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %s | %s | %d | %d | %d / %d / %d / %d |\n",
+			r.Fault, r.Round, seconds(r.Outage), failed(r), r.Acked, orNone(r.FirstWrite), orNone(r.AllReady),
 			r.Lost, r.Duplicates, r.Resumes, r.Relists, r.DuplicateEvents, r.MissedEvents)
 	}
 	return b.String()
+}
+
+// failed is the failed requests' count, and per kind when there were any.
+func failed(r Row) string {
+	kinds := make([]string, 0, len(r.FailedByKind))
+	for kind, n := range r.FailedByKind {
+		if n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", kind, n))
+		}
+	}
+	if len(kinds) == 0 {
+		return strconv.Itoa(r.Failed)
+	}
+	sort.Strings(kinds)
+	return fmt.Sprintf("%d (%s)", r.Failed, strings.Join(kinds, ", "))
 }
 
 // seconds renders d as seconds with one decimal.

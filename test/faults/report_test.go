@@ -8,7 +8,7 @@ import (
 
 func TestTableRendersEveryFigure(t *testing.T) {
 	got := Table([]Row{
-		{Fault: "etcd", Round: 1, Outage: 1500 * time.Millisecond, Failed: 12, Acked: 40, FirstWrite: 2 * time.Second, AllReady: 9 * time.Second,
+		{Fault: "etcd", Round: 1, Outage: 1500 * time.Millisecond, Failed: 12, FailedByKind: map[string]int{"Workload": 9, "Tag": 3, "ManagedVM": 0}, Acked: 40, FirstWrite: 2 * time.Second, AllReady: 9 * time.Second,
 			Resumes: 2, Relists: 1, DuplicateEvents: 0, MissedEvents: 3},
 		{Fault: "plinth-apiserver", Round: 2, Lost: 1, Duplicates: 2},
 	})
@@ -16,7 +16,7 @@ func TestTableRendersEveryFigure(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "| fault | round | outage | failed requests") || !strings.HasPrefix(lines[1], "|---|") {
 		t.Fatalf("table:\n%s", got)
 	}
-	if want := "| etcd | 1 | 1.5 s | 12 | 40 | 2.0 s | 9.0 s | 0 | 0 | 2 / 1 / 0 / 3 |"; lines[2] != want {
+	if want := "| etcd | 1 | 1.5 s | 12 (Tag 3, Workload 9) | 40 | 2.0 s | 9.0 s | 0 | 0 | 2 / 1 / 0 / 3 |"; lines[2] != want {
 		t.Errorf("row %q, want %q", lines[2], want)
 	}
 	if want := "| plinth-apiserver | 2 | 0.0 s | 0 | 0 | none | none | 1 | 2 | 0 / 0 / 0 / 0 |"; lines[3] != want {

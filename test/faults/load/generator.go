@@ -35,9 +35,9 @@ type Config struct {
 	Namespace        string
 	// Workloads is how many Workloads are created and then updated round-robin.
 	Workloads int
-	// VMs is how many ManagedVMs are requested and approved, spread over Services
-	// SystemServices of System.
-	VMs, Services int
+	// VMs is how many ManagedVMs are requested and approved in all, spread over Services
+	// SystemServices of System; VMsPerRun is how many each Run requests at most (zero: all).
+	VMs, Services, VMsPerRun int
 	// Cluster is where approved VMs are placed.
 	Cluster string
 	// Interval is the pause after each Workload write and each push; VMInterval after each VM
@@ -140,12 +140,27 @@ func (g *Generator) Run(ctx context.Context) {
 		wg.Go(func() { g.workloads.run(ctx) })
 	}
 	if g.vms != nil {
-		wg.Go(func() { g.vms.run(ctx) })
+		wg.Go(func() { g.vms.run(ctx, g.vms.requested+g.vms.perRun()) })
 	}
 	if g.tags != nil {
 		wg.Go(func() { g.tags.run(ctx) })
 	}
 	wg.Wait()
+}
+
+// Drain approves every request still pending, as an approver would once the load stops, and
+// returns once none is pending or ctx ends; the requests left pending are the error.
+func (g *Generator) Drain(ctx context.Context) error {
+	if g.vms == nil {
+		return nil
+	}
+	for len(g.vms.pending) > 0 {
+		g.vms.approve(ctx)
+		if len(g.vms.pending) > 0 && !pause(ctx, g.vms.cfg.VMInterval) {
+			return fmt.Errorf("%d ManagedVM requests are still pending approval", len(g.vms.pending))
+		}
+	}
+	return nil
 }
 
 // pause waits for the interval; false once ctx has ended.
@@ -227,15 +242,24 @@ type vms struct {
 	turn      bool
 }
 
-// run alternates requesting the next VM and approving the oldest pending request; once all
-// are requested, it approves what is pending and then idles.
-func (v *vms) run(ctx context.Context) {
+// perRun is how many VMs one Run requests at most.
+func (v *vms) perRun() int {
+	if v.cfg.VMsPerRun > 0 {
+		return v.cfg.VMsPerRun
+	}
+	return v.cfg.VMs
+}
+
+// run alternates requesting the next VM and approving the oldest pending request, until
+// upTo (and at most cfg.VMs) are requested; then it approves what is pending and idles.
+func (v *vms) run(ctx context.Context, upTo int) {
+	upTo = min(upTo, v.cfg.VMs)
 	for {
 		v.turn = !v.turn
 		switch {
-		case len(v.pending) > 0 && (v.turn || v.requested == v.cfg.VMs):
+		case len(v.pending) > 0 && (v.turn || v.requested >= upTo):
 			v.approve(ctx)
-		case v.requested < v.cfg.VMs:
+		case v.requested < upTo:
 			v.request(ctx)
 		}
 		if !pause(ctx, v.cfg.VMInterval) {

@@ -142,3 +142,36 @@ func TestTagsPushAndRecordEachOutcome(t *testing.T) {
 		t.Errorf("failures %+v", failures)
 	}
 }
+
+func TestVMsRunRequestsAtMostPerRunAndDrainApprovesTheRest(t *testing.T) {
+	c := fake.NewSimpleClientset()
+	// The server opens a ticket for every request, as plinth-apiserver does.
+	c.PrependReactor("create", "managedvms", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		vm := a.(k8stesting.CreateAction).GetObject().(*gov.ManagedVM)
+		vm.Status.PendingApproval = &gov.PendingApproval{Ticket: "t-" + vm.Name}
+		return false, nil, nil
+	})
+	c.PrependReactor("create", "approvaltickets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &gov.ApprovalTicket{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1"}}, nil
+	})
+	rec := &Recorder{}
+	g := New(Config{Tenant: c, Approver: c, Namespace: "ns", VMs: 5, Services: 2, VMsPerRun: 2, Interval: time.Millisecond, VMInterval: time.Millisecond, Recorder: rec})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	g.Run(ctx)
+	if g.vms.requested != 2 {
+		t.Fatalf("one run requested %d VMs, want 2", g.vms.requested)
+	}
+	// Left pending on purpose: the next run requests two more and Drain approves what is left.
+	g.vms.pending = append(g.vms.pending, 0)
+	if err := g.Drain(context.Background()); err != nil || len(g.vms.pending) != 0 {
+		t.Errorf("Drain: %v, pending %v", err, g.vms.pending)
+	}
+	stuck := New(Config{Tenant: c, Approver: c, Namespace: "ns", VMs: 1, Services: 1, VMInterval: time.Millisecond, Recorder: rec})
+	stuck.vms.pending = []int{9} // a request the server never saw
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := stuck.Drain(ctx); err == nil {
+		t.Error("Drain of a request that never gets a ticket succeeded")
+	}
+}

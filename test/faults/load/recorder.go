@@ -119,6 +119,19 @@ func (r *Recorder) FailedBetween(from, to time.Time) int {
 	return n
 }
 
+// FailedByKind counts the requests that failed in [from, to] per kind.
+func (r *Recorder) FailedByKind(from, to time.Time) map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := map[string]int{}
+	for _, f := range r.failures {
+		if !f.At.Before(from) && !f.At.After(to) {
+			n[f.Kind]++
+		}
+	}
+	return n
+}
+
 // AckedBetween counts the writes acknowledged in [from, to].
 func (r *Recorder) AckedBetween(from, to time.Time) int {
 	r.mu.Lock()

@@ -37,6 +37,10 @@ func TestRecorderCountsInWindows(t *testing.T) {
 	if n := r.FailedBetween(t0.Add(time.Second), t0.Add(3*time.Second)); n != 3 {
 		t.Errorf("FailedBetween = %d, want 3 (both ends count)", n)
 	}
+	r.Fail(Failure{Key: Key{KindTag, "repo", "1.0.1"}, At: t0.Add(2 * time.Second)})
+	if byKind := r.FailedByKind(t0.Add(time.Second), t0.Add(2*time.Second)); len(byKind) != 2 || byKind[KindWorkload] != 2 || byKind[KindTag] != 1 {
+		t.Errorf("FailedByKind = %v", byKind)
+	}
 	if n := r.AckedBetween(t0, t0.Add(10*time.Second)); n != 2 {
 		t.Errorf("AckedBetween = %d, want 2", n)
 	}
@@ -49,7 +53,7 @@ func TestRecorderCountsInWindows(t *testing.T) {
 	if _, ok := r.FirstAckAfter(t0.Add(7*time.Second), ""); ok {
 		t.Error("FirstAckAfter found a write at the given time, want only later ones")
 	}
-	if len(r.Failures()) != 5 {
+	if len(r.Failures()) != 6 {
 		t.Errorf("Failures = %d", len(r.Failures()))
 	}
 }
