@@ -19,6 +19,7 @@ import (
 	kubevirtv1client "kubevirt.io/client-go/kubevirt/typed/core/v1"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
+	compute "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
@@ -35,8 +36,8 @@ type form struct {
 	// rounds repeats every fault.
 	rounds int
 	// workloads, vmsPerFault and services size the load; interval and vmInterval pace it.
-	workloads, vmsPerFault, services int
-	interval, vmInterval             time.Duration
+	workloads, computes, vmsPerFault, services int
+	interval, vmInterval                       time.Duration
 	// before and after are how long the load runs before the SIGKILL and after the first
 	// acknowledged write that follows it.
 	before, after time.Duration
@@ -49,14 +50,14 @@ type form struct {
 // shortForm runs in `make test` (about three minutes with the platform's start): a small load
 // and every fault once. Its lease is shorter than the default so the leader's faults cost
 // seconds, not the default's fifteen.
-var shortForm = form{name: "short", rounds: 1, workloads: 6, vmsPerFault: 2, services: 2,
+var shortForm = form{name: "short", rounds: 1, workloads: 6, computes: 3, vmsPerFault: 2, services: 2,
 	interval: 100 * time.Millisecond, vmInterval: 300 * time.Millisecond,
 	before: 3 * time.Second, after: 3 * time.Second, readyBound: 90 * time.Second,
 	controllerArgs: []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}}
 
 // longForm runs in `make test-faults`: more load, three rounds, longer load around each fault,
 // and plinth-controller's default lease (15 s).
-var longForm = form{name: "long", rounds: 3, workloads: 30, vmsPerFault: 6, services: 3,
+var longForm = form{name: "long", rounds: 3, workloads: 30, computes: 10, vmsPerFault: 6, services: 3,
 	interval: 50 * time.Millisecond, vmInterval: 200 * time.Millisecond,
 	before: 10 * time.Second, after: 10 * time.Second, readyBound: 180 * time.Second}
 
@@ -148,7 +149,7 @@ func TestFaults(t *testing.T) {
 
 	rec := &load.Recorder{}
 	cfg := load.Config{Tenant: alice, Approver: carol, Namespace: ns,
-		Workloads: f.workloads, VMs: f.vmsPerFault * len(faults) * f.rounds, VMsPerRun: f.vmsPerFault, Services: f.services, Cluster: localplatform.LocalCluster,
+		Workloads: f.workloads, TenantComputes: f.computes, VMs: f.vmsPerFault * len(faults) * f.rounds, VMsPerRun: f.vmsPerFault, Services: f.services, Cluster: localplatform.LocalCluster,
 		Interval: f.interval, VMInterval: f.vmInterval, RegistryEndpoint: p.RegistryEndpoint(), Repository: repository,
 		RequestTimeout: 5 * time.Second, Recorder: rec}
 	if err := load.Setup(ctx, cfg); err != nil {
@@ -176,8 +177,8 @@ func TestFaults(t *testing.T) {
 		}
 	}
 	table := Table(rows)
-	t.Logf("faults under load, %s form (%d workloads, %d VMs, pushes every %s, etcd with fsync, Ready bound %s), total %s:\n%s",
-		f.name, f.workloads, cfg.VMs, f.interval, f.readyBound, time.Since(started).Round(time.Second), table)
+	t.Logf("faults under load, %s form (%d workloads, %d tenant computes, %d VMs, pushes every %s, etcd with fsync, Ready bound %s), total %s:\n%s",
+		f.name, f.workloads, f.computes, cfg.VMs, f.interval, f.readyBound, time.Since(started).Round(time.Second), table)
 	if out := os.Getenv("PLINTH_FAULTS_REPORT"); out != "" {
 		if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
 			t.Error(err)
@@ -328,7 +329,7 @@ func violations(vs []check.Violation) string {
 // ManagedVMs with their create tickets, the VirtualMachines on Cluster local, and the load's
 // repository's tags.
 func snapshot(ctx context.Context, admin clientset.Interface, kube kubernetes.Interface, kv kubevirtv1client.KubevirtV1Interface, registry string) (check.Snapshot, error) {
-	s := check.Snapshot{Workloads: map[string]check.WorkloadState{}, VMs: map[string]check.VMState{}, RunningPhase: string(gov.VMPhaseRunning),
+	s := check.Snapshot{Workloads: map[string]check.ObjectState{}, TenantComputes: map[string]check.ObjectState{}, VMs: map[string]check.VMState{}, RunningPhase: string(gov.VMPhaseRunning),
 		RegistryTags: map[string]bool{}}
 	wls, err := admin.ScoreV1b1().Workloads(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -343,18 +344,33 @@ func snapshot(ctx context.Context, admin clientset.Interface, kube kubernetes.In
 		byWorkload[d.Labels[v1b1.WorkloadLabel]] = append(byWorkload[d.Labels[v1b1.WorkloadLabel]], d)
 	}
 	for _, w := range wls.Items {
-		st := check.WorkloadState{Generation: w.Generation, ObservedGeneration: w.Status.ObservedGeneration,
+		st := check.ObjectState{Generation: w.Generation, ObservedGeneration: w.Status.ObservedGeneration,
 			Ready: meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionReady)}
 		st.Seq, _ = load.ImageSeq(w.Spec.Containers["main"].Image)
-		for _, d := range byWorkload[w.Name] {
-			st.Deployments = append(st.Deployments, d.Name)
-			var seq int64
-			if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
-				seq, _ = load.ImageSeq(cs[0].Image)
-			}
-			st.DeploymentSeqs = append(st.DeploymentSeqs, seq)
-		}
+		addDeployments(&st, byWorkload[w.Name])
 		s.Workloads[ns+"/"+w.Name] = st
+	}
+	tcs, err := admin.ComputeV1alpha1().TenantComputes(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, err
+	}
+	// A TenantCompute's Deployment lives in its tenant's namespace, labelled with its own.
+	tenantDeps, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: compute.LabelTenantComputeName})
+	if err != nil {
+		return s, err
+	}
+	byCompute := map[string][]appsv1.Deployment{}
+	for _, d := range tenantDeps.Items {
+		id := d.Labels[compute.LabelTenantComputeNamespace] + "/" + d.Labels[compute.LabelTenantComputeName]
+		byCompute[id] = append(byCompute[id], d)
+	}
+	for _, tc := range tcs.Items {
+		st := check.ObjectState{Generation: tc.Generation, ObservedGeneration: tc.Status.ObservedGeneration, Ready: tc.Status.Phase == compute.PhaseReady}
+		if len(tc.Spec.Containers) > 0 {
+			st.Seq, _ = load.ImageSeq(tc.Spec.Containers[0].Image)
+		}
+		addDeployments(&st, byCompute[ns+"/"+tc.Name])
+		s.TenantComputes[ns+"/"+tc.Name] = st
 	}
 	vms, err := admin.GovernanceV1alpha1().ManagedVMs(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -392,4 +408,16 @@ func snapshot(ctx context.Context, admin clientset.Interface, kube kubernetes.In
 		s.RegistryTags[repository+":"+tag] = true
 	}
 	return s, nil
+}
+
+// addDeployments records deps as st's Deployments, with the seq of each one's first container.
+func addDeployments(st *check.ObjectState, deps []appsv1.Deployment) {
+	for _, d := range deps {
+		st.Deployments = append(st.Deployments, d.Namespace+"/"+d.Name)
+		var seq int64
+		if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+			seq, _ = load.ImageSeq(cs[0].Image)
+		}
+		st.DeploymentSeqs = append(st.DeploymentSeqs, seq)
+	}
 }

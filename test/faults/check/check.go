@@ -24,14 +24,15 @@ const (
 	NotConverged = "not-converged"
 )
 
-// WorkloadState is what a snapshot saw of one Workload.
-type WorkloadState struct {
+// ObjectState is what a snapshot saw of one Workload or TenantCompute.
+type ObjectState struct {
 	// Seq is the seq in its image (load.ImageSeq); 0 for an image the generator did not write.
 	Seq                            int64
 	Generation, ObservedGeneration int64
-	// Ready is its Ready condition's status being True.
+	// Ready is its Ready condition being True (a Workload) or its phase Ready (a
+	// TenantCompute).
 	Ready bool
-	// Deployments are the Deployments labelled with its name; DeploymentSeqs their images' seqs.
+	// Deployments are the Deployments made for it; DeploymentSeqs their images' seqs.
 	Deployments    []string
 	DeploymentSeqs []int64
 }
@@ -56,7 +57,8 @@ type VirtualMachine struct {
 
 // Snapshot is the platform's state, by namespace/name.
 type Snapshot struct {
-	Workloads       map[string]WorkloadState
+	Workloads       map[string]ObjectState
+	TenantComputes  map[string]ObjectState
 	VMs             map[string]VMState
 	VirtualMachines []VirtualMachine
 	// RunningPhase is the ManagedVM phase that counts as converged.
@@ -82,12 +84,16 @@ func Check(latest map[load.Key]load.Write, s Snapshot) []Violation {
 	for key, w := range latest {
 		id := key.Namespace + "/" + key.Name
 		switch key.Kind {
-		case load.KindWorkload:
-			wl, ok := s.Workloads[id]
+		case load.KindWorkload, load.KindTenantCompute:
+			objects := s.Workloads
+			if key.Kind == load.KindTenantCompute {
+				objects = s.TenantComputes
+			}
+			o, ok := objects[id]
 			if !ok {
-				add(Lost, "Workload "+id, "acknowledged (seq %d, resourceVersion %s) but missing", w.Seq, w.ResourceVersion)
-			} else if wl.Seq < w.Seq {
-				add(Lost, "Workload "+id, "holds seq %d, but seq %d was acknowledged (resourceVersion %s)", wl.Seq, w.Seq, w.ResourceVersion)
+				add(Lost, key.Kind+" "+id, "acknowledged (seq %d, resourceVersion %s) but missing", w.Seq, w.ResourceVersion)
+			} else if o.Seq < w.Seq {
+				add(Lost, key.Kind+" "+id, "holds seq %d, but seq %d was acknowledged (resourceVersion %s)", o.Seq, w.Seq, w.ResourceVersion)
 			}
 		case load.KindManagedVM:
 			vm, ok := s.VMs[id]
@@ -102,21 +108,33 @@ func Check(latest map[load.Key]load.Write, s Snapshot) []Violation {
 			}
 		}
 	}
-	for id, wl := range s.Workloads {
-		switch {
-		case len(wl.Deployments) > 1:
-			add(Duplicate, "Workload "+id, "%d Deployments: %v", len(wl.Deployments), wl.Deployments)
-		case len(wl.Deployments) == 0:
-			add(NotConverged, "Workload "+id, "no Deployment")
-		case wl.DeploymentSeqs[0] != wl.Seq:
-			add(NotConverged, "Workload "+id, "its Deployment runs seq %d, the Workload asks for seq %d", wl.DeploymentSeqs[0], wl.Seq)
-		}
-		if !wl.Ready || wl.ObservedGeneration != wl.Generation {
-			add(NotConverged, "Workload "+id, "Ready %v at observed generation %d of %d", wl.Ready, wl.ObservedGeneration, wl.Generation)
-		}
-	}
+	out = append(out, checkObjects(load.KindWorkload, s.Workloads)...)
+	out = append(out, checkObjects(load.KindTenantCompute, s.TenantComputes)...)
 	out = append(out, checkVMs(s)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// checkObjects checks that each object has one Deployment, running its seq, and is Ready at
+// its generation.
+func checkObjects(kind string, objects map[string]ObjectState) []Violation {
+	var out []Violation
+	add := func(class, object, format string, args ...any) {
+		out = append(out, Violation{class, object, fmt.Sprintf(format, args...)})
+	}
+	for id, o := range objects {
+		switch {
+		case len(o.Deployments) > 1:
+			add(Duplicate, kind+" "+id, "%d Deployments: %v", len(o.Deployments), o.Deployments)
+		case len(o.Deployments) == 0:
+			add(NotConverged, kind+" "+id, "no Deployment")
+		case o.DeploymentSeqs[0] != o.Seq:
+			add(NotConverged, kind+" "+id, "its Deployment runs seq %d, the %s asks for seq %d", o.DeploymentSeqs[0], kind, o.Seq)
+		}
+		if !o.Ready || o.ObservedGeneration != o.Generation {
+			add(NotConverged, kind+" "+id, "Ready %v at observed generation %d of %d", o.Ready, o.ObservedGeneration, o.Generation)
+		}
+	}
 	return out
 }
 

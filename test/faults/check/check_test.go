@@ -13,8 +13,11 @@ const running = "RUNNING"
 func healthy() Snapshot {
 	return Snapshot{
 		RunningPhase: running,
-		Workloads: map[string]WorkloadState{
+		Workloads: map[string]ObjectState{
 			"ns/w-000": {Seq: 5, Generation: 3, ObservedGeneration: 3, Ready: true, Deployments: []string{"w-000"}, DeploymentSeqs: []int64{5}},
+		},
+		TenantComputes: map[string]ObjectState{
+			"ns/tc-000": {Seq: 2, Generation: 2, ObservedGeneration: 2, Ready: true, Deployments: []string{"faults-000"}, DeploymentSeqs: []int64{2}},
 		},
 		VMs: map[string]VMState{
 			"ns/vm-000": {Service: "svc-0", Instance: 1, Approved: true, Phase: running, CreateTickets: []string{"t1"}},
@@ -30,10 +33,11 @@ func healthy() Snapshot {
 
 func healthyWrites() map[load.Key]load.Write {
 	return map[load.Key]load.Write{
-		{Kind: load.KindWorkload, Namespace: "ns", Name: "w-000"}:     {Seq: 4, ResourceVersion: "40"},
-		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-000"}:   {Verb: load.VerbApprove, Seq: 2},
-		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-001"}:   {Verb: load.VerbCreate, Seq: 1},
-		{Kind: load.KindTag, Namespace: "faults/load", Name: "1.0.2"}: {Verb: load.VerbPush, Seq: 2},
+		{Kind: load.KindWorkload, Namespace: "ns", Name: "w-000"}:       {Seq: 4, ResourceVersion: "40"},
+		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-000"}:     {Verb: load.VerbApprove, Seq: 2},
+		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-001"}:     {Verb: load.VerbCreate, Seq: 1},
+		{Kind: load.KindTag, Namespace: "faults/load", Name: "1.0.2"}:   {Verb: load.VerbPush, Seq: 2},
+		{Kind: load.KindTenantCompute, Namespace: "ns", Name: "tc-000"}: {Verb: load.VerbUpdate, Seq: 2},
 	}
 }
 
@@ -113,6 +117,21 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			vm.Phase = "CREATING"
 			s.VMs["ns/vm-002"] = vm
 		}, "not-converged ManagedVM ns/vm-002"},
+		"a TenantCompute with older content": {func(s *Snapshot, _ map[load.Key]load.Write) {
+			tc := s.TenantComputes["ns/tc-000"]
+			tc.Seq, tc.DeploymentSeqs = 1, []int64{1}
+			s.TenantComputes["ns/tc-000"] = tc
+		}, "lost TenantCompute ns/tc-000"},
+		"a TenantCompute with two Deployments": {func(s *Snapshot, _ map[load.Key]load.Write) {
+			tc := s.TenantComputes["ns/tc-000"]
+			tc.Deployments, tc.DeploymentSeqs = []string{"a", "b"}, []int64{2, 2}
+			s.TenantComputes["ns/tc-000"] = tc
+		}, "duplicate TenantCompute ns/tc-000"},
+		"a TenantCompute not Ready": {func(s *Snapshot, _ map[load.Key]load.Write) {
+			tc := s.TenantComputes["ns/tc-000"]
+			tc.Ready = false
+			s.TenantComputes["ns/tc-000"] = tc
+		}, "not-converged TenantCompute ns/tc-000"},
 		"a pushed tag lost": {func(s *Snapshot, _ map[load.Key]load.Write) { delete(s.RegistryTags, "faults/load:1.0.2") }, "lost tag faults/load:1.0.2"},
 		"a request still pending": {func(s *Snapshot, _ map[load.Key]load.Write) {
 			s.VMs["ns/vm-003"] = VMState{Service: "svc-2", Pending: true, CreateTickets: []string{"t4"}}

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	compute "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
@@ -33,8 +35,9 @@ type Config struct {
 	// to a dead component fails instead of waiting for it.
 	Tenant, Approver clientset.Interface
 	Namespace        string
-	// Workloads is how many Workloads are created and then updated round-robin.
-	Workloads int
+	// Workloads and TenantComputes are how many of each are created and then updated
+	// round-robin.
+	Workloads, TenantComputes int
 	// VMs is how many ManagedVMs are requested and approved in all, spread over Services
 	// SystemServices of System; VMsPerRun is how many each Run requests at most (zero: all).
 	VMs, Services, VMsPerRun int
@@ -111,7 +114,8 @@ func retryCreate(ctx context.Context, create func() error) error {
 // Generator writes the configured load. Its streams keep their state between runs, so a
 // test can run it, stop it to let the platform settle, and run it again.
 type Generator struct {
-	workloads *workloads
+	workloads *objects
+	computes  *objects
 	vms       *vms
 	tags      *tags
 }
@@ -121,6 +125,9 @@ func New(cfg Config) *Generator {
 	g := &Generator{}
 	if cfg.Workloads > 0 {
 		g.workloads = newWorkloads(cfg)
+	}
+	if cfg.TenantComputes > 0 {
+		g.computes = newComputes(cfg)
 	}
 	if cfg.VMs > 0 && cfg.Services > 0 {
 		g.vms = &vms{cfg: cfg}
@@ -132,12 +139,15 @@ func New(cfg Config) *Generator {
 }
 
 // Run writes until ctx ends: one stream creates the Workloads and then updates their images
-// round-robin, one requests the ManagedVMs and approves each request, one pushes artifacts to
+// round-robin, one does the same with TenantComputes, one requests the ManagedVMs and approves each request, one pushes artifacts to
 // the registry. It returns when every stream has stopped.
 func (g *Generator) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if g.workloads != nil {
 		wg.Go(func() { g.workloads.run(ctx) })
+	}
+	if g.computes != nil {
+		wg.Go(func() { g.computes.run(ctx) })
 	}
 	if g.vms != nil {
 		wg.Go(func() { g.vms.run(ctx, g.vms.requested+g.vms.perRun()) })
@@ -173,65 +183,129 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// workloads is the Workload stream's state.
-type workloads struct {
-	cfg     Config
-	created []bool
-	// next is the seq the next write of each Workload carries: it only grows, also past
+// objects is the state of a stream that creates count objects of one kind and then writes
+// the next seq into each in turn: the Workload stream and the TenantCompute stream.
+type objects struct {
+	cfg   Config
+	kind  string
+	count int
+	name  func(i int) string
+	// create creates object i with seq and patch writes seq into it; both return the
+	// resourceVersion of the answer.
+	create, patch func(ctx context.Context, i int, seq int64) (string, error)
+	created       []bool
+	// next is the seq the next write of each object carries: it only grows, also past
 	// failed writes (which may have landed), so the content of an object never goes back.
 	next []int64
 }
 
-func newWorkloads(cfg Config) *workloads {
-	w := &workloads{cfg: cfg, created: make([]bool, cfg.Workloads), next: make([]int64, cfg.Workloads)}
-	for i := range w.next {
-		w.next[i] = 1
+func newObjects(cfg Config, kind string, count int, name func(int) string, create, patch func(context.Context, int, int64) (string, error)) *objects {
+	o := &objects{cfg: cfg, kind: kind, count: count, name: name, create: create, patch: patch,
+		created: make([]bool, count), next: make([]int64, count)}
+	for i := range o.next {
+		o.next[i] = 1
 	}
-	return w
+	return o
 }
 
-func (w *workloads) run(ctx context.Context) {
-	for i := 0; ; i = (i + 1) % w.cfg.Workloads {
-		w.write(ctx, i)
-		if !pause(ctx, w.cfg.Interval) {
+// newWorkloads is the Workload stream: the seq is the tag of the one container's image.
+func newWorkloads(cfg Config) *objects {
+	client := cfg.Tenant.ScoreV1b1().Workloads(cfg.Namespace)
+	return newObjects(cfg, KindWorkload, cfg.Workloads, WorkloadName,
+		func(ctx context.Context, i int, seq int64) (string, error) {
+			obj, err := client.Create(ctx, &v1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: WorkloadName(i)},
+				Spec: v1b1.WorkloadSpec{Containers: map[string]v1b1.Container{"main": {Image: Image(seq)}}}}, metav1.CreateOptions{})
+			if err != nil {
+				return "", err
+			}
+			return obj.ResourceVersion, nil
+		},
+		func(ctx context.Context, i int, seq int64) (string, error) {
+			// A merge patch carries no resourceVersion: the controller's status writes cannot
+			// make it conflict.
+			patch := fmt.Sprintf(`{"spec":{"containers":{"main":{"image":%q}}}}`, Image(seq))
+			obj, err := client.Patch(ctx, WorkloadName(i), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			if err != nil {
+				return "", err
+			}
+			return obj.ResourceVersion, nil
+		})
+}
+
+// TenantID is the tenant ID of generated TenantCompute i; its objects live in namespace
+// tenant-<id>.
+func TenantID(i int) string { return fmt.Sprintf("faults-%03d", i) }
+
+// ComputeName is the name of generated TenantCompute i.
+func ComputeName(i int) string { return fmt.Sprintf("tc-%03d", i) }
+
+// computeContainers is a generated TenantCompute's one container, running Image(seq).
+func computeContainers(seq int64) []compute.ContainerSpec {
+	return []compute.ContainerSpec{{Name: "web", Image: Image(seq),
+		Ports: []compute.PortMapping{{ContainerPort: 8080, HostPort: 80, Protocol: "tcp", Name: "http"}}}}
+}
+
+// newComputes is the TenantCompute stream (kubernetes provider): the seq is the tag of the
+// one container's image.
+func newComputes(cfg Config) *objects {
+	client := cfg.Tenant.ComputeV1alpha1().TenantComputes(cfg.Namespace)
+	return newObjects(cfg, KindTenantCompute, cfg.TenantComputes, ComputeName,
+		func(ctx context.Context, i int, seq int64) (string, error) {
+			obj, err := client.Create(ctx, &compute.TenantCompute{ObjectMeta: metav1.ObjectMeta{Name: ComputeName(i)},
+				Spec: compute.TenantComputeSpec{TenantID: TenantID(i), ProviderType: "kubernetes", Containers: computeContainers(seq),
+					Resources: compute.ResourceRequirements{CPU: 100, Memory: 128}}}, metav1.CreateOptions{})
+			if err != nil {
+				return "", err
+			}
+			return obj.ResourceVersion, nil
+		},
+		func(ctx context.Context, i int, seq int64) (string, error) {
+			// A merge patch replaces the list of containers whole.
+			patch, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": computeContainers(seq)}})
+			if err != nil {
+				return "", err
+			}
+			obj, err := client.Patch(ctx, ComputeName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+			if err != nil {
+				return "", err
+			}
+			return obj.ResourceVersion, nil
+		})
+}
+
+func (o *objects) run(ctx context.Context) {
+	for i := 0; ; i = (i + 1) % o.count {
+		o.write(ctx, i)
+		if !pause(ctx, o.cfg.Interval) {
 			return
 		}
 	}
 }
 
-// write creates Workload i, or patches its image to the next seq once it exists.
-func (w *workloads) write(ctx context.Context, i int) {
-	name := WorkloadName(i)
-	key := Key{KindWorkload, w.cfg.Namespace, name}
-	client := w.cfg.Tenant.ScoreV1b1().Workloads(w.cfg.Namespace)
-	seq := w.next[i]
-	w.next[i]++
-	verb := VerbUpdate
-	var obj *v1b1.Workload
-	var err error
-	if !w.created[i] {
-		verb = VerbCreate
-		obj, err = client.Create(ctx, &v1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1b1.WorkloadSpec{Containers: map[string]v1b1.Container{"main": {Image: Image(seq)}}}}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			// An earlier create whose answer was lost did land: from now on, update.
-			w.created[i] = true
-			return
-		}
-	} else {
-		// A merge patch carries no resourceVersion: the controller's status writes cannot
-		// make it conflict.
-		patch := fmt.Sprintf(`{"spec":{"containers":{"main":{"image":%q}}}}`, Image(seq))
-		obj, err = client.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+// write creates object i, or writes the next seq into it once it exists.
+func (o *objects) write(ctx context.Context, i int) {
+	name := o.name(i)
+	key := Key{o.kind, o.cfg.Namespace, name}
+	seq := o.next[i]
+	o.next[i]++
+	verb, write := VerbUpdate, o.patch
+	if !o.created[i] {
+		verb, write = VerbCreate, o.create
+	}
+	rv, err := write(ctx, i, seq)
+	if verb == VerbCreate && apierrors.IsAlreadyExists(err) {
+		// An earlier create whose answer was lost did land: from now on, update.
+		o.created[i] = true
+		return
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			w.cfg.Recorder.Fail(Failure{Key: key, Verb: verb, At: time.Now(), Err: err.Error()})
+			o.cfg.Recorder.Fail(Failure{Key: key, Verb: verb, At: time.Now(), Err: err.Error()})
 		}
 		return
 	}
-	w.created[i] = true
-	w.cfg.Recorder.Ack(Write{Key: key, Verb: verb, ResourceVersion: obj.ResourceVersion, Seq: seq, At: time.Now()})
+	o.created[i] = true
+	o.cfg.Recorder.Ack(Write{Key: key, Verb: verb, ResourceVersion: rv, Seq: seq, At: time.Now()})
 }
 
 // vms is the ManagedVM stream's state.

@@ -175,3 +175,19 @@ func TestVMsRunRequestsAtMostPerRunAndDrainApprovesTheRest(t *testing.T) {
 		t.Error("Drain of a request that never gets a ticket succeeded")
 	}
 }
+
+func TestComputesCreateThenReplaceTheContainers(t *testing.T) {
+	c := fake.NewSimpleClientset()
+	rec := &Recorder{}
+	o := newComputes(Config{Tenant: c, Namespace: "ns", TenantComputes: 2, Recorder: rec})
+	ctx := context.Background()
+	o.write(ctx, 1)
+	o.write(ctx, 1)
+	tc, err := c.ComputeV1alpha1().TenantComputes("ns").Get(ctx, ComputeName(1), metav1.GetOptions{})
+	if err != nil || tc.Spec.TenantID != TenantID(1) || len(tc.Spec.Containers) != 1 || tc.Spec.Containers[0].Image != Image(2) {
+		t.Fatalf("tenant compute %+v %v", tc, err)
+	}
+	if w := rec.Writes(); len(w) != 2 || w[0].Kind != KindTenantCompute || w[1].Verb != VerbUpdate || w[1].Seq != 2 {
+		t.Errorf("writes %+v", w)
+	}
+}
