@@ -21,6 +21,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	compute "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	infra "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
@@ -36,8 +37,8 @@ type form struct {
 	// rounds repeats every fault.
 	rounds int
 	// workloads, vmsPerFault and services size the load; interval and vmInterval pace it.
-	workloads, computes, vmsPerFault, services int
-	interval, vmInterval                       time.Duration
+	workloads, computes, packs, vmsPerFault, services int
+	interval, vmInterval, packInterval                time.Duration
 	// before and after are how long the load runs before the SIGKILL and after the first
 	// acknowledged write that follows it.
 	before, after time.Duration
@@ -50,15 +51,15 @@ type form struct {
 // shortForm runs in `make test` (about three minutes with the platform's start): a small load
 // and every fault once. Its lease is shorter than the default so the leader's faults cost
 // seconds, not the default's fifteen.
-var shortForm = form{name: "short", rounds: 1, workloads: 6, computes: 3, vmsPerFault: 2, services: 2,
-	interval: 100 * time.Millisecond, vmInterval: 300 * time.Millisecond,
+var shortForm = form{name: "short", rounds: 1, workloads: 6, computes: 3, packs: 2, vmsPerFault: 2, services: 2,
+	interval: 100 * time.Millisecond, vmInterval: 300 * time.Millisecond, packInterval: 2 * time.Second,
 	before: 3 * time.Second, after: 3 * time.Second, readyBound: 90 * time.Second,
 	controllerArgs: []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}}
 
 // longForm runs in `make test-faults`: more load, three rounds, longer load around each fault,
 // and plinth-controller's default lease (15 s).
-var longForm = form{name: "long", rounds: 3, workloads: 30, computes: 10, vmsPerFault: 6, services: 3,
-	interval: 50 * time.Millisecond, vmInterval: 200 * time.Millisecond,
+var longForm = form{name: "long", rounds: 3, workloads: 30, computes: 10, packs: 4, vmsPerFault: 6, services: 3,
+	interval: 50 * time.Millisecond, vmInterval: 200 * time.Millisecond, packInterval: time.Second,
 	before: 10 * time.Second, after: 10 * time.Second, readyBound: 180 * time.Second}
 
 // fault is one component to kill.
@@ -102,6 +103,8 @@ func leader(ctx context.Context, p *localplatform.Platform) (string, error) {
 const (
 	ns         = "team-a"
 	repository = "faults/load"
+	// Packs live in plinth-system and deliver their ConfigMap into faults-packs on Cluster local.
+	packNamespace, packTarget = "plinth-system", "faults-packs"
 )
 
 // TestFaults: SIGKILL etcd, kube-apiserver, plinth-apiserver, the leading plinth-controller and
@@ -141,6 +144,7 @@ func TestFaults(t *testing.T) {
 	}
 	_, alice := client("alice", 5*time.Second)
 	_, carol := client("carol", 5*time.Second)
+	_, dana := client("dana", 5*time.Second)
 	adminCfg, admin := client("admin", 10*time.Second)
 	kube := kubernetes.NewForConfigOrDie(adminCfg)
 	kv := kubevirtclient.NewForConfigOrDie(adminCfg).KubevirtV1()
@@ -151,6 +155,7 @@ func TestFaults(t *testing.T) {
 	cfg := load.Config{Tenant: alice, Approver: carol, Namespace: ns,
 		Workloads: f.workloads, TenantComputes: f.computes, VMs: f.vmsPerFault * len(faults) * f.rounds, VMsPerRun: f.vmsPerFault, Services: f.services, Cluster: localplatform.LocalCluster,
 		Interval: f.interval, VMInterval: f.vmInterval, RegistryEndpoint: p.RegistryEndpoint(), Repository: repository,
+		Admin: dana, Packs: f.packs, PackNamespace: packNamespace, PackTargetNamespace: packTarget, PackInterval: f.packInterval,
 		RequestTimeout: 5 * time.Second, Recorder: rec}
 	if err := load.Setup(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -177,8 +182,8 @@ func TestFaults(t *testing.T) {
 		}
 	}
 	table := Table(rows)
-	t.Logf("faults under load, %s form (%d workloads, %d tenant computes, %d VMs, pushes every %s, etcd with fsync, Ready bound %s), total %s:\n%s",
-		f.name, f.workloads, f.computes, cfg.VMs, f.interval, f.readyBound, time.Since(started).Round(time.Second), table)
+	t.Logf("faults under load, %s form (%d workloads, %d tenant computes, %d packs, %d VMs, pushes every %s, etcd with fsync, Ready bound %s), total %s:\n%s",
+		f.name, f.workloads, f.computes, f.packs, cfg.VMs, f.interval, f.readyBound, time.Since(started).Round(time.Second), table)
 	if out := os.Getenv("PLINTH_FAULTS_REPORT"); out != "" {
 		if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
 			t.Error(err)
@@ -329,7 +334,7 @@ func violations(vs []check.Violation) string {
 // ManagedVMs with their create tickets, the VirtualMachines on Cluster local, and the load's
 // repository's tags.
 func snapshot(ctx context.Context, admin clientset.Interface, kube kubernetes.Interface, kv kubevirtv1client.KubevirtV1Interface, registry string) (check.Snapshot, error) {
-	s := check.Snapshot{Workloads: map[string]check.ObjectState{}, TenantComputes: map[string]check.ObjectState{}, VMs: map[string]check.VMState{}, RunningPhase: string(gov.VMPhaseRunning),
+	s := check.Snapshot{Workloads: map[string]check.ObjectState{}, TenantComputes: map[string]check.ObjectState{}, Packs: map[string]check.PackState{}, VMs: map[string]check.VMState{}, RunningPhase: string(gov.VMPhaseRunning),
 		RegistryTags: map[string]bool{}}
 	wls, err := admin.ScoreV1b1().Workloads(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -371,6 +376,9 @@ func snapshot(ctx context.Context, admin clientset.Interface, kube kubernetes.In
 		}
 		addDeployments(&st, byCompute[ns+"/"+tc.Name])
 		s.TenantComputes[ns+"/"+tc.Name] = st
+	}
+	if err := snapshotPacks(ctx, admin, kube, &s); err != nil {
+		return s, err
 	}
 	vms, err := admin.GovernanceV1alpha1().ManagedVMs(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -420,4 +428,49 @@ func addDeployments(st *check.ObjectState, deps []appsv1.Deployment) {
 		}
 		st.DeploymentSeqs = append(st.DeploymentSeqs, seq)
 	}
+}
+
+// snapshotPacks reads the load's packs, their instances on Cluster local and the ConfigMaps
+// they delivered there.
+func snapshotPacks(ctx context.Context, admin clientset.Interface, kube kubernetes.Interface, s *check.Snapshot) error {
+	packs, err := admin.InfrastructureV1alpha1().InfrastructureClusterPacks(packNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	instances, err := admin.InfrastructureV1alpha1().InfrastructurePackInstances(infra.InstanceNamespace(localplatform.LocalCluster)).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	byPack := map[string][]infra.InfrastructurePackInstance{}
+	for _, inst := range instances.Items {
+		if inst.Spec.TargetClusterRef == localplatform.LocalCluster {
+			byPack[inst.Spec.ClusterPackRef] = append(byPack[inst.Spec.ClusterPackRef], inst)
+		}
+	}
+	delivered, err := kube.CoreV1().ConfigMaps(packTarget).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	deliveredSeq := map[string]int64{}
+	for _, cm := range delivered.Items {
+		deliveredSeq[cm.Name], _ = strconv.ParseInt(cm.Data["seq"], 10, 64)
+	}
+	for _, pack := range packs.Items {
+		seq, ok := load.PackSeq(pack.Spec.Version)
+		if !ok {
+			continue // not the load's
+		}
+		st := check.PackState{Seq: seq, DeliveredSeq: deliveredSeq[pack.Name],
+			Ready: pack.Status.ObservedGeneration == pack.Generation && pack.Status.Version == pack.Spec.Version &&
+				meta.IsStatusConditionTrue(pack.Status.Conditions, infra.ConditionReady)}
+		for i, inst := range byPack[pack.Name] {
+			st.Instances = append(st.Instances, inst.Name)
+			if i == 0 {
+				st.InstanceSeq, _ = load.PackSeq(inst.Spec.Version)
+				st.InstanceReady = meta.IsStatusConditionTrue(inst.Status.Conditions, infra.ConditionReady)
+			}
+		}
+		s.Packs[packNamespace+"/"+pack.Name] = st
+	}
+	return nil
 }

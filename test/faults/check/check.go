@@ -37,6 +37,22 @@ type ObjectState struct {
 	DeploymentSeqs []int64
 }
 
+// PackState is what a snapshot saw of one InfrastructureClusterPack delivered to one cluster.
+type PackState struct {
+	// Seq is the seq in its version (load.PackSeq).
+	Seq int64
+	// Ready is its Ready condition being True for the status of its current generation and
+	// version.
+	Ready bool
+	// Instances are its InstancePackInstances for the cluster (one is right);
+	// InstanceSeq and InstanceReady describe the first one.
+	Instances     []string
+	InstanceSeq   int64
+	InstanceReady bool
+	// DeliveredSeq is the seq the delivered ConfigMap on the cluster holds (0: none).
+	DeliveredSeq int64
+}
+
 // VMState is what a snapshot saw of one ManagedVM.
 type VMState struct {
 	Service string
@@ -59,6 +75,7 @@ type VirtualMachine struct {
 type Snapshot struct {
 	Workloads       map[string]ObjectState
 	TenantComputes  map[string]ObjectState
+	Packs           map[string]PackState
 	VMs             map[string]VMState
 	VirtualMachines []VirtualMachine
 	// RunningPhase is the ManagedVM phase that counts as converged.
@@ -95,6 +112,13 @@ func Check(latest map[load.Key]load.Write, s Snapshot) []Violation {
 			} else if o.Seq < w.Seq {
 				add(Lost, key.Kind+" "+id, "holds seq %d, but seq %d was acknowledged (resourceVersion %s)", o.Seq, w.Seq, w.ResourceVersion)
 			}
+		case load.KindPack:
+			pack, ok := s.Packs[id]
+			if !ok {
+				add(Lost, "pack "+id, "acknowledged (seq %d, resourceVersion %s) but missing", w.Seq, w.ResourceVersion)
+			} else if pack.Seq < w.Seq {
+				add(Lost, "pack "+id, "holds seq %d, but seq %d was acknowledged (resourceVersion %s)", pack.Seq, w.Seq, w.ResourceVersion)
+			}
 		case load.KindManagedVM:
 			vm, ok := s.VMs[id]
 			if !ok {
@@ -110,6 +134,22 @@ func Check(latest map[load.Key]load.Write, s Snapshot) []Violation {
 	}
 	out = append(out, checkObjects(load.KindWorkload, s.Workloads)...)
 	out = append(out, checkObjects(load.KindTenantCompute, s.TenantComputes)...)
+	for id, pack := range s.Packs {
+		switch {
+		case len(pack.Instances) > 1:
+			add(Duplicate, "pack "+id, "%d instances for one cluster: %v", len(pack.Instances), pack.Instances)
+		case len(pack.Instances) == 0:
+			add(NotConverged, "pack "+id, "no instance")
+		case pack.InstanceSeq != pack.Seq || !pack.InstanceReady:
+			add(NotConverged, "pack "+id, "its instance is at seq %d (Ready %v), the pack at seq %d", pack.InstanceSeq, pack.InstanceReady, pack.Seq)
+		}
+		if !pack.Ready {
+			add(NotConverged, "pack "+id, "not Ready at its generation and version")
+		}
+		if pack.DeliveredSeq != pack.Seq {
+			add(NotConverged, "pack "+id, "the cluster holds seq %d, the pack asks for seq %d", pack.DeliveredSeq, pack.Seq)
+		}
+	}
 	out = append(out, checkVMs(s)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out

@@ -19,6 +19,9 @@ func healthy() Snapshot {
 		TenantComputes: map[string]ObjectState{
 			"ns/tc-000": {Seq: 2, Generation: 2, ObservedGeneration: 2, Ready: true, Deployments: []string{"faults-000"}, DeploymentSeqs: []int64{2}},
 		},
+		Packs: map[string]PackState{
+			"plinth-system/faults-0": {Seq: 3, Ready: true, Instances: []string{"faults-0-local"}, InstanceSeq: 3, InstanceReady: true, DeliveredSeq: 3},
+		},
 		VMs: map[string]VMState{
 			"ns/vm-000": {Service: "svc-0", Instance: 1, Approved: true, Phase: running, CreateTickets: []string{"t1"}},
 			"ns/vm-001": {Service: "svc-0", Instance: 2, Approved: true, Phase: running, CreateTickets: []string{"t2"}},
@@ -33,11 +36,12 @@ func healthy() Snapshot {
 
 func healthyWrites() map[load.Key]load.Write {
 	return map[load.Key]load.Write{
-		{Kind: load.KindWorkload, Namespace: "ns", Name: "w-000"}:       {Seq: 4, ResourceVersion: "40"},
-		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-000"}:     {Verb: load.VerbApprove, Seq: 2},
-		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-001"}:     {Verb: load.VerbCreate, Seq: 1},
-		{Kind: load.KindTag, Namespace: "faults/load", Name: "1.0.2"}:   {Verb: load.VerbPush, Seq: 2},
-		{Kind: load.KindTenantCompute, Namespace: "ns", Name: "tc-000"}: {Verb: load.VerbUpdate, Seq: 2},
+		{Kind: load.KindWorkload, Namespace: "ns", Name: "w-000"}:           {Seq: 4, ResourceVersion: "40"},
+		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-000"}:         {Verb: load.VerbApprove, Seq: 2},
+		{Kind: load.KindManagedVM, Namespace: "ns", Name: "vm-001"}:         {Verb: load.VerbCreate, Seq: 1},
+		{Kind: load.KindTag, Namespace: "faults/load", Name: "1.0.2"}:       {Verb: load.VerbPush, Seq: 2},
+		{Kind: load.KindPack, Namespace: "plinth-system", Name: "faults-0"}: {Verb: load.VerbUpdate, Seq: 3},
+		{Kind: load.KindTenantCompute, Namespace: "ns", Name: "tc-000"}:     {Verb: load.VerbUpdate, Seq: 2},
 	}
 }
 
@@ -132,6 +136,30 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			tc.Ready = false
 			s.TenantComputes["ns/tc-000"] = tc
 		}, "not-converged TenantCompute ns/tc-000"},
+		"a pack with an older version": {func(_ *Snapshot, w map[load.Key]load.Write) {
+			w[load.Key{Kind: load.KindPack, Namespace: "plinth-system", Name: "faults-0"}] = load.Write{Seq: 4}
+		}, "lost pack plinth-system/faults-0"},
+		"a pack missing": {func(s *Snapshot, _ map[load.Key]load.Write) { delete(s.Packs, "plinth-system/faults-0") }, "lost pack plinth-system/faults-0"},
+		"two instances of a pack on a cluster": {func(s *Snapshot, _ map[load.Key]load.Write) {
+			p := s.Packs["plinth-system/faults-0"]
+			p.Instances = []string{"faults-0-local", "faults-0-local-2"}
+			s.Packs["plinth-system/faults-0"] = p
+		}, "duplicate pack plinth-system/faults-0"},
+		"an instance behind": {func(s *Snapshot, _ map[load.Key]load.Write) {
+			p := s.Packs["plinth-system/faults-0"]
+			p.InstanceSeq = 2
+			s.Packs["plinth-system/faults-0"] = p
+		}, "not-converged pack plinth-system/faults-0"},
+		"a delivery not on the cluster": {func(s *Snapshot, _ map[load.Key]load.Write) {
+			p := s.Packs["plinth-system/faults-0"]
+			p.DeliveredSeq = 0
+			s.Packs["plinth-system/faults-0"] = p
+		}, "not-converged pack plinth-system/faults-0"},
+		"a pack not Ready": {func(s *Snapshot, _ map[load.Key]load.Write) {
+			p := s.Packs["plinth-system/faults-0"]
+			p.Ready = false
+			s.Packs["plinth-system/faults-0"] = p
+		}, "not-converged pack plinth-system/faults-0"},
 		"a pushed tag lost": {func(s *Snapshot, _ map[load.Key]load.Write) { delete(s.RegistryTags, "faults/load:1.0.2") }, "lost tag faults/load:1.0.2"},
 		"a request still pending": {func(s *Snapshot, _ map[load.Key]load.Write) {
 			s.VMs["ns/vm-003"] = VMState{Service: "svc-2", Pending: true, CreateTickets: []string{"t4"}}

@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common"
 	compute "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
+	infra "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
@@ -38,6 +40,13 @@ type Config struct {
 	// Workloads and TenantComputes are how many of each are created and then updated
 	// round-robin.
 	Workloads, TenantComputes int
+	// Admin (a platform admin) creates Packs InfrastructureClusterPacks in PackNamespace,
+	// delivering to Cluster into PackTargetNamespace, and moves each to a new version in turn
+	// every PackInterval.
+	Admin                              clientset.Interface
+	Packs                              int
+	PackNamespace, PackTargetNamespace string
+	PackInterval                       time.Duration
 	// VMs is how many ManagedVMs are requested and approved in all, spread over Services
 	// SystemServices of System; VMsPerRun is how many each Run requests at most (zero: all).
 	VMs, Services, VMsPerRun int
@@ -116,6 +125,7 @@ func retryCreate(ctx context.Context, create func() error) error {
 type Generator struct {
 	workloads *objects
 	computes  *objects
+	packs     *objects
 	vms       *vms
 	tags      *tags
 }
@@ -129,6 +139,9 @@ func New(cfg Config) *Generator {
 	if cfg.TenantComputes > 0 {
 		g.computes = newComputes(cfg)
 	}
+	if cfg.Packs > 0 {
+		g.packs = newPacks(cfg)
+	}
 	if cfg.VMs > 0 && cfg.Services > 0 {
 		g.vms = &vms{cfg: cfg}
 	}
@@ -139,7 +152,8 @@ func New(cfg Config) *Generator {
 }
 
 // Run writes until ctx ends: one stream creates the Workloads and then updates their images
-// round-robin, one does the same with TenantComputes, one requests the ManagedVMs and approves each request, one pushes artifacts to
+// round-robin, one does the same with TenantComputes, one delivers new pack versions, one
+// requests the ManagedVMs and approves each request, one pushes artifacts to
 // the registry. It returns when every stream has stopped.
 func (g *Generator) Run(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -148,6 +162,9 @@ func (g *Generator) Run(ctx context.Context) {
 	}
 	if g.computes != nil {
 		wg.Go(func() { g.computes.run(ctx) })
+	}
+	if g.packs != nil {
+		wg.Go(func() { g.packs.run(ctx) })
 	}
 	if g.vms != nil {
 		wg.Go(func() { g.vms.run(ctx, g.vms.requested+g.vms.perRun()) })
@@ -190,6 +207,8 @@ type objects struct {
 	kind  string
 	count int
 	name  func(i int) string
+	// interval is the pause after each write.
+	interval time.Duration
 	// create creates object i with seq and patch writes seq into it; both return the
 	// resourceVersion of the answer.
 	create, patch func(ctx context.Context, i int, seq int64) (string, error)
@@ -199,8 +218,8 @@ type objects struct {
 	next []int64
 }
 
-func newObjects(cfg Config, kind string, count int, name func(int) string, create, patch func(context.Context, int, int64) (string, error)) *objects {
-	o := &objects{cfg: cfg, kind: kind, count: count, name: name, create: create, patch: patch,
+func newObjects(cfg Config, kind string, count int, interval time.Duration, name func(int) string, create, patch func(context.Context, int, int64) (string, error)) *objects {
+	o := &objects{cfg: cfg, kind: kind, count: count, interval: interval, name: name, create: create, patch: patch,
 		created: make([]bool, count), next: make([]int64, count)}
 	for i := range o.next {
 		o.next[i] = 1
@@ -211,7 +230,7 @@ func newObjects(cfg Config, kind string, count int, name func(int) string, creat
 // newWorkloads is the Workload stream: the seq is the tag of the one container's image.
 func newWorkloads(cfg Config) *objects {
 	client := cfg.Tenant.ScoreV1b1().Workloads(cfg.Namespace)
-	return newObjects(cfg, KindWorkload, cfg.Workloads, WorkloadName,
+	return newObjects(cfg, KindWorkload, cfg.Workloads, cfg.Interval, WorkloadName,
 		func(ctx context.Context, i int, seq int64) (string, error) {
 			obj, err := client.Create(ctx, &v1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: WorkloadName(i)},
 				Spec: v1b1.WorkloadSpec{Containers: map[string]v1b1.Container{"main": {Image: Image(seq)}}}}, metav1.CreateOptions{})
@@ -249,7 +268,7 @@ func computeContainers(seq int64) []compute.ContainerSpec {
 // one container's image.
 func newComputes(cfg Config) *objects {
 	client := cfg.Tenant.ComputeV1alpha1().TenantComputes(cfg.Namespace)
-	return newObjects(cfg, KindTenantCompute, cfg.TenantComputes, ComputeName,
+	return newObjects(cfg, KindTenantCompute, cfg.TenantComputes, cfg.Interval, ComputeName,
 		func(ctx context.Context, i int, seq int64) (string, error) {
 			obj, err := client.Create(ctx, &compute.TenantCompute{ObjectMeta: metav1.ObjectMeta{Name: ComputeName(i)},
 				Spec: compute.TenantComputeSpec{TenantID: TenantID(i), ProviderType: "kubernetes", Containers: computeContainers(seq),
@@ -276,7 +295,7 @@ func newComputes(cfg Config) *objects {
 func (o *objects) run(ctx context.Context) {
 	for i := 0; ; i = (i + 1) % o.count {
 		o.write(ctx, i)
-		if !pause(ctx, o.cfg.Interval) {
+		if !pause(ctx, o.interval) {
 			return
 		}
 	}
@@ -306,6 +325,60 @@ func (o *objects) write(ctx context.Context, i int) {
 	}
 	o.created[i] = true
 	o.cfg.Recorder.Ack(Write{Key: key, Verb: verb, ResourceVersion: rv, Seq: seq, At: time.Now()})
+}
+
+// PackName is the name of generated InfrastructureClusterPack i.
+func PackName(i int) string { return fmt.Sprintf("faults-%d", i) }
+
+// PackVersion is the version of a generated pack holding seq.
+func PackVersion(seq int64) string { return "v1.0." + strconv.FormatInt(seq, 10) }
+
+// PackSeq is the seq a version made by PackVersion holds; false for any other version.
+func PackSeq(version string) (int64, bool) {
+	n, ok := strings.CutPrefix(version, "v1.0.")
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(n, 10, 64)
+	return seq, err == nil && seq > 0
+}
+
+// PackConfigMap is the one object a generated pack delivers: a ConfigMap named after the
+// pack in its target namespace, whose data.seq is the pack's seq.
+func PackConfigMap(pack string, seq int64) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q},"data":{"seq":"%d"}}`, pack, seq)
+}
+
+// packSpec is a generated pack's spec at seq.
+func packSpec(cfg Config, i int, seq int64) infra.InfrastructureClusterPackSpec {
+	return infra.InfrastructureClusterPackSpec{Version: PackVersion(seq), TargetClusters: []string{cfg.Cluster}, TargetNamespace: cfg.PackTargetNamespace,
+		Manifests: []common.RawObject{{Raw: PackConfigMap(PackName(i), seq)}}}
+}
+
+// newPacks is the pack delivery stream: raw packs to cfg.Cluster whose version and delivered
+// ConfigMap carry the seq; each new version is a new delivery.
+func newPacks(cfg Config) *objects {
+	client := cfg.Admin.InfrastructureV1alpha1().InfrastructureClusterPacks(cfg.PackNamespace)
+	return newObjects(cfg, KindPack, cfg.Packs, cfg.PackInterval, PackName,
+		func(ctx context.Context, i int, seq int64) (string, error) {
+			obj, err := client.Create(ctx, &infra.InfrastructureClusterPack{ObjectMeta: metav1.ObjectMeta{Name: PackName(i)}, Spec: packSpec(cfg, i, seq)}, metav1.CreateOptions{})
+			if err != nil {
+				return "", err
+			}
+			return obj.ResourceVersion, nil
+		},
+		func(ctx context.Context, i int, seq int64) (string, error) {
+			spec := packSpec(cfg, i, seq)
+			patch, err := json.Marshal(map[string]any{"spec": map[string]any{"version": spec.Version, "manifests": spec.Manifests}})
+			if err != nil {
+				return "", err
+			}
+			obj, err := client.Patch(ctx, PackName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+			if err != nil {
+				return "", err
+			}
+			return obj.ResourceVersion, nil
+		})
 }
 
 // vms is the ManagedVM stream's state.

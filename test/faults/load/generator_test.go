@@ -191,3 +191,31 @@ func TestComputesCreateThenReplaceTheContainers(t *testing.T) {
 		t.Errorf("writes %+v", w)
 	}
 }
+
+func TestPacksMoveToTheNextVersionWithTheirConfigMap(t *testing.T) {
+	c := fake.NewSimpleClientset()
+	rec := &Recorder{}
+	o := newPacks(Config{Admin: c, Packs: 1, PackNamespace: "plinth-system", PackTargetNamespace: "faults", Cluster: "local", Recorder: rec})
+	ctx := context.Background()
+	o.write(ctx, 0)
+	o.write(ctx, 0)
+	pack, err := c.InfrastructureV1alpha1().InfrastructureClusterPacks("plinth-system").Get(ctx, PackName(0), metav1.GetOptions{})
+	if err != nil || pack.Spec.Version != PackVersion(2) || len(pack.Spec.TargetClusters) != 1 || pack.Spec.TargetClusters[0] != "local" ||
+		pack.Spec.TargetNamespace != "faults" || len(pack.Spec.Manifests) != 1 || !strings.Contains(string(pack.Spec.Manifests[0].Raw), `"data":{"seq":"2"}`) {
+		t.Fatalf("pack %+v %v", pack, err)
+	}
+	if w := rec.Writes(); len(w) != 2 || w[0].Kind != KindPack || w[1].Seq != 2 {
+		t.Errorf("writes %+v", w)
+	}
+}
+
+func TestPackSeqReadsOnlyTheGeneratorsVersions(t *testing.T) {
+	if seq, ok := PackSeq(PackVersion(7)); !ok || seq != 7 {
+		t.Errorf("PackSeq(PackVersion(7)) = %d, %v", seq, ok)
+	}
+	for _, v := range []string{"v1.1.3", "v1.0.", "v1.0.x", "v1.0.0", "1.0.3", ""} {
+		if seq, ok := PackSeq(v); ok {
+			t.Errorf("PackSeq(%q) = %d, want none", v, seq)
+		}
+	}
+}

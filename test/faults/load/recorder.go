@@ -15,6 +15,8 @@ const (
 	KindManagedVM = "ManagedVM"
 	// KindTenantCompute is a TenantCompute.
 	KindTenantCompute = "TenantCompute"
+	// KindPack is an InfrastructureClusterPack.
+	KindPack = "InfrastructureClusterPack"
 	// KindTag is a tag pushed to the registry: Namespace is the repository, Name the tag.
 	KindTag = "Tag"
 )
@@ -41,7 +43,8 @@ type Write struct {
 	// manifest's digest).
 	ResourceVersion string
 	// Seq is what was written, as a number that grows with every write to the object: for a
-	// Workload or a TenantCompute the revision in its image tag, for a ManagedVM 1 for the request and 2 for its
+	// Workload or a TenantCompute the revision in its image tag, for a pack the patch number
+	// of its version, for a ManagedVM 1 for the request and 2 for its
 	// approval, for a tag its number. The platform must end with at least this content.
 	Seq int64
 	// At is when the answer arrived.
