@@ -177,9 +177,11 @@ func openWatches(ctx context.Context, cfg *rest.Config, n int) (*watchers, time.
 	if err != nil {
 		return nil, 0, err
 	}
-	ws := &watchers{seen: make([][]event, n), done: make(chan struct{}, n)}
+	ws := &watchers{seen: make([][]event, n)}
 	start := time.Now()
-	err = benchharness.Parallel(ctx, n, 50, func(ctx context.Context, i int) error {
+	// The watches live on ctx, not on the context Parallel gives each call, which ends when
+	// Parallel returns.
+	err = benchharness.Parallel(ctx, n, 50, func(_ context.Context, i int) error {
 		w, err := client.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 		if err != nil {
 			return fmt.Errorf("watch %d: %w", i, err)
@@ -204,7 +206,6 @@ type watchers struct {
 	seen [][]event
 	// ended counts watches the server closed before the benchmark did.
 	ended int
-	done  chan struct{}
 }
 
 func (ws *watchers) receive(ctx context.Context, i int, w watch.Interface) {

@@ -50,9 +50,10 @@ var fairBaseline = flag.Bool("fair-baseline", false, "TestFairUnderLoad: flood w
 // goroutines listing team-a's Workloads without pause — while bob lists and gets in team-b and
 // the controller's identity lists across namespaces. The FlowSchemas of
 // artifacts/deploy/45-flowcontrol.yaml put alice and bob in one level with a flow each and the
-// controller in a level of its own, in both servers: bob's and the controller's slowest requests
-// stay within fairLatencyBound and faster than alice's typical one, while alice's requests were
-// held in her queues (or refused), as both servers' flow-control metrics show.
+// controller in a level of its own, in both servers: bob's and the controller's slowest
+// requests stay within fairLatencyBound and their median is at most a third of alice's, while
+// alice's requests were held in her queues (or refused), as both servers' flow-control metrics
+// show.
 func TestFairUnderLoad(t *testing.T) {
 	p := framework.StartLocalPlatform(t)
 	ctx := context.Background()
@@ -155,11 +156,12 @@ func TestFairUnderLoad(t *testing.T) {
 		return
 	}
 	// alice was throttled: her requests waited in her queues in kube-apiserver, which holds the
-	// seats of proxied requests, or were refused there or in plinth-apiserver (requests the end
-	// of the flood cancelled are counted as rejected too, with reason cancelled: not these).
+	// seats of proxied requests, or were refused there or in plinth-apiserver. (Requests still
+	// queued when the flood ends are cancelled by the client; those are counted with reason
+	// time-out, so that reason proves nothing.)
 	kube, plinth := kubeAfter.sub(kubeBefore), plinthAfter.sub(plinthBefore)
-	refused := kube.rejected["plinth-tenants queue-full"] + kube.rejected["plinth-tenants time-out"] +
-		plinth.rejected["plinth-tenants queue-full"] + plinth.rejected["plinth-tenants time-out"]
+	refused := kube.rejected["plinth-tenants queue-full"] + kube.rejected["plinth-tenants concurrency-limit"] +
+		plinth.rejected["plinth-tenants queue-full"] + plinth.rejected["plinth-tenants concurrency-limit"]
 	if kube.waitSeconds["plinth-tenants"] < 1 && refused == 0 {
 		t.Errorf("alice's flood was neither queued (%.2f s waited in all) nor refused: the level does not limit her", kube.waitSeconds["plinth-tenants"])
 	}
@@ -185,9 +187,12 @@ func TestFairUnderLoad(t *testing.T) {
 		if max := who.l.quantile(1); max > fairLatencyBound {
 			t.Errorf("%s: slowest request %s during the flood, more than the stated %s", who.name, max, fairLatencyBound)
 		}
-		// Meaningful, not only bounded: they are served ahead of alice's own queue.
-		if p99, aliceMedian := who.l.quantile(0.99), flood.quantile(0.5); p99 >= aliceMedian {
-			t.Errorf("%s: p99 %s is not below alice's median %s: the flood's queue delays others", who.name, p99, aliceMedian)
+		// Meaningful, not only bounded: they are served ahead of alice's own queue. With the
+		// flood running in global-default's 49 seats and what it borrows (Kubernetes' suggested
+		// configuration alone, -fair-baseline), bob's median was half of alice's; here it is a
+		// seventh.
+		if median, aliceMedian := who.l.quantile(0.5), flood.quantile(0.5); 3*median > aliceMedian {
+			t.Errorf("%s: median %s is more than a third of alice's %s: the flood delays others", who.name, median, aliceMedian)
 		}
 	}
 }
