@@ -254,6 +254,13 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	loadStopped := time.Now()
 	row.Failed, row.Acked = rec.FailedBetween(kill, loadStopped), rec.AckedBetween(kill, loadStopped)
 	row.FailedByKind = rec.FailedByKind(kill, loadStopped)
+	sampled := map[string]bool{}
+	for _, fail := range rec.Failures() {
+		if !fail.At.Before(kill) && !fail.At.After(loadStopped) && !sampled[fail.Kind] {
+			sampled[fail.Kind] = true
+			t.Logf("%s: a failed %s %s at +%s: %s", fl.name, fail.Verb, fail.Kind, fail.At.Sub(kill).Round(100*time.Millisecond), fail.Err)
+		}
+	}
 	// The approver finishes what the load left pending, as a person would.
 	drainCtx, cancelDrain := context.WithDeadline(ctx, kill.Add(f.readyBound))
 	defer cancelDrain()

@@ -203,10 +203,11 @@ func pause(ctx context.Context, d time.Duration) bool {
 // objects is the state of a stream that creates count objects of one kind and then writes
 // the next seq into each in turn: the Workload stream and the TenantCompute stream.
 type objects struct {
-	cfg   Config
-	kind  string
-	count int
-	name  func(i int) string
+	cfg       Config
+	kind      string
+	namespace string
+	count     int
+	name      func(i int) string
 	// interval is the pause after each write.
 	interval time.Duration
 	// create creates object i with seq and patch writes seq into it; both return the
@@ -218,8 +219,8 @@ type objects struct {
 	next []int64
 }
 
-func newObjects(cfg Config, kind string, count int, interval time.Duration, name func(int) string, create, patch func(context.Context, int, int64) (string, error)) *objects {
-	o := &objects{cfg: cfg, kind: kind, count: count, interval: interval, name: name, create: create, patch: patch,
+func newObjects(cfg Config, kind, namespace string, count int, interval time.Duration, name func(int) string, create, patch func(context.Context, int, int64) (string, error)) *objects {
+	o := &objects{cfg: cfg, kind: kind, namespace: namespace, count: count, interval: interval, name: name, create: create, patch: patch,
 		created: make([]bool, count), next: make([]int64, count)}
 	for i := range o.next {
 		o.next[i] = 1
@@ -230,7 +231,7 @@ func newObjects(cfg Config, kind string, count int, interval time.Duration, name
 // newWorkloads is the Workload stream: the seq is the tag of the one container's image.
 func newWorkloads(cfg Config) *objects {
 	client := cfg.Tenant.ScoreV1b1().Workloads(cfg.Namespace)
-	return newObjects(cfg, KindWorkload, cfg.Workloads, cfg.Interval, WorkloadName,
+	return newObjects(cfg, KindWorkload, cfg.Namespace, cfg.Workloads, cfg.Interval, WorkloadName,
 		func(ctx context.Context, i int, seq int64) (string, error) {
 			obj, err := client.Create(ctx, &v1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: WorkloadName(i)},
 				Spec: v1b1.WorkloadSpec{Containers: map[string]v1b1.Container{"main": {Image: Image(seq)}}}}, metav1.CreateOptions{})
@@ -268,7 +269,7 @@ func computeContainers(seq int64) []compute.ContainerSpec {
 // one container's image.
 func newComputes(cfg Config) *objects {
 	client := cfg.Tenant.ComputeV1alpha1().TenantComputes(cfg.Namespace)
-	return newObjects(cfg, KindTenantCompute, cfg.TenantComputes, cfg.Interval, ComputeName,
+	return newObjects(cfg, KindTenantCompute, cfg.Namespace, cfg.TenantComputes, cfg.Interval, ComputeName,
 		func(ctx context.Context, i int, seq int64) (string, error) {
 			obj, err := client.Create(ctx, &compute.TenantCompute{ObjectMeta: metav1.ObjectMeta{Name: ComputeName(i)},
 				Spec: compute.TenantComputeSpec{TenantID: TenantID(i), ProviderType: "kubernetes", Containers: computeContainers(seq),
@@ -304,7 +305,7 @@ func (o *objects) run(ctx context.Context) {
 // write creates object i, or writes the next seq into it once it exists.
 func (o *objects) write(ctx context.Context, i int) {
 	name := o.name(i)
-	key := Key{o.kind, o.cfg.Namespace, name}
+	key := Key{o.kind, o.namespace, name}
 	seq := o.next[i]
 	o.next[i]++
 	verb, write := VerbUpdate, o.patch
@@ -359,7 +360,7 @@ func packSpec(cfg Config, i int, seq int64) infra.InfrastructureClusterPackSpec 
 // ConfigMap carry the seq; each new version is a new delivery.
 func newPacks(cfg Config) *objects {
 	client := cfg.Admin.InfrastructureV1alpha1().InfrastructureClusterPacks(cfg.PackNamespace)
-	return newObjects(cfg, KindPack, cfg.Packs, cfg.PackInterval, PackName,
+	return newObjects(cfg, KindPack, cfg.PackNamespace, cfg.Packs, cfg.PackInterval, PackName,
 		func(ctx context.Context, i int, seq int64) (string, error) {
 			obj, err := client.Create(ctx, &infra.InfrastructureClusterPack{ObjectMeta: metav1.ObjectMeta{Name: PackName(i)}, Spec: packSpec(cfg, i, seq)}, metav1.CreateOptions{})
 			if err != nil {

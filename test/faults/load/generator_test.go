@@ -204,7 +204,7 @@ func TestPacksMoveToTheNextVersionWithTheirConfigMap(t *testing.T) {
 		pack.Spec.TargetNamespace != "faults" || len(pack.Spec.Manifests) != 1 || !strings.Contains(string(pack.Spec.Manifests[0].Raw), `"data":{"seq":"2"}`) {
 		t.Fatalf("pack %+v %v", pack, err)
 	}
-	if w := rec.Writes(); len(w) != 2 || w[0].Kind != KindPack || w[1].Seq != 2 {
+	if w := rec.Writes(); len(w) != 2 || w[0].Kind != KindPack || w[0].Namespace != "plinth-system" || w[1].Seq != 2 {
 		t.Errorf("writes %+v", w)
 	}
 }
