@@ -273,7 +273,7 @@ func newComputes(cfg Config) *objects {
 		func(ctx context.Context, i int, seq int64) (string, error) {
 			obj, err := client.Create(ctx, &compute.TenantCompute{ObjectMeta: metav1.ObjectMeta{Name: ComputeName(i)},
 				Spec: compute.TenantComputeSpec{TenantID: TenantID(i), ProviderType: "kubernetes", Containers: computeContainers(seq),
-					Resources: compute.ResourceRequirements{CPU: 100, Memory: 128}}}, metav1.CreateOptions{})
+					Resources: compute.ResourceRequirements{CPU: 250, Memory: 256}}}, metav1.CreateOptions{})
 			if err != nil {
 				return "", err
 			}
