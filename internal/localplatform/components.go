@@ -34,7 +34,9 @@ func (p *Platform) EtcdDataDir() string { return filepath.Join(p.cfg.Dir, "etcd"
 
 // EtcdPeerURL is the peer URL of the platform's etcd member, which a restored snapshot must
 // advertise again (etcdutl snapshot restore --initial-cluster, --initial-advertise-peer-urls).
-func (p *Platform) EtcdPeerURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPeerPort) }
+func (p *Platform) EtcdPeerURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d", p.cfg.EtcdPeerPort)
+}
 
 func (p *Platform) startEtcd(ctx context.Context) error {
 	client := p.EtcdURL()
