@@ -129,6 +129,10 @@ func hostileCases(t *testing.T) []hostileCase {
 	})
 	placeholders := strings.Repeat("${metadata.name}", 10000)
 	undeclared := strings.Repeat("${resources.missing.host} ", 10000)
+	// Under the placeholder bound, each bad one is an error: padded to 256 KiB, a value quoted
+	// in each would make a Status of over 200 MiB.
+	padding := strings.Repeat(" ", 256<<10)
+	fewUndeclared := strings.Repeat("${resources.missing.host}"+padding[:256<<10/900], 900)
 	return []hostileCase{
 		{name: "a body over 3 MiB", object: "over-3mib", body: padded("over-3mib", 3*mib+1024), codes: []int{http.StatusRequestEntityTooLarge}},
 		{name: "an object just under 1.5 MiB", object: "under-etcd-limit", body: padded("under-etcd-limit", 3*mib/2-4096), codes: []int{http.StatusUnprocessableEntity}, field: "spec"},
@@ -138,6 +142,8 @@ func hostileCases(t *testing.T) []hostileCase {
 		}), codes: []int{http.StatusBadRequest, http.StatusUnprocessableEntity}},
 		{name: "a map with 100,000 keys", object: "many-keys", body: manyLabels, codes: []int{http.StatusUnprocessableEntity}, field: "metadata.labels"},
 		{name: "a Score document with 10,000 placeholders", object: "placeholders", body: inlineWorkloadJSON(t, "placeholders", placeholders),
+			codes: []int{http.StatusUnprocessableEntity}, field: "spec.source.inline.containers.main.variables.MANY"},
+		{name: "a Score document with 900 bad placeholders in 256 KiB", object: "few-bad-placeholders", body: inlineWorkloadJSON(t, "few-bad-placeholders", fewUndeclared),
 			codes: []int{http.StatusUnprocessableEntity}, field: "spec.source.inline.containers.main.variables.MANY"},
 		{name: "a Score document with 10,000 bad placeholders", object: "bad-placeholders", body: inlineWorkloadJSON(t, "bad-placeholders", undeclared),
 			codes: []int{http.StatusUnprocessableEntity}, field: "spec.source.inline.containers.main.variables.MANY"},
