@@ -46,7 +46,16 @@ func writeMap(b *bytes.Buffer, m map[string]interface{}, indent int, inline bool
 		if i > 0 || !inline {
 			writeIndent(b, indent)
 		}
-		writeString(b, k)
+		if key := formatString(k); utf8.RuneCountInString(key) <= maxSimpleKey {
+			b.WriteString(key)
+		} else {
+			// YAML reads a key written as is ("simple") only up to 1024 characters; a longer
+			// one needs the explicit form, "? key" and its value on the next line after ":".
+			b.WriteString("? ")
+			b.WriteString(key)
+			b.WriteByte('\n')
+			writeIndent(b, indent)
+		}
 		b.WriteByte(':')
 		if err := writeValue(b, m[k], indent, true); err != nil {
 			return fmt.Errorf("%s: %w", k, err)
@@ -199,10 +208,18 @@ var reserved = map[string]bool{
 // of a valid UTF-8 string uses only escapes YAML's double-quoted style has (\" \\ \a \b \f \n
 // \r \t \v \uXXXX \UXXXXXXXX); strings decoded from JSON are valid UTF-8.
 func writeString(b *bytes.Buffer, s string) {
+	b.WriteString(formatString(s))
+}
+
+// formatString is s as writeString writes it.
+func formatString(s string) string {
 	s = validUTF8(s)
 	if plain.MatchString(s) && !strings.HasSuffix(s, ":") && !reserved[strings.ToLower(s)] {
-		b.WriteString(s)
-		return
+		return s
 	}
-	b.WriteString(strconv.Quote(s))
+	return strconv.Quote(s)
 }
+
+// maxSimpleKey is the longest key, in characters as written, that writeMap writes as a simple
+// key: YAML parsers stop looking for a simple key's ':' after 1024 characters.
+const maxSimpleKey = 1000
