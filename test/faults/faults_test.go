@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -173,7 +174,7 @@ func TestFaults(t *testing.T) {
 	var rows []Row
 	for round := 1; round <= f.rounds; round++ {
 		for _, fl := range faults {
-			row, ok := runFault(t, ctx, p, f, fl, round, gen, rec, watcher, admin, snap)
+			row, ok := runFault(t, ctx, p, f, fl, round, gen, rec, watcher, admin, kv, snap)
 			rows = append(rows, row)
 			if !ok {
 				t.Logf("results so far:\n%s", Table(rows))
@@ -195,7 +196,7 @@ func TestFaults(t *testing.T) {
 // serve, lets the load go on, stops it, and checks. ok is false when the platform did not
 // recover, so that later faults would measure nothing.
 func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f form, fl fault, round int, gen *load.Generator, rec *load.Recorder,
-	watcher *watch.Recorder, admin clientset.Interface, snap func(context.Context) (check.Snapshot, error)) (Row, bool) {
+	watcher *watch.Recorder, admin clientset.Interface, kv kubevirtv1client.KubevirtV1Interface, snap func(context.Context) (check.Snapshot, error)) (Row, bool) {
 	t.Helper()
 	row := Row{Fault: fl.name, Round: round}
 	loadCtx, stopLoad := context.WithCancel(ctx)
@@ -286,6 +287,7 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 		row.AllReady = time.Since(kill)
 	} else {
 		t.Errorf("%s: not converged within %s of the SIGKILL (last snapshot error: %v):\n%s", fl.name, f.readyBound, snapErr, violations(vs))
+		describe(t, ctx, admin, kv, check.Only(vs, check.NotConverged))
 	}
 	row.Lost = len(check.Only(vs, check.Lost))
 	row.Duplicates = len(check.Only(vs, check.Duplicate, check.Numbering))
@@ -480,4 +482,33 @@ func snapshotPacks(ctx context.Context, admin clientset.Interface, kube kubernet
 		s.Packs[packNamespace+"/"+pack.Name] = st
 	}
 	return nil
+}
+
+// describe logs the status of the ManagedVMs that did not converge, with their
+// VirtualMachines', so that a failure says where each one stopped.
+func describe(t *testing.T, ctx context.Context, admin clientset.Interface, kv kubevirtv1client.KubevirtV1Interface, vs []check.Violation) {
+	t.Helper()
+	for _, v := range vs {
+		name, ok := strings.CutPrefix(v.Object, "ManagedVM "+ns+"/")
+		if !ok {
+			continue
+		}
+		vm, err := admin.GovernanceV1alpha1().ManagedVMs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Logf("ManagedVM %s: %v", name, err)
+			continue
+		}
+		status, _ := json.Marshal(vm.Status)
+		t.Logf("ManagedVM %s (generation %d): %s", name, vm.Generation, status)
+		if vm.Status.InstanceName == "" {
+			continue
+		}
+		onCluster, err := kv.VirtualMachines(ns).Get(ctx, vm.Status.InstanceName, metav1.GetOptions{})
+		if err != nil {
+			t.Logf("VirtualMachine %s: %v", vm.Status.InstanceName, err)
+			continue
+		}
+		status, _ = json.Marshal(onCluster.Status)
+		t.Logf("VirtualMachine %s (created %s, resourceVersion %s): %s", onCluster.Name, onCluster.CreationTimestamp.Format(time.RFC3339), onCluster.ResourceVersion, status)
+	}
 }
