@@ -23,7 +23,9 @@ var gitopsGroup = apifuzz.Group{
 		apifuzz.KindOf("OCIArtifact", func() *gitops.OCIArtifact { return &gitops.OCIArtifact{} },
 			validation.ValidateOCIArtifact, validation.ValidateOCIArtifactUpdate, validation.ValidateOCIArtifactStatusUpdate),
 		apifuzz.KindOf("ReconciliationRequest", func() *gitops.ReconciliationRequest { return &gitops.ReconciliationRequest{} },
-			func(r *gitops.ReconciliationRequest) field.ErrorList { return validation.ValidateReconciliationRequest(r, time.Now()) },
+			func(r *gitops.ReconciliationRequest) field.ErrorList {
+				return validation.ValidateReconciliationRequest(r, time.Now())
+			},
 			validation.ValidateReconciliationRequestUpdate, validation.ValidateReconciliationRequestStatusUpdate),
 	},
 }

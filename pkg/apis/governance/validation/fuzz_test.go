@@ -30,11 +30,15 @@ var governanceGroup = apifuzz.Group{
 			validation.ValidatePendingAdoption, validation.ValidatePendingAdoptionUpdate, validation.ValidatePendingAdoptionStatusUpdate),
 		apifuzz.KindOf("DomainEvent", func() *governance.DomainEvent { return &governance.DomainEvent{} },
 			func(e *governance.DomainEvent) field.ErrorList { return validation.ValidateRecordMeta(e) },
-			func(e, old *governance.DomainEvent) field.ErrorList { return validation.ValidateImmutableRecord(e.Spec, old.Spec) },
+			func(e, old *governance.DomainEvent) field.ErrorList {
+				return validation.ValidateImmutableRecord(e.Spec, old.Spec)
+			},
 			validation.ValidateDomainEventStatusUpdate),
 		apifuzz.KindOf("ApprovalTicket", func() *governance.ApprovalTicket { return &governance.ApprovalTicket{} },
 			func(t *governance.ApprovalTicket) field.ErrorList { return validation.ValidateRecordMeta(t) },
-			func(t, old *governance.ApprovalTicket) field.ErrorList { return validation.ValidateImmutableRecord(t.Spec, old.Spec) }, nil),
+			func(t, old *governance.ApprovalTicket) field.ErrorList {
+				return validation.ValidateImmutableRecord(t.Spec, old.Spec)
+			}, nil),
 		apifuzz.KindOf("AuditLog", func() *governance.AuditLog { return &governance.AuditLog{} },
 			func(a *governance.AuditLog) field.ErrorList { return validation.ValidateRecordMeta(a) },
 			validation.ValidateImmutableRecord[*governance.AuditLog], nil),
