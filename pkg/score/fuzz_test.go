@@ -116,7 +116,12 @@ func exercise(t *testing.T, w *v1b1.Workload, resolved *Workload) {
 
 // scoreGoSamples are score-go's own sample documents, when the module cache has them.
 func scoreGoSamples(f *testing.F) [][]byte {
-	matches, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), "go", "pkg", "mod", "github.com", "score-spec", "score-go@v1.12.0", "schema", "files", "samples", "*.yaml"))
+	f.Helper()
+	cache := os.Getenv("GOMODCACHE")
+	if cache == "" {
+		cache = filepath.Join(os.Getenv("HOME"), "go", "pkg", "mod")
+	}
+	matches, _ := filepath.Glob(filepath.Join(cache, "github.com", "score-spec", "score-go@v1.12.0", "schema", "files", "samples", "*.yaml"))
 	var out [][]byte
 	for _, m := range matches {
 		if data, err := os.ReadFile(m); err == nil {
