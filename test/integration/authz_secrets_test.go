@@ -259,9 +259,9 @@ func checkNoCredentialLeaks(ctx context.Context, t *testing.T, p *localplatform.
 		scan("Events "+path, data)
 	}
 
-	// Every component's log, and any audit log in the platform directory (wherever the
-	// platform keeps it).
-	logs := 0
+	// Every component's log, plinth-apiserver's audit log among them, and any other audit log
+	// in the platform directory.
+	logs, audit := 0, 0
 	root := filepath.Dir(p.LogDir())
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -276,6 +276,9 @@ func checkNoCredentialLeaks(ctx context.Context, t *testing.T, p *localplatform.
 			return err
 		}
 		logs++
+		if strings.Contains(strings.ToLower(d.Name()), "audit") {
+			audit++
+		}
 		rel, _ := filepath.Rel(root, path)
 		scan(rel, data)
 		return nil
@@ -286,5 +289,10 @@ func checkNoCredentialLeaks(ctx context.Context, t *testing.T, p *localplatform.
 	if logs == 0 {
 		t.Fatal("no logs to search")
 	}
-	t.Logf("searched %d responses, lists, tables, event lists and %d log files (%d MiB) for %d credential forms", places-logs, logs, scanned>>20, len(canaries))
+	// plinth-apiserver's audit log must be among them, with the matrix's requests in it.
+	if info, err := os.Stat(p.AuditLogPath()); err != nil || info.Size() == 0 {
+		t.Errorf("plinth-apiserver's audit log %s: %v (empty or missing)", p.AuditLogPath(), err)
+	}
+	t.Logf("searched %d responses, lists, tables, event lists and %d log files (%d of them audit files: the log and its policy; %d MiB in all) for %d credential forms",
+		places-logs, logs, audit, scanned>>20, len(canaries))
 }
