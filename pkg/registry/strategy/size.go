@@ -20,7 +20,12 @@ const MaxObjectBytes = 1 << 20
 // at its largest part: spec, status, or the largest field of metadata (labels, annotations…).
 func validateSize(obj runtime.Object) field.ErrorList {
 	m, isMeta := obj.(metav1.Object)
+	// Managed fields only make the object larger: they are measured (to be left out) only when
+	// the whole is over the bound, so that the common case marshals once.
 	total := jsonSize(obj)
+	if total <= MaxObjectBytes {
+		return nil
+	}
 	if isMeta {
 		total -= jsonSize(m.GetManagedFields())
 	}
@@ -28,15 +33,16 @@ func validateSize(obj runtime.Object) field.ErrorList {
 		return nil
 	}
 	// Spec and status are measured only now: the common case marshals once. Metadata is the
-	// rest (with apiVersion and kind, a few bytes).
+	// rest (with apiVersion and kind, a few bytes). The paths are the API's: the internal types
+	// of some groups have no json tags, so the Go field's name would be "Spec".
 	largest, size, metadata := "metadata", 0, total
 	v := reflect.ValueOf(obj).Elem()
-	for _, name := range []string{"Spec", "Status"} {
-		if f := v.FieldByName(name); f.IsValid() {
+	for _, part := range []struct{ goName, path string }{{"Spec", "spec"}, {"Status", "status"}} {
+		if f := v.FieldByName(part.goName); f.IsValid() {
 			n := jsonSize(f.Interface())
 			metadata -= n
 			if n > size {
-				largest, size = jsonName(v.Type(), name), n
+				largest, size = part.path, n
 			}
 		}
 	}
@@ -63,20 +69,6 @@ func largestMetadataField(m metav1.Object) *field.Path {
 		}
 	}
 	return field.NewPath("metadata", name)
-}
-
-// jsonName is the JSON name of a struct field.
-func jsonName(t reflect.Type, name string) string {
-	f, _ := t.FieldByName(name)
-	if tag := f.Tag.Get("json"); tag != "" {
-		for i := range len(tag) {
-			if tag[i] == ',' {
-				return tag[:i]
-			}
-		}
-		return tag
-	}
-	return name
 }
 
 // jsonSize is the length of v's JSON; a value that does not encode is the validation's to

@@ -7,8 +7,11 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common"
+	"github.com/plinth-dev/plinth/pkg/apis/gitops"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
 	"github.com/plinth-dev/plinth/pkg/registry/score/workload"
 	"github.com/plinth-dev/plinth/pkg/registry/strategy"
@@ -79,5 +82,32 @@ func TestObjectsUnderMaxObjectBytesPass(t *testing.T) {
 	}
 	if errs := s.ValidateUpdate(context.Background(), w, stored()); len(errs) > 0 {
 		t.Errorf("an update just under the bound: %v", errs)
+	}
+}
+
+// A kind whose internal type has no json tags (the gitops, compute, infrastructure and platform
+// groups) is refused at the API's lower-case paths too, not at the Go field's name.
+func TestObjectsOverMaxObjectBytesAreRefusedAtAPIPathsForUntaggedTypes(t *testing.T) {
+	def := strategy.Definition[*gitops.OCIArtifact]{
+		NamespaceScoped:      true,
+		Validate:             func(*gitops.OCIArtifact) field.ErrorList { return nil },
+		ValidateUpdate:       func(_, _ *gitops.OCIArtifact) field.ErrorList { return nil },
+		ValidateStatusUpdate: func(_, _ *gitops.OCIArtifact) field.ErrorList { return nil },
+	}
+	manifest := common.RawObject{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"a":"` +
+		strings.Repeat("x", strategy.MaxObjectBytes) + `"}}`)}
+	big := &gitops.OCIArtifact{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "team-a"},
+		Spec: gitops.OCIArtifactSpec{Name: "a", Version: "1.0.0", Manifests: []common.RawObject{manifest}}}
+	errs := strategy.New(runtime.NewScheme(), def).Validate(context.Background(), big)
+	if len(errs) != 1 || errs[0].Type != field.ErrorTypeTooLong || errs[0].Field != "spec" {
+		t.Errorf("an OCIArtifact with a large manifest: %v, want one TooLong at spec", errs)
+	}
+	old := big.DeepCopy()
+	old.Spec.Manifests = nil
+	withStatus := old.DeepCopy()
+	withStatus.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "False", Reason: "R", Message: strings.Repeat("x", strategy.MaxObjectBytes)}}
+	errs = strategy.NewStatus(runtime.NewScheme(), def).ValidateUpdate(context.Background(), withStatus, old)
+	if len(errs) != 1 || errs[0].Type != field.ErrorTypeTooLong || errs[0].Field != "status" {
+		t.Errorf("an OCIArtifact with a large status: %v, want one TooLong at status", errs)
 	}
 }
