@@ -32,9 +32,9 @@ func validateSize(obj runtime.Object) field.ErrorList {
 	if total <= MaxObjectBytes {
 		return nil
 	}
-	// Spec and status are measured only now: the common case marshals once. Metadata is the
-	// rest (with apiVersion and kind, a few bytes). The paths are the API's: the internal types
-	// of some groups have no json tags, so the Go field's name would be "Spec".
+	// Spec and status are measured only now; metadata is the rest (with apiVersion and kind, a
+	// few bytes). The paths are the API's: the internal types of some groups have no json tags,
+	// so the Go field's name would be "Spec".
 	largest, size, metadata := "metadata", 0, total
 	v := reflect.ValueOf(obj).Elem()
 	for _, part := range []struct{ goName, path string }{{"Spec", "spec"}, {"Status", "status"}} {
