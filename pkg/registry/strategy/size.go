@@ -56,6 +56,27 @@ func validateSize(obj runtime.Object) field.ErrorList {
 	return field.ErrorList{field.TooLong(path, field.OmitValueType{}, MaxObjectBytes)}
 }
 
+// validateSizeUpdate is validateSize for an update, which may keep or shrink an object that is
+// already over MaxObjectBytes: one stored before the bound existed, or grown by a status write
+// while an earlier bound was larger, must still be able to lose its finalizers, take a smaller
+// status or be cut down, or it could never be deleted or repaired. Growing it stays refused.
+func validateSizeUpdate(obj, old runtime.Object) field.ErrorList {
+	errs := validateSize(obj)
+	if len(errs) == 0 || objectSize(old) < objectSize(obj) {
+		return errs
+	}
+	return nil
+}
+
+// objectSize is the JSON size of obj with its managed fields left out, as validateSize counts.
+func objectSize(obj runtime.Object) int {
+	total := jsonSize(obj)
+	if m, ok := obj.(metav1.Object); ok {
+		total -= jsonSize(m.GetManagedFields())
+	}
+	return total
+}
+
 // largestMetadataField is the path of the largest of labels, annotations, finalizers and
 // owner references, where a large metadata has its bulk.
 func largestMetadataField(m metav1.Object) *field.Path {

@@ -111,3 +111,34 @@ func TestObjectsOverMaxObjectBytesAreRefusedAtAPIPathsForUntaggedTypes(t *testin
 		t.Errorf("an OCIArtifact with a large status: %v, want one TooLong at status", errs)
 	}
 }
+
+// An object already over the bound (stored before it existed) may still shrink or keep its size,
+// so that its finalizers can go and it can be repaired; it may not grow.
+func TestAnObjectOverMaxObjectBytesMayShrinkButNotGrow(t *testing.T) {
+	pad := strings.Repeat("x", strategy.MaxObjectBytes+1024)
+	old := sized(func(w *score.Workload) {
+		w.Finalizers = []string{"score.dev/cleanup"}
+		w.Spec.Containers["main"] = score.Container{Image: "nginx:1", Variables: map[string]string{"PAD": pad}}
+	})
+	s := strategy.New(newScheme(), workload.Definition)
+	status := strategy.NewStatus(newScheme(), workload.Definition)
+
+	unfinalized := old.DeepCopy()
+	unfinalized.Finalizers = nil
+	if errs := s.ValidateUpdate(context.Background(), unfinalized, old); len(errs) > 0 {
+		t.Errorf("removing the finalizer of an oversize Workload: %v", errs)
+	}
+	if errs := s.ValidateUpdate(context.Background(), old.DeepCopy(), old); len(errs) > 0 {
+		t.Errorf("an unchanged oversize Workload: %v", errs)
+	}
+	grown := old.DeepCopy()
+	grown.Annotations = map[string]string{"more": "x"}
+	if errs := s.ValidateUpdate(context.Background(), grown, old); len(errs) != 1 || errs[0].Type != field.ErrorTypeTooLong {
+		t.Errorf("growing an oversize Workload: %v, want one TooLong", errs)
+	}
+	withStatus := old.DeepCopy()
+	withStatus.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Succeeded", Message: "m", LastTransitionTime: metav1.Now()}}
+	if errs := status.ValidateUpdate(context.Background(), withStatus, old); len(errs) != 1 || errs[0].Type != field.ErrorTypeTooLong {
+		t.Errorf("a status write that grows an oversize Workload: %v, want one TooLong", errs)
+	}
+}

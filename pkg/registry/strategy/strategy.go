@@ -126,9 +126,10 @@ func (s Strategy[T]) AllowCreateOnUpdate(ctx context.Context) bool { return fals
 // resourceVersion overwrites; with one, a stale version is a conflict.
 func (s Strategy[T]) AllowUnconditionalUpdate(ctx context.Context) bool { return true }
 
-// ValidateUpdate checks an update, and that the object stays within MaxObjectBytes.
+// ValidateUpdate checks an update, and that the object stays within MaxObjectBytes (or, if it
+// was over already, does not grow).
 func (s Strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return append(validateSize(obj), s.def.ValidateUpdate(obj.(T), old.(T))...)
+	return append(validateSizeUpdate(obj, old), s.def.ValidateUpdate(obj.(T), old.(T))...)
 }
 
 // WarningsOnUpdate returns the kind's warnings for an update.
@@ -160,9 +161,10 @@ func (s StatusStrategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtim
 	metav1.ResetObjectMetaForStatus(obj.(metav1.Object), old.(metav1.Object))
 }
 
-// ValidateUpdate checks a status update, and that the object stays within MaxObjectBytes.
+// ValidateUpdate checks a status update, and that the object stays within MaxObjectBytes (or,
+// if it was over already, does not grow).
 func (s StatusStrategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return append(validateSize(obj), s.def.ValidateStatusUpdate(obj.(T), old.(T))...)
+	return append(validateSizeUpdate(obj, old), s.def.ValidateStatusUpdate(obj.(T), old.(T))...)
 }
 
 // WarningsOnUpdate returns no warnings for status updates.
