@@ -25,7 +25,11 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 failed=0
 printf '%-26s %-34s %10s %6s %6s %s\n' TARGET PACKAGE EXECS NEW CORPUS RESULT
-for pkg in $("$GO" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "${patterns[@]}"); do
+# Listed first: a failing go list inside the for loop's word list would not stop the script,
+# which would then report success having fuzzed nothing.
+pkgs=$("$GO" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "${patterns[@]}")
+[ -n "$pkgs" ] || { echo "no packages with tests match ${patterns[*]}" >&2; exit 1; }
+for pkg in $pkgs; do
 	dir=$("$GO" list -f '{{.Dir}}' "$pkg")
 	targets=$(cd "$dir" && grep -ho '^func Fuzz[A-Za-z0-9_]*(f \*testing\.F)' -- *_test.go 2>/dev/null | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/' || true)
 	for target in $targets; do

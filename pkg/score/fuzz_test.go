@@ -1,7 +1,9 @@
 package score
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -114,14 +116,18 @@ func exercise(t *testing.T, w *v1b1.Workload, resolved *Workload) {
 	}
 }
 
-// scoreGoSamples are score-go's own sample documents, when the module cache has them.
+// scoreGoSamples are score-go's own sample documents, from the module the build uses: go list
+// knows its directory whatever GOMODCACHE, GOPATH or the required version are.
 func scoreGoSamples(f *testing.F) [][]byte {
 	f.Helper()
-	cache := os.Getenv("GOMODCACHE")
-	if cache == "" {
-		cache = filepath.Join(os.Getenv("HOME"), "go", "pkg", "mod")
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/score-spec/score-go").Output()
+	if err != nil || len(bytes.TrimSpace(dir)) == 0 {
+		f.Fatalf("finding score-go's module directory: %v", err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(cache, "github.com", "score-spec", "score-go@v1.12.0", "schema", "files", "samples", "*.yaml"))
+	matches, _ := filepath.Glob(filepath.Join(string(bytes.TrimSpace(dir)), "schema", "files", "samples", "*.yaml"))
+	if len(matches) == 0 {
+		f.Fatalf("score-go's module at %s holds no samples", bytes.TrimSpace(dir))
+	}
 	var out [][]byte
 	for _, m := range matches {
 		if data, err := os.ReadFile(m); err == nil {
