@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/plinth-dev/plinth/internal/benchharness"
@@ -165,7 +167,20 @@ func TestFairUnderLoad(t *testing.T) {
 	if kube.waitSeconds["plinth-tenants"] < 1 && refused == 0 {
 		t.Errorf("alice's flood was neither queued (%.2f s waited in all) nor refused: the level does not limit her", kube.waitSeconds["plinth-tenants"])
 	}
-	// plinth-apiserver's flow-control controller may write FlowSchema status (20-apiserver-rbac.yaml).
+	// plinth-apiserver's flow-control controller may write FlowSchema status (20-apiserver-rbac.yaml):
+	// it marks a FlowSchema whose level is missing Dangling, by a server-side apply patch.
+	// Whether it ever writes depends on kube-apiserver writing first, so its permission is asked
+	// of RBAC directly, and its log is read for a failed write besides.
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:serviceaccount:plinth-system:plinth-apiserver", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:plinth-system"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas", Subresource: "status", Verb: "patch"}}}
+	adminCfg, err := p.ConfigFor("admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := kubernetes.NewForConfigOrDie(adminCfg).AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{}); err != nil || !got.Status.Allowed {
+		t.Errorf("plinth-apiserver may not patch flowschemas/status: %+v %v", got.Status, err)
+	}
 	if log, err := os.ReadFile(filepath.Join(p.LogDir(), "plinth-apiserver.log")); err != nil {
 		t.Error(err)
 	} else if i := strings.Index(string(log), "failed to set a status.condition for FlowSchema"); i >= 0 {
