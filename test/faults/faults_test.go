@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -255,9 +256,11 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	loadStopped := time.Now()
 	row.Failed, row.Acked = rec.FailedBetween(kill, loadStopped), rec.AckedBetween(kill, loadStopped)
 	row.FailedByKind = rec.FailedByKind(kill, loadStopped)
+	row.Forbidden = rec.FailedWithCode(kill, loadStopped, http.StatusForbidden)
 	sampled := map[string]bool{}
 	for _, fail := range rec.Failures() {
-		if !fail.At.Before(kill) && !fail.At.After(loadStopped) && !sampled[fail.Kind] {
+		// One failure per kind, and every 403: a refusal the outage caused reads as final.
+		if !fail.At.Before(kill) && !fail.At.After(loadStopped) && (!sampled[fail.Kind] || fail.Code == http.StatusForbidden) {
 			sampled[fail.Kind] = true
 			t.Logf("%s: a failed %s %s at +%s: %s", fl.name, fail.Verb, fail.Kind, fail.At.Sub(kill).Round(100*time.Millisecond), fail.Err)
 		}

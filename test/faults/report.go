@@ -24,8 +24,10 @@ type Row struct {
 	// Failed counts the load's requests that failed from the SIGKILL until the load stopped;
 	// Acked the writes acknowledged in that time.
 	Failed, Acked int
-	// FailedByKind splits Failed by the load's kinds (Workload, ManagedVM, Tag).
+	// FailedByKind splits Failed by the load's kinds (Workload, ManagedVM, Tag); Forbidden
+	// counts those answered 403, which a client takes as final although the outage caused it.
 	FailedByKind map[string]int
+	Forbidden    int
 	// FirstWrite is from the SIGKILL until the first acknowledged write; zero when none came.
 	FirstWrite time.Duration
 	// AllReady is from the SIGKILL until every object had converged; zero when they did not
@@ -60,10 +62,13 @@ func failed(r Row) string {
 			kinds = append(kinds, fmt.Sprintf("%s %d", kind, n))
 		}
 	}
+	sort.Strings(kinds)
+	if r.Forbidden > 0 {
+		kinds = append(kinds, fmt.Sprintf("%d answered 403", r.Forbidden))
+	}
 	if len(kinds) == 0 {
 		return strconv.Itoa(r.Failed)
 	}
-	sort.Strings(kinds)
 	return fmt.Sprintf("%d (%s)", r.Failed, strings.Join(kinds, ", "))
 }
 

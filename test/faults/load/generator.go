@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -190,6 +191,14 @@ func (g *Generator) Drain(ctx context.Context) error {
 	return nil
 }
 
+// code is the HTTP status of an API error, or 0 for an error without one.
+func code(err error) int32 {
+	if status, ok := err.(apierrors.APIStatus); ok || errors.As(err, &status) {
+		return status.Status().Code
+	}
+	return 0
+}
+
 // pause waits for the interval; false once ctx has ended.
 func pause(ctx context.Context, d time.Duration) bool {
 	select {
@@ -320,7 +329,7 @@ func (o *objects) write(ctx context.Context, i int) {
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			o.cfg.Recorder.Fail(Failure{Key: key, Verb: verb, At: time.Now(), Err: err.Error()})
+			o.cfg.Recorder.Fail(Failure{Key: key, Verb: verb, At: time.Now(), Err: err.Error(), Code: code(err)})
 		}
 		return
 	}
@@ -433,7 +442,7 @@ func (v *vms) request(ctx context.Context) {
 		v.pending = append(v.pending, i)
 	case err != nil:
 		if ctx.Err() == nil {
-			v.cfg.Recorder.Fail(Failure{Key: key, Verb: VerbCreate, At: time.Now(), Err: err.Error()})
+			v.cfg.Recorder.Fail(Failure{Key: key, Verb: VerbCreate, At: time.Now(), Err: err.Error(), Code: code(err)})
 		}
 	default:
 		v.requested++
@@ -449,7 +458,7 @@ func (v *vms) approve(ctx context.Context) {
 	key := Key{KindManagedVM, v.cfg.Namespace, name}
 	fail := func(err error) {
 		if ctx.Err() == nil {
-			v.cfg.Recorder.Fail(Failure{Key: key, Verb: VerbApprove, At: time.Now(), Err: err.Error()})
+			v.cfg.Recorder.Fail(Failure{Key: key, Verb: VerbApprove, At: time.Now(), Err: err.Error(), Code: code(err)})
 		}
 	}
 	vm, err := v.cfg.Tenant.GovernanceV1alpha1().ManagedVMs(v.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})

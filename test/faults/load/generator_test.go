@@ -53,7 +53,7 @@ func TestWorkloadsCreateThenPatchWithGrowingContent(t *testing.T) {
 	if len(writes) != 2 || writes[0].Verb != VerbCreate || writes[0].Seq != 1 || writes[1].Verb != VerbUpdate || writes[1].Seq != 3 {
 		t.Fatalf("writes %+v", writes)
 	}
-	if len(failures) != 1 || failures[0].Verb != VerbUpdate || failures[0].Name != WorkloadName(0) || failures[0].At.IsZero() {
+	if len(failures) != 1 || failures[0].Verb != VerbUpdate || failures[0].Name != WorkloadName(0) || failures[0].At.IsZero() || failures[0].Code != 503 {
 		t.Fatalf("failures %+v", failures)
 	}
 	got, err := c.ScoreV1b1().Workloads("ns").Get(ctx, WorkloadName(0), metav1.GetOptions{})
@@ -110,7 +110,7 @@ func TestVMsRequestThenApproveThroughTheTicket(t *testing.T) {
 	if decided != "local" || len(v.pending) != 0 || len(writes) != 2 || writes[1].Verb != VerbApprove || writes[1].Seq != 2 || writes[1].ResourceVersion != "77" {
 		t.Errorf("decided on %q, pending %v, writes %+v", decided, v.pending, writes)
 	}
-	if f := rec.Failures(); len(f) != 1 || f[0].Verb != VerbApprove {
+	if f := rec.Failures(); len(f) != 1 || f[0].Verb != VerbApprove || f[0].Code != 0 {
 		t.Errorf("failures %+v", f)
 	}
 }

@@ -60,6 +60,9 @@ type Failure struct {
 	At time.Time
 	// Err is the error's text.
 	Err string
+	// Code is the HTTP status the server answered with, or 0 when there was no answer (a
+	// refused or reset connection, a timeout on the client's side).
+	Code int32
 }
 
 // Recorder collects writes and failures from several goroutines.
@@ -132,6 +135,19 @@ func (r *Recorder) FailedByKind(from, to time.Time) map[string]int {
 	for _, f := range r.failures {
 		if !f.At.Before(from) && !f.At.After(to) {
 			n[f.Kind]++
+		}
+	}
+	return n
+}
+
+// FailedWithCode counts the requests that failed in [from, to] with HTTP status code.
+func (r *Recorder) FailedWithCode(from, to time.Time, code int32) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, f := range r.failures {
+		if f.Code == code && !f.At.Before(from) && !f.At.After(to) {
+			n++
 		}
 	}
 	return n

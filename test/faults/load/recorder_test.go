@@ -41,6 +41,13 @@ func TestRecorderCountsInWindows(t *testing.T) {
 	if byKind := r.FailedByKind(t0.Add(time.Second), t0.Add(2*time.Second)); len(byKind) != 2 || byKind[KindWorkload] != 2 || byKind[KindTag] != 1 {
 		t.Errorf("FailedByKind = %v", byKind)
 	}
+	r.Fail(Failure{Key: k, At: t0.Add(3 * time.Second), Code: 403})
+	if n := r.FailedWithCode(t0, t0.Add(3*time.Second), 403); n != 1 {
+		t.Errorf("FailedWithCode(403) = %d, want 1", n)
+	}
+	if n := r.FailedWithCode(t0, t0.Add(2*time.Second), 403); n != 0 {
+		t.Errorf("FailedWithCode(403) before it = %d", n)
+	}
 	if n := r.AckedBetween(t0, t0.Add(10*time.Second)); n != 2 {
 		t.Errorf("AckedBetween = %d, want 2", n)
 	}
@@ -53,7 +60,7 @@ func TestRecorderCountsInWindows(t *testing.T) {
 	if _, ok := r.FirstAckAfter(t0.Add(7*time.Second), ""); ok {
 		t.Error("FirstAckAfter found a write at the given time, want only later ones")
 	}
-	if len(r.Failures()) != 6 {
+	if len(r.Failures()) != 7 {
 		t.Errorf("Failures = %d", len(r.Failures()))
 	}
 }
