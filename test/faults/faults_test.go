@@ -168,6 +168,11 @@ func TestFaults(t *testing.T) {
 	defer stopWatch()
 	watcher := watch.New(watch.Workloads(clientset.NewForConfigOrDie(watchCfg).ScoreV1b1().Workloads(ns)))
 	go watcher.Run(watchCtx)
+	select {
+	case <-watcher.Listed():
+	case <-time.After(time.Minute):
+		t.Fatal("the watch's first list did not succeed within a minute")
+	}
 
 	snap := func(ctx context.Context) (check.Snapshot, error) {
 		return snapshot(ctx, admin, kube, kv, p.RegistryEndpoint())
@@ -319,6 +324,10 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	for _, w := range rec.Writes() {
 		if w.Kind == load.KindWorkload && !watcher.Saw(w.Namespace+"/"+w.Name, w.ResourceVersion) {
 			row.MissedEvents++
+			if row.MissedEvents <= 5 {
+				t.Logf("%s: the watch never delivered %s %s/%s at resourceVersion %s (%s at %s)", fl.name, w.Kind, w.Namespace, w.Name,
+					w.ResourceVersion, w.Verb, w.At.Format(time.RFC3339Nano))
+			}
 		}
 	}
 	if st.Duplicates > 0 {

@@ -51,6 +51,10 @@ type Recorder struct {
 	// Retry is the pause before a failed watch or list is tried again.
 	Retry time.Duration
 
+	// listed is closed once the first list succeeded.
+	listed     chan struct{}
+	listedOnce sync.Once
+
 	mu    sync.Mutex
 	state map[string]string          // namespace/name -> resourceVersion
 	seen  map[string]map[string]bool // namespace/name -> resourceVersions seen (events and lists)
@@ -60,8 +64,13 @@ type Recorder struct {
 
 // New returns a Recorder of src.
 func New(src Source) *Recorder {
-	return &Recorder{src: src, Retry: 200 * time.Millisecond, state: map[string]string{}, seen: map[string]map[string]bool{}}
+	return &Recorder{src: src, Retry: 200 * time.Millisecond, listed: make(chan struct{}), state: map[string]string{}, seen: map[string]map[string]bool{}}
 }
+
+// Listed is closed once the first list has succeeded: from then on every change is either in
+// that list or delivered as an event. A test starts writing only then, or the writes before
+// the list would be seen only as the list's (later) state.
+func (r *Recorder) Listed() <-chan struct{} { return r.listed }
 
 // Run lists, then watches until ctx ends, resuming after every close or error.
 func (r *Recorder) Run(ctx context.Context) {
@@ -178,6 +187,7 @@ func (r *Recorder) relist(ctx context.Context) bool {
 		r.see(key(acc), acc.GetResourceVersion())
 	}
 	r.last = last
+	r.listedOnce.Do(func() { close(r.listed) })
 	return true
 }
 

@@ -94,6 +94,11 @@ func TestResumesFromTheLastResourceVersionAfterAClose(t *testing.T) {
 	first.Stop() // the server went away
 	second.Delete(wl("b", "12"))
 	r := run(t, src)
+	select {
+	case <-r.Listed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Listed was not closed after the first list")
+	}
 	eventually(t, "the delete", func() bool { _, ok := r.State()["ns/b"]; return r.Stats().Events == 3 && !ok })
 	if got := src.askedFor(); len(got) < 2 || got[0] != "7" || got[1] != "11" {
 		t.Errorf("watched from %v, want 7 (the list) then 11 (the bookmark)", got)
