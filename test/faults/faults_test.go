@@ -262,6 +262,12 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	row.Failed, row.Acked = rec.FailedBetween(kill, loadStopped), rec.AckedBetween(kill, loadStopped)
 	row.FailedByKind = rec.FailedByKind(kill, loadStopped)
 	row.Forbidden = rec.FailedWithCode(kill, loadStopped, http.StatusForbidden)
+	// A restarted plinth-apiserver answers relayed requests 503 + Retry-After until it has
+	// loaded the front proxy's CA (frontproxy.WithCALoaded), never 403 as system:anonymous.
+	// kube-apiserver's own 403s while its RBAC caches fill are kube-apiserver's, and allowed.
+	if component == localplatform.ComponentPlinthAPIServer && row.Forbidden > 0 {
+		t.Errorf("%s: %d requests were answered 403 after the restart", fl.name, row.Forbidden)
+	}
 	sampled := map[string]bool{}
 	for _, fail := range rec.Failures() {
 		// One failure per kind, and every 403: a refusal the outage caused reads as final.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -348,6 +349,12 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if rh := cfg.Authentication.RequestHeaderConfig; rh != nil && cfg.Authentication.Authenticator != nil {
 		// The aggregator's certificate chain is verified once, not on every proxied request.
 		cfg.Authentication.Authenticator = frontproxy.New(rh, cfg.Authentication.Authenticator)
+		// Outside the whole chain: until the front proxy's CA is loaded (an informer, a second
+		// or two after start), relayed requests would run as system:anonymous.
+		build := cfg.BuildHandlerChainFunc
+		cfg.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+			return frontproxy.WithCALoaded(build(apiHandler, c), rh)
+		}
 	}
 	// Admission plugins ask the delegated authorizer (RBAC), not the chain below: ApplyTo's
 	// generic initializer has already handed it out, and standaloneAdmission gets it too.
