@@ -110,6 +110,9 @@ func (p *Process) KillIncarnation() (int, error) {
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		return 0, fmt.Errorf("supervisor: killing %s (pid %d): %w", p.spec.Name, pid, err)
 	}
+	// Whatever was reported back before is dead now: WaitBack waits for a later incarnation,
+	// also when this one was killed before it was itself reported back.
+	p.backPID = 0
 	return pid, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -292,5 +293,54 @@ func TestKillIncarnationRefusesAStoppedProcess(t *testing.T) {
 	var none *Process
 	if _, err := none.KillIncarnation(); err == nil {
 		t.Error("KillIncarnation on nil succeeded")
+	}
+}
+
+// TestWaitBackIgnoresAnEarlierIncarnation: an incarnation killed before it was reported back
+// (it was restarted and not ready yet) is not "back" because an older, dead incarnation once
+// was; WaitBack waits for one started after it.
+func TestWaitBackIgnoresAnEarlierIncarnation(t *testing.T) {
+	var ready atomic.Bool
+	ready.Store(true)
+	p, _ := start(t, Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"},
+		Backoff: wait.Backoff{Duration: 10 * time.Millisecond},
+		Ready: func(context.Context) error {
+			if !ready.Load() {
+				return os.ErrNotExist
+			}
+			return nil
+		}})
+	first, err := p.KillIncarnation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := p.WaitBack(context.Background(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready.Store(false)
+	if _, err := p.KillIncarnation(); err != nil {
+		t.Fatal(err)
+	}
+	var third int
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		third = p.PID()
+		return third != 0 && third != second, nil
+	}); err != nil {
+		t.Fatal("no incarnation after the second")
+	}
+	// Killed before it was ever reported back.
+	if killed, err := p.KillIncarnation(); err != nil || killed != third {
+		t.Fatalf("KillIncarnation = %d, %v; want %d", killed, err, third)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if pid, err := p.WaitBack(ctx, third); err == nil {
+		t.Fatalf("WaitBack after killing %d returned %d (the second incarnation was %d) while no later one was ready", third, pid, second)
+	}
+	ready.Store(true)
+	back, err := p.WaitBack(context.Background(), third)
+	if err != nil || back == third || back == second || back != p.PID() {
+		t.Fatalf("WaitBack = %d, %v; killed %d and %d, running %d", back, err, second, third, p.PID())
 	}
 }
