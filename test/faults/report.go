@@ -36,8 +36,9 @@ type Row struct {
 	// Lost counts acknowledged writes missing afterwards, Duplicates objects found twice
 	// (including instance numbers given twice or skipped).
 	Lost, Duplicates int
-	// Watch summarizes the resuming watch: resumes, relists after 410 Gone, duplicated
-	// events, and acknowledged writes it never delivered.
+	// Watch summarizes the resuming watch during this fault: resumes, relists after 410 Gone,
+	// duplicated events, and acknowledged writes it never delivered (outside the spans a
+	// relist jumped over).
 	Resumes, Relists, DuplicateEvents, MissedEvents int
 }
 

@@ -60,6 +60,11 @@ type Recorder struct {
 	seen  map[string]map[string]bool // namespace/name -> resourceVersions seen (events and lists)
 	last  int64
 	stats Stats
+	// skipped are the spans (from, to] of resourceVersions a relist jumped over: from the
+	// last one seen before a 410 Gone to the list's. Events there may never be delivered.
+	skipped [][2]int64
+	// hasListed is set by the first successful list; only later lists skip anything.
+	hasListed bool
 }
 
 // New returns a Recorder of src.
@@ -186,6 +191,10 @@ func (r *Recorder) relist(ctx context.Context) bool {
 		r.state[key(acc)] = acc.GetResourceVersion()
 		r.see(key(acc), acc.GetResourceVersion())
 	}
+	if r.hasListed && last > r.last {
+		r.skipped = append(r.skipped, [2]int64{r.last, last})
+	}
+	r.hasListed = true
 	r.last = last
 	r.listedOnce.Do(func() { close(r.listed) })
 	return true
@@ -220,6 +229,25 @@ func (r *Recorder) Saw(id, rv string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.seen[id][rv]
+}
+
+// Skipped reports whether resourceVersion rv lies in a span a relist jumped over (after the
+// last resourceVersion seen before a 410 Gone, up to the list's): a write there may
+// legitimately never be delivered as an event. Anywhere else, an acknowledged write the watch
+// did not deliver is a missed event.
+func (r *Recorder) Skipped(rv string) bool {
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, span := range r.skipped {
+		if n > span[0] && n <= span[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // LastResourceVersion is the highest resourceVersion seen, from events, bookmarks or a list.

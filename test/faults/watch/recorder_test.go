@@ -23,6 +23,7 @@ type fakeSource struct {
 	mu       sync.Mutex
 	list     []runtime.Object
 	listRV   string
+	laterRVs []string // the resourceVersions of the lists after the first, in turn
 	lists    int
 	watchers []*watch.FakeWatcher
 	errs     []error
@@ -33,6 +34,9 @@ func (f *fakeSource) List(context.Context) ([]runtime.Object, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists++
+	if f.lists > 1 && len(f.laterRVs) > 0 {
+		f.listRV, f.laterRVs = f.laterRVs[0], f.laterRVs[1:]
+	}
 	return f.list, f.listRV, nil
 }
 
@@ -143,6 +147,22 @@ func TestRelistsOn410AndSaysSo(t *testing.T) {
 	src.mu.Unlock()
 	if lists < 3 {
 		t.Errorf("listed %d times, want the first list and one per 410", lists)
+	}
+}
+
+// Only the resourceVersions a relist jumped over are excused: after the last event before the
+// 410, up to the list's; not the first list's, not what was seen, not what came later.
+func TestSkippedIsTheSpanARelistJumpedOver(t *testing.T) {
+	w := watch.NewFakeWithChanSize(10, false)
+	src := &fakeSource{list: []runtime.Object{wl("a", "3")}, listRV: "3", laterRVs: []string{"20"}, watchers: []*watch.FakeWatcher{w}}
+	w.Add(wl("b", "5"))
+	w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired})
+	r := run(t, src)
+	eventually(t, "the relist", func() bool { return r.LastResourceVersion() == 20 })
+	for rv, want := range map[string]bool{"2": false, "3": false, "5": false, "6": true, "20": true, "21": false, "x": false} {
+		if got := r.Skipped(rv); got != want {
+			t.Errorf("Skipped(%s) = %v, want %v", rv, got, want)
+		}
 	}
 }
 
