@@ -16,7 +16,8 @@ const (
 	// Lost: an acknowledged write is missing, or the object holds older content.
 	Lost = "lost"
 	// Duplicate: an object exists twice (two Deployments for a Workload, two VirtualMachines
-	// for an instance, two tickets for a request, an instance number given twice).
+	// for an instance, a VirtualMachine for an instance no ManagedVM holds, two tickets for a
+	// request, an instance number given twice).
 	Duplicate = "duplicate"
 	// Numbering: a service's instance numbers are not 1..n.
 	Numbering = "numbering"
@@ -238,6 +239,13 @@ func checkVMs(s Snapshot) []Violation {
 				sort.Strings(names)
 				add(Duplicate, "SystemService "+svc.namespace+"/"+svc.name, "instance %d has %d VirtualMachines: %v", n, len(names), names)
 			}
+		}
+	}
+	// A VirtualMachine whose instance no ManagedVM holds is one too many: its ManagedVM has
+	// another one (its number changed) or none.
+	for _, v := range s.VirtualMachines {
+		if len(numbers[service{v.Namespace, v.Service}][v.Instance]) == 0 {
+			add(Duplicate, "VirtualMachine "+v.Namespace+"/"+v.Name, "instance %d of %s, which no ManagedVM holds", v.Instance, v.Service)
 		}
 	}
 	for id, vm := range s.VMs {

@@ -113,6 +113,9 @@ func TestCheckFindsEachViolation(t *testing.T) {
 		"two VirtualMachines for an instance": {func(s *Snapshot, _ map[load.Key]load.Write) {
 			s.VirtualMachines = append(s.VirtualMachines, VirtualMachine{"ns", "copy", "svc-1", 1})
 		}, "duplicate SystemService ns/svc-1"},
+		"a VirtualMachine no ManagedVM holds": {func(s *Snapshot, _ map[load.Key]load.Write) {
+			s.VirtualMachines = append(s.VirtualMachines, VirtualMachine{"ns", "ns-faults-svc-1-02", "svc-1", 2})
+		}, "duplicate VirtualMachine ns/ns-faults-svc-1-02"},
 		"no VirtualMachine for an instance": {func(s *Snapshot, _ map[load.Key]load.Write) {
 			s.VirtualMachines = s.VirtualMachines[:2]
 		}, "not-converged ManagedVM ns/vm-002"},
