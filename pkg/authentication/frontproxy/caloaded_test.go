@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // A relayed request that arrives before the front proxy's CA is loaded is told to come back,
@@ -59,5 +60,24 @@ func TestWithoutRequestHeaderConfigNothingIsHeld(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), proxied(ca.client(t, "front-proxy-client", time.Now().Add(time.Hour)), "alice"))
 	if served != 1 {
 		t.Errorf("a relayed request without a request-header configuration was held")
+	}
+}
+
+// A CA that never loads (broken content) does not hold requests forever: after maxHold they go
+// to the authenticators, which refuse them as before.
+func TestRequestsAreHeldAtMostMaxHold(t *testing.T) {
+	ca := newCA(t, time.Now().Add(time.Hour))
+	cert := ca.client(t, "front-proxy-client", time.Now().Add(time.Hour))
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	served := 0
+	h := withCALoaded(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), requestHeaderConfig(&swappableCA{}), clk)
+	h.ServeHTTP(httptest.NewRecorder(), proxied(cert, "alice"))
+	if served != 0 {
+		t.Fatal("held no request right after start")
+	}
+	clk.SetTime(clk.Now().Add(maxHold))
+	h.ServeHTTP(httptest.NewRecorder(), proxied(cert, "alice"))
+	if served != 1 {
+		t.Errorf("still held %s after start", maxHold)
 	}
 }
