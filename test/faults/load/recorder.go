@@ -118,13 +118,7 @@ func (r *Recorder) Latest() map[Key]Write {
 func (r *Recorder) FailedBetween(from, to time.Time) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
-	for _, f := range r.failures {
-		if !f.At.Before(from) && !f.At.After(to) {
-			n++
-		}
-	}
-	return n
+	return len(r.failedIn(from, to))
 }
 
 // FailedByKind counts the requests that failed in [from, to] per kind.
@@ -132,10 +126,8 @@ func (r *Recorder) FailedByKind(from, to time.Time) map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := map[string]int{}
-	for _, f := range r.failures {
-		if !f.At.Before(from) && !f.At.After(to) {
-			n[f.Kind]++
-		}
+	for _, f := range r.failedIn(from, to) {
+		n[f.Kind]++
 	}
 	return n
 }
@@ -145,8 +137,8 @@ func (r *Recorder) FailedWithCode(from, to time.Time, code int32) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for _, f := range r.failures {
-		if f.Code == code && !f.At.Before(from) && !f.At.After(to) {
+	for _, f := range r.failedIn(from, to) {
+		if f.Code == code {
 			n++
 		}
 	}
@@ -159,12 +151,26 @@ func (r *Recorder) AckedBetween(from, to time.Time) int {
 	defer r.mu.Unlock()
 	n := 0
 	for _, w := range r.writes {
-		if !w.At.Before(from) && !w.At.After(to) {
+		if within(w.At, from, to) {
 			n++
 		}
 	}
 	return n
 }
+
+// failedIn are the failures in [from, to]; the caller holds r.mu.
+func (r *Recorder) failedIn(from, to time.Time) []Failure {
+	var in []Failure
+	for _, f := range r.failures {
+		if within(f.At, from, to) {
+			in = append(in, f)
+		}
+	}
+	return in
+}
+
+// within reports whether t is in [from, to].
+func within(t, from, to time.Time) bool { return !t.Before(from) && !t.After(to) }
 
 // FirstAckAfter is the time of the first write acknowledged after t of the given kind ("" for
 // any kind), and whether there is one.
