@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/plinth-dev/plinth/internal/benchfloor"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 )
 
@@ -73,31 +74,31 @@ func TestFloorTenantsAreTheProvidersObjectsWithoutServerFieldsOrPlinthLabels(t *
 		t.Fatalf("got %+v, want one tenant in floor-bench-0001 with three objects", tenants)
 	}
 	objs := tenants[0].objects
-	for i, want := range []floorObject{{resource: "namespaces", name: "floor-bench-0001"},
-		{resource: "deployments", namespace: "floor-bench-0001", name: "bench-0001"},
-		{resource: "services", namespace: "floor-bench-0001", name: "bench-0001"}} {
-		if got := objs[i]; got.resource != want.resource || got.namespace != want.namespace || got.name != want.name {
-			t.Errorf("object %d is %s %s/%s, want %s %s/%s", i, got.resource, got.namespace, got.name, want.resource, want.namespace, want.name)
+	for i, want := range []benchfloor.Object{{Resource: "namespaces", Name: "floor-bench-0001"},
+		{Resource: "deployments", Namespace: "floor-bench-0001", Name: "bench-0001"},
+		{Resource: "services", Namespace: "floor-bench-0001", Name: "bench-0001"}} {
+		if got := objs[i]; got.Resource != want.Resource || got.Namespace != want.Namespace || got.Name != want.Name {
+			t.Errorf("object %d is %s %s/%s, want %s %s/%s", i, got.Resource, got.Namespace, got.Name, want.Resource, want.Namespace, want.Name)
 		}
 	}
 	for _, o := range objs {
-		body := string(o.body)
+		body := string(o.Body)
 		for _, server := range []string{"compute.plinth.dev", `"plinth"`, "status", "uid", "resourceVersion", "generation", "managedFields",
 			"creationTimestamp", "clusterIP", "nodePort", "deployment.kubernetes.io/revision", corev1.LabelMetadataName, "tenant-bench-0001"} {
 			if strings.Contains(body, server) {
-				t.Errorf("%s body has %s: %s", o.resource, server, body)
+				t.Errorf("%s body has %s: %s", o.Resource, server, body)
 			}
 		}
 	}
 
 	var ns corev1.Namespace
-	mustUnmarshal(t, objs[0].body, &ns)
+	mustUnmarshal(t, objs[0].Body, &ns)
 	if ns.APIVersion != "v1" || ns.Kind != "Namespace" || ns.Labels[floorTenantLabel] != "bench-0001" || ns.Labels[managedByLabel] != "bench-floor" {
 		t.Errorf("namespace %+v", ns)
 	}
 
 	var d appsv1.Deployment
-	mustUnmarshal(t, objs[1].body, &d)
+	mustUnmarshal(t, objs[1].Body, &d)
 	if d.APIVersion != "apps/v1" || d.Kind != "Deployment" {
 		t.Errorf("deployment type %s %s", d.APIVersion, d.Kind)
 	}
@@ -114,7 +115,7 @@ func TestFloorTenantsAreTheProvidersObjectsWithoutServerFieldsOrPlinthLabels(t *
 	}
 
 	var s corev1.Service
-	mustUnmarshal(t, objs[2].body, &s)
+	mustUnmarshal(t, objs[2].Body, &s)
 	wantPorts := []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}
 	if s.Kind != "Service" || s.Spec.Type != corev1.ServiceTypeClusterIP || !apiequality.Semantic.DeepEqual(s.Spec.Ports, wantPorts) ||
 		!apiequality.Semantic.DeepEqual(s.Spec.Selector, wantSelector) {
@@ -139,32 +140,6 @@ func TestFloorTenantsRefusesWhatIsNotOneTenantPerNamespace(t *testing.T) {
 		mutate(&c)
 		if _, err := floorTenants(c); err == nil {
 			t.Errorf("%s: no error", name)
-		}
-	}
-}
-
-func TestAvailable(t *testing.T) {
-	ready := func() *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2,
-				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue},
-					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}}
-	}
-	if !available(ready()) {
-		t.Error("a rolled-out, available Deployment is not available")
-	}
-	for name, mutate := range map[string]func(*appsv1.Deployment){
-		"spec not observed":      func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 },
-		"not every replica":      func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 1 },
-		"an old replica left":    func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 },
-		"a surplus replica":      func(d *appsv1.Deployment) { d.Status.Replicas = 3 },
-		"Available False":        func(d *appsv1.Deployment) { d.Status.Conditions[1].Status = corev1.ConditionFalse },
-		"no Available condition": func(d *appsv1.Deployment) { d.Status.Conditions = d.Status.Conditions[:1] },
-	} {
-		d := ready()
-		mutate(d)
-		if available(d) {
-			t.Errorf("%s: available", name)
 		}
 	}
 }

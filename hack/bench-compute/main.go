@@ -25,16 +25,14 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
+	"github.com/plinth-dev/plinth/internal/benchfloor"
 	"github.com/plinth-dev/plinth/internal/benchharness"
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
@@ -291,59 +289,19 @@ func capture(ctx context.Context, kube kubernetes.Interface, n int) ([]floorTena
 // waits until every floor Deployment is Available.
 func floorRun(ctx context.Context, kube kubernetes.Interface, tenants []floorTenant, clients int) (time.Duration, error) {
 	start := time.Now()
-	err := benchharness.Parallel(ctx, len(tenants), clients, func(ctx context.Context, i int) error {
-		for _, obj := range tenants[i].objects {
-			if err := apply(ctx, kube, obj); err != nil {
-				return fmt.Errorf("applying %s %s/%s: %w", obj.resource, obj.namespace, obj.name, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	groups := make([][]benchfloor.Object, len(tenants))
+	for i, t := range tenants {
+		groups[i] = t.objects
+	}
+	if err := benchfloor.ApplyAll(ctx, kube, groups, clients); err != nil {
 		return 0, err
 	}
 	deployments := kube.AppsV1().Deployments("")
 	src := benchharness.SourceOf(deployments, floorTenantLabel)
-	if err := benchharness.WaitReady(ctx, src, len(tenants), available); err != nil {
+	if err := benchharness.WaitReady(ctx, src, len(tenants), benchfloor.Available); err != nil {
 		return 0, fmt.Errorf("floor Deployments: %w after %s", err, time.Since(start).Round(time.Second))
 	}
 	return time.Since(start), nil
-}
-
-// available is the floor's Ready: the Deployment controller has acted on the current spec,
-// every wanted replica runs it and is available, and the Available condition is True; what
-// the kubernetes provider requires before it reports a tenant running.
-func available(d *appsv1.Deployment) bool {
-	wanted := ptr.Deref(d.Spec.Replicas, 1)
-	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != wanted || d.Status.Replicas != wanted || d.Status.AvailableReplicas < wanted {
-		return false
-	}
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentAvailable {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// floorFieldManager applies the floor's objects.
-const floorFieldManager = "bench-floor"
-
-// apply server-side applies one floor object, as the provider applies its own.
-func apply(ctx context.Context, kube kubernetes.Interface, obj floorObject) error {
-	opts := metav1.PatchOptions{FieldManager: floorFieldManager, Force: ptr.To(true)}
-	var err error
-	switch obj.resource {
-	case "namespaces":
-		_, err = kube.CoreV1().Namespaces().Patch(ctx, obj.name, types.ApplyPatchType, obj.body, opts)
-	case "deployments":
-		_, err = kube.AppsV1().Deployments(obj.namespace).Patch(ctx, obj.name, types.ApplyPatchType, obj.body, opts)
-	case "services":
-		_, err = kube.CoreV1().Services(obj.namespace).Patch(ctx, obj.name, types.ApplyPatchType, obj.body, opts)
-	default:
-		err = fmt.Errorf("cannot apply %s", obj.resource)
-	}
-	return err
 }
 
 // snapshot is what --diagnose reads before and after each run.
