@@ -7,9 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/featuregate"
 
 	computeinstall "github.com/plinth-dev/plinth/pkg/apis/compute/install"
 	gitopsinstall "github.com/plinth-dev/plinth/pkg/apis/gitops/install"
@@ -31,12 +34,9 @@ import (
 var (
 	// Scheme knows every Plinth type, internal and versioned.
 	Scheme = runtime.NewScheme()
-	// Codecs encodes and decodes Plinth objects.
+	// Codecs encodes and decodes Plinth objects; storage and tests use it. What the server
+	// negotiates with clients is NewSerializer's.
 	Codecs = serializer.NewCodecFactory(Scheme)
-	// Serializer is what the server negotiates with clients: Codecs without protobuf, because
-	// Plinth types have no protobuf encoding. Advertising it would make the server pick
-	// protobuf for clients that accept "protobuf, json" and then fail with 406.
-	Serializer runtime.NegotiatedSerializer = withoutProtobuf{Codecs}
 )
 
 func init() {
@@ -53,6 +53,23 @@ func init() {
 	Scheme.AddUnversionedTypes(unversioned,
 		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{},
 	)
+}
+
+// NewSerializer is what the server negotiates with clients, built once the feature gates are
+// parsed: Plinth's codecs with the options the generic server gives built-in groups
+// (NewDefaultAPIGroupInfo), which a group that sets its own serializer would otherwise lose.
+// Lists stream item by item in JSON, so a large list is not built in memory twice. CBOR is
+// offered, for requests and responses and as cbor-seq on watches, only while the
+// CBORServingAndStorage gate is on: the generic server refuses to start with a serializer that
+// offers it otherwise. Protobuf is never offered, because Plinth types have no protobuf
+// encoding: advertising it would make the server pick protobuf for clients that accept
+// "protobuf, json" and then fail with 406.
+func NewSerializer(gates featuregate.FeatureGate) runtime.NegotiatedSerializer {
+	options := []serializer.CodecFactoryOptionsMutator{serializer.WithStreamingCollectionEncodingToJSON()}
+	if gates.Enabled(features.CBORServingAndStorage) {
+		options = append(options, serializer.WithSerializer(cbor.NewSerializerInfo))
+	}
+	return withoutProtobuf{serializer.NewCodecFactory(Scheme, options...)}
 }
 
 type withoutProtobuf struct{ serializer.CodecFactory }
@@ -113,7 +130,7 @@ func (c completedConfig) New() (*Server, error) {
 	s := &Server{GenericAPIServer: genericServer}
 
 	scoreGroup := genericapiserver.NewDefaultAPIGroupInfo(score.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	scoreGroup.NegotiatedSerializer = Serializer
+	scoreGroup.NegotiatedSerializer = c.GenericConfig.Serializer
 	storage := map[string]rest.Storage{}
 	for resource, newREST := range map[string]func(*runtime.Scheme, generic.RESTOptionsGetter) (*store.REST, *store.StatusREST, error){
 		"workloads":        workload.NewREST,

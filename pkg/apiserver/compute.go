@@ -15,7 +15,7 @@ import (
 // status. TenantIDClaims are stored by the tenantcomputes storage and never served.
 func (c completedConfig) installCompute(s *genericapiserver.GenericAPIServer) error {
 	group := genericapiserver.NewDefaultAPIGroupInfo(compute.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.NegotiatedSerializer = Serializer
+	group.NegotiatedSerializer = c.GenericConfig.Serializer
 	tenants, tenantStatus, err := tenantcompute.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter)
 	if err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 
 func (c completedConfig) installGovernance(s *genericapiserver.GenericAPIServer, clusters *cluster.REST) error {
 	group := genericapiserver.NewDefaultAPIGroupInfo(governance.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.NegotiatedSerializer = Serializer
+	group.NegotiatedSerializer = c.GenericConfig.Serializer
 	storage, err := governancestorage.New(Scheme, c.GenericConfig.RESTOptionsGetter, c.GenericConfig.Authorization.Authorizer, clusters, c.RuntimeUsers)
 	if err != nil {
 		return err

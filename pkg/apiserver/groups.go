@@ -18,7 +18,7 @@ type newStatusREST func(*runtime.Scheme, generic.RESTOptionsGetter) (*store.REST
 // constructor that fails destroys the stores built before it.
 func (c completedConfig) installStatusGroup(s *genericapiserver.GenericAPIServer, group, version string, resources map[string]newStatusREST) error {
 	info := genericapiserver.NewDefaultAPIGroupInfo(group, Scheme, metav1.ParameterCodec, Codecs)
-	info.NegotiatedSerializer = Serializer
+	info.NegotiatedSerializer = c.GenericConfig.Serializer
 	storage := map[string]rest.Storage{}
 	for resource, newREST := range resources {
 		main, status, err := newREST(Scheme, c.GenericConfig.RESTOptionsGetter)

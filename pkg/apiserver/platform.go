@@ -15,7 +15,7 @@ import (
 // and guards its deletion.
 func (c completedConfig) installPlatform(s *genericapiserver.GenericAPIServer) (*cluster.REST, error) {
 	group := genericapiserver.NewDefaultAPIGroupInfo(platform.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.NegotiatedSerializer = Serializer
+	group.NegotiatedSerializer = c.GenericConfig.Serializer
 	clusters, status, credentials, err := cluster.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, c.EncryptionKeys)
 	if err != nil {
 		return nil, err

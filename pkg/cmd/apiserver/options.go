@@ -328,7 +328,8 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}
 	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
-	cfg.Serializer = apiserver.Serializer
+	// Built here, after the flags are parsed, because CBOR follows --feature-gates.
+	cfg.Serializer = apiserver.NewSerializer(utilfeature.DefaultFeatureGate)
 	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(plinthopenapi.GetOpenAPIDefinitions, namer)
 	cfg.OpenAPIConfig.Info.Title = "Plinth"
