@@ -60,6 +60,9 @@ type Controller struct {
 	recorder            events.EventRecorder
 	listers             Listers
 	defaultRuntimeClass string
+	// written holds the Workloads this controller's status writes returned until the cache
+	// has them: reconciles woken by bindings and plans come quickly after a write.
+	written loop.Written[*v1b1.Workload]
 }
 
 // NewController returns the Workload controller. It reads Workloads, their bindings and plan,
@@ -189,11 +192,13 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	namespace, name := key.Namespace, key.Name
 	w, err := c.listers.Workloads.Workloads(namespace).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && w.DeletionTimestamp != nil) {
+		c.written.Forget(key)
 		return nil // bindings and plan are owned by the workload: garbage collection removes them
 	}
 	if err != nil {
 		return err
 	}
+	w = c.written.Fresher(key, w)
 	status := w.Status.DeepCopy()
 	status.ObservedGeneration = w.Generation
 	err = c.converge(ctx, w, status)
@@ -201,9 +206,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if !apiequality.Semantic.DeepEqual(status, &w.Status) {
 		updated := w.DeepCopy()
 		updated.Status = *status
-		if _, uerr := c.client.ScoreV1b1().Workloads(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); uerr != nil {
+		written, uerr := c.client.ScoreV1b1().Workloads(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"})
+		if uerr != nil {
 			return uerr
 		}
+		c.written.Record(key, w, written)
 		c.recordTransitions(w, status)
 	}
 	return err
@@ -523,7 +530,10 @@ func summarizeBindings(status *v1b1.WorkloadStatus, resolved *scorespec.Workload
 	for _, key := range sets.List(sets.KeySet(resolved.Resources)) {
 		b := bindings[key]
 		summary := v1b1.BindingSummary{Key: key, Phase: v1b1.BindingPhasePending, Reason: v1b1.ReasonBindingPending, Message: "The resource is waiting to be provisioned."}
-		if b != nil && b.Status.Phase != "" {
+		// Only the outcomes are copied: a binding's way there (Pending, then Binding with its
+		// provisioner's progress messages) would be a Workload status write per step, and the
+		// Workload's owner learns nothing from it that "waiting to be provisioned" does not say.
+		if b != nil && (b.Status.Phase == v1b1.BindingPhaseBound || b.Status.Phase == v1b1.BindingPhaseFailed) {
 			summary.Phase = b.Status.Phase
 			if ready := meta.FindStatusCondition(b.Status.Conditions, "Ready"); ready != nil {
 				summary.Reason, summary.Message = ready.Reason, ready.Message
@@ -622,6 +632,12 @@ func (c *Controller) runtimeCondition(status *v1b1.WorkloadStatus, plan *v1b1.Wo
 	case ready.Status == metav1.ConditionTrue:
 		setCondition(status, v1b1.ConditionRuntimeReady, true, v1b1.ReasonSucceeded, "The workload is running.", gen)
 		return true
+	case ready.Reason == v1b1.ReasonRuntimeProvisioning:
+		// One message while provisioning, whatever step the runtime reports (materialized,
+		// rolling out, starting): each step would be a Workload status write and an event
+		// for the same reason. The plan's runtimeInfo.state keeps the detail.
+		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized.", gen)
+		return false
 	default:
 		setCondition(status, v1b1.ConditionRuntimeReady, false, ready.Reason, ready.Message, gen)
 		return false

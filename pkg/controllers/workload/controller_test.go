@@ -42,6 +42,10 @@ type fixture struct {
 
 	actions []clienttesting.Action
 	events  []string
+
+	// informers are the Plinth informers of the last newController, whose indexers a test
+	// may change between reconciles.
+	informers informers.SharedInformerFactory
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -73,6 +77,7 @@ func (f *fixture) newController() *Controller {
 	f.kube = kubefake.NewSimpleClientset(kubeObjects...)
 	f.recorder = events.NewFakeRecorder(20)
 	pf, kf := informers.NewSharedInformerFactory(f.plinth, 0), kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	f.informers = pf
 	score, core := pf.Score().V1b1(), kf.Core().V1()
 	c, err := NewController(context.Background(), f.plinth, f.recorder, score.Workloads(), score.ResourceBindings(), score.WorkloadPlans(),
 		score.PlatformPolicies(), core.ConfigMaps(), core.Secrets(), core.Namespaces(), "kubernetes")

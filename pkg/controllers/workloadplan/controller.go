@@ -45,6 +45,9 @@ type Controller struct {
 	plans    listers.WorkloadPlanLister
 	bindings listers.ResourceBindingLister
 	runtimes *compute.Registry
+	// written holds the plans this controller's status writes returned until the cache has
+	// them: Deployment and binding events wake a plan right after its write.
+	written loop.Written[*v1b1.WorkloadPlan]
 }
 
 // New returns the WorkloadPlan controller, which hands each plan to the runtime registered
@@ -103,11 +106,13 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	plan, err := c.plans.WorkloadPlans(namespace).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && plan.DeletionTimestamp != nil) {
 		c.runtimes.Release(namespace, name)
+		c.written.Forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	plan = c.written.Fresher(key, plan)
 	var report compute.Status
 	var applyErr, withdrawErr error
 	var withdrawing []string
@@ -181,9 +186,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if !apiequality.Semantic.DeepEqual(status, &plan.Status) {
 		updated := plan.DeepCopy()
 		updated.Status = *status
-		if _, err := c.client.ScoreV1b1().WorkloadPlans(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-runtime"}); err != nil {
+		written, err := c.client.ScoreV1b1().WorkloadPlans(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-runtime"})
+		if err != nil {
 			return err
 		}
+		c.written.Record(key, plan, written)
 		transition.Outcome(c.recorder, plan, plan.Status.Conditions, status.Conditions, "Ready", "Ready", "Materialize")
 	}
 	return errors.Join(applyErr, withdrawErr)

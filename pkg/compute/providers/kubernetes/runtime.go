@@ -202,15 +202,19 @@ func (r *Runtime) status(plan *v1b1.WorkloadPlan) (compute.Status, error) {
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	details := map[string]string{"deployment": d.Name, "availableReplicas": fmt.Sprint(d.Status.AvailableReplicas), "replicas": fmt.Sprint(want)}
 	state := fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, want)
+	// One message for every step of RuntimeProvisioning (created, rolling out, starting): the
+	// message goes into the plan's and the Workload's Ready conditions, and a new one per step
+	// would be a status write of each and an event for no new reason. State and Details say
+	// which step the Deployment is at.
 	switch {
 	case d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < want:
-		return compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload is rolling out.", State: state, Details: details}, nil
+		return compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload is being materialized.", State: state, Details: details}, nil
 	case d.Status.AvailableReplicas >= want:
 		return compute.Status{Ready: true, Reason: v1b1.ReasonSucceeded, Message: "The workload is available.", State: state, Details: details}, nil
 	case d.Status.AvailableReplicas > 0:
 		return compute.Status{Reason: v1b1.ReasonRuntimeDegraded, Message: "Some instances of the workload are unavailable.", State: state, Details: details}, nil
 	default:
-		return compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload is starting.", State: state, Details: details}, nil
+		return compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload is being materialized.", State: state, Details: details}, nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -118,5 +119,44 @@ func TestRuntimeRefusesAmountsThatAreNotQuantities(t *testing.T) {
 		if a.GetResource().Resource == "deployments" {
 			t.Errorf("applied a Deployment: %v", a)
 		}
+	}
+}
+
+// Every step of provisioning reports one message, so that a plan's Ready condition (and the
+// Workload's copy) is written once for RuntimeProvisioning, not once per step; the state
+// tells the steps apart.
+func TestRuntimeProvisioningHasOneMessage(t *testing.T) {
+	plan, _ := runtimePlan()
+	deployment := func(generation, observed int64, updated, available int32) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: plan.Namespace, Name: plan.Name, Generation: generation},
+			Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: observed, UpdatedReplicas: updated, AvailableReplicas: available}}
+	}
+	states := map[string]*appsv1.Deployment{
+		"not made yet":            nil,
+		"spec not observed":       deployment(2, 1, 2, 0),
+		"replicas being replaced": deployment(1, 1, 1, 0),
+		"updated, none available": deployment(1, 1, 2, 0),
+	}
+	seen := map[string]bool{}
+	for name, d := range states {
+		kube := kubefake.NewClientset()
+		factory := kubeinformers.NewSharedInformerFactory(kube, 0)
+		apps, core := factory.Apps().V1(), factory.Core().V1()
+		if d != nil {
+			if err := apps.Deployments().Informer().GetIndexer().Add(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rt := New(kube, apps.Deployments().Lister(), core.Services().Lister(), core.Secrets().Lister())
+		st, err := rt.status(plan)
+		if err != nil || st.Ready || st.Reason != v1b1.ReasonRuntimeProvisioning {
+			t.Errorf("%s: status %+v, %v; want RuntimeProvisioning", name, st, err)
+			continue
+		}
+		seen[st.Message] = true
+	}
+	if len(seen) != 1 || !seen["The workload is being materialized."] {
+		t.Errorf("messages while provisioning: %v, want one", seen)
 	}
 }
