@@ -25,7 +25,7 @@ GOTESTFLAGS ?=
 # unless this tag is set, which forces external linking and keeps unused methods (~45 MB).
 GOTAGS      ?= kustomize_disable_go_plugin_support
 
-.PHONY: all build tools run run-standalone test test-unit test-integration test-faults-short test-faults bench bench-go bench-controller bench-compute bench-gitops bench-packs bench-watch fuzz verify generate clean clean-all
+.PHONY: all build tools run run-standalone test test-unit test-integration test-faults-short test-faults bench bench-scale bench-go bench-controller bench-compute bench-gitops bench-packs bench-watch fuzz verify generate clean clean-all
 
 all: build
 
@@ -76,6 +76,14 @@ test-faults: build tools
 BENCH_FLAGS ?=
 bench: build tools
 	$(GO) run ./hack/bench-api --docs docs/benchmarks.md --json docs/benchmarks-api.json $(BENCH_FLAGS)
+	$(GO) run ./hack/bench-scale --docs docs/benchmarks.md
+
+# 10,000 Workloads in one namespace, then in 100 namespaces, next to the same CRD objects on a
+# fresh local platform without plinth-controller: list (in full and in pages of 500), watch and
+# kubectl get latency, and plinth-apiserver's memory (docs/benchmarks.md, "Scale"; about ten
+# minutes). make bench runs it after bench-api.
+bench-scale: build tools
+	$(GO) run ./hack/bench-scale --docs docs/benchmarks.md
 
 # The Go benchmarks (go test -bench) of the packages and of the API against a standalone server.
 bench-go: build tools
