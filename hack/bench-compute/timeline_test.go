@@ -93,22 +93,6 @@ func TestReconcileReport(t *testing.T) {
 	}
 }
 
-func TestCPUReport(t *testing.T) {
-	got := cpuReport(benchharness.Counts{"kube-apiserver": 30, "plinth-controller": 5}, 40*time.Second,
-		benchharness.Counts{"kube-apiserver": 20, "kwok": 2}, 20*time.Second, 2)
-	want := `CPU seconds                  Plinth run    floor run
-kube-apiserver                     30.0         20.0
-plinth-controller                   5.0          0.0
-kwok                                0.0          2.0
-all                                35.0         22.0
-wall seconds                       40.0         20.0
-busy (of 2 cores)                   44%          55%
-`
-	if got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
 func TestEventReasons(t *testing.T) {
 	ev := func(namespace, kind, reason string, count int32, series *corev1.EventSeries) corev1.Event {
 		return corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, InvolvedObject: corev1.ObjectReference{Kind: kind},

@@ -1,8 +1,19 @@
-// Command bench-workloads measures the controller end to end: it starts a fresh local platform
-// (real etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok nodes,
-// plinth-apiserver, plinth-controller), creates N Workloads (one container, a dns resource and
-// a service port each), and reports the time until all are Ready and the controller's CPU time
-// and peak memory. `make bench-controller` runs it for N=100 and N=1000.
+// Command bench-workloads measures the controller end to end against the floor, on one fresh
+// local platform (real etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
+// nodes, plinth-apiserver, plinth-controller) in one run:
+//
+//  1. Plinth: N Workloads (one container, a dns resource and a service port each; --minimal:
+//     one container only) created in team-a by parallel clients, until all are Ready;
+//     plinth-controller's CPU time and peak memory over that time.
+//  2. The floor, afterwards: every object Plinth made for them in team-a (whatever the kinds:
+//     Deployments, Services, Secrets, and what provisioners made), captured from
+//     kube-apiserver, stripped of what the server sets and of owner references, with Plinth's
+//     label keys renamed (internal/benchfloor), server-side applied straight to kube-apiserver
+//     by as many clients into namespace floor-team-a, until every Deployment is Available.
+//
+// It prints both times, their ratio, and the writes per Workload of each run: plinth-apiserver's
+// (its audit log) and kube-apiserver's (apiserver_request_total) by resource and verb.
+// `make bench-controller` runs it for N=100 and N=1000; docs/benchmarks.md quotes its tables.
 package main
 
 import (
@@ -11,39 +22,87 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/plinth-dev/plinth/internal/benchfloor"
 	"github.com/plinth-dev/plinth/internal/benchharness"
+	"github.com/plinth-dev/plinth/internal/localplatform"
+	"github.com/plinth-dev/plinth/internal/writecount"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 )
 
+// options are the command's flags.
+type options struct {
+	workloads, nodes, clients int
+	timeout, settle           time.Duration
+	binDir, diagnose          string
+	minimal, floor            bool
+	controllerArgs            []string
+}
+
 func main() {
-	n := flag.Int("workloads", 100, "how many Workloads to create")
-	nodes := flag.Int("nodes", 0, "fake nodes; default enough for all pods")
-	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
-	binDir := flag.String("bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
-	minimal := flag.Bool("minimal", false, "Workloads with one container only: no resource, no service port")
-	diagnose := flag.String("diagnose", "", "directory for a 30 s kube-apiserver CPU profile taken after the creates, and its request counts")
-	controllerArgs := flag.String("controller-args", "", "extra plinth-controller flags, space-separated")
+	var o options
+	var controllerArgs string
+	flag.IntVar(&o.workloads, "workloads", 100, "how many Workloads to create")
+	flag.IntVar(&o.nodes, "nodes", 0, "fake nodes; default enough for the pods of both runs")
+	flag.IntVar(&o.clients, "clients", 8, "parallel clients of each run")
+	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "give up after this long")
+	flag.DurationVar(&o.settle, "settle", 5*time.Second, "pause after each run before its writes are read, for the platform to finish what the run started")
+	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
+	flag.BoolVar(&o.minimal, "minimal", false, "Workloads with one container only: no resource, no service port")
+	flag.BoolVar(&o.floor, "floor", true, "after the Plinth run, apply what Plinth made as the floor and compare")
+	flag.StringVar(&o.diagnose, "diagnose", "", "directory for a 30 s kube-apiserver CPU profile taken after the creates, and kube-apiserver's requests and the processes' CPU time in each run")
+	flag.StringVar(&controllerArgs, "controller-args", "", "extra plinth-controller flags, space-separated")
 	flag.Parse()
-	if err := run(*n, *nodes, *timeout, *binDir, *minimal, *diagnose, strings.Fields(*controllerArgs)); err != nil {
+	o.controllerArgs = strings.Fields(controllerArgs)
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-workloads:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, nodes int, timeout time.Duration, binDir string, minimal bool, diagnose string, controllerArgs []string) error {
-	if nodes == 0 {
-		nodes = n/200 + 2
+// reading is what is read before and after each run.
+type reading struct {
+	at       time.Time
+	requests benchharness.Counts // kube-apiserver's, by resource and verb
+	cpu      benchharness.Counts // seconds, by process (--diagnose only)
+	audit    writecount.Counts   // plinth-apiserver's writes
+	rotated  int                 // rotated audit files
+}
+
+func read(ctx context.Context, cfg *rest.Config, platform *localplatform.Platform, withCPU bool) (reading, error) {
+	r := reading{at: time.Now()}
+	var err error
+	if r.requests, err = benchharness.APIRequests(ctx, cfg); err != nil {
+		return reading{}, fmt.Errorf("kube-apiserver's request counts: %w", err)
 	}
-	ctx, cancel := benchharness.Context(timeout)
+	if r.audit, r.rotated, err = auditWrites(platform.AuditLogPath()); err != nil {
+		return reading{}, fmt.Errorf("plinth-apiserver's audit log: %w", err)
+	}
+	if withCPU {
+		if r.cpu, err = benchharness.ProcessCPU(); err != nil {
+			return reading{}, fmt.Errorf("CPU times: %w", err)
+		}
+	}
+	return r, nil
+}
+
+func run(o options) error {
+	if o.nodes == 0 {
+		o.nodes = 2*o.workloads/200 + 2 // kwok nodes take 250 pods; both runs' pods stay
+	}
+	ctx, cancel := benchharness.Context(o.timeout)
 	defer cancel()
-	platform, stop, err := benchharness.StartPlatform(ctx, benchharness.PlatformOptions{BinDir: binDir, Nodes: nodes, ControllerArgs: controllerArgs})
+	platform, stop, err := benchharness.StartPlatform(ctx, benchharness.PlatformOptions{BinDir: o.binDir, Nodes: o.nodes, ControllerArgs: o.controllerArgs})
 	if err != nil {
 		return err
 	}
@@ -52,48 +111,178 @@ func run(n, nodes int, timeout time.Duration, binDir string, minimal bool, diagn
 	if err != nil {
 		return err
 	}
-	client := clientset.NewForConfigOrDie(cfg).ScoreV1b1().Workloads("team-a")
-	before, _ := benchharness.ReadUsage(platform.ControllerPID())
-
-	start := time.Now()
-	err = benchharness.Parallel(ctx, n, 8, func(ctx context.Context, i int) error {
-		_, err := client.Create(ctx, workload(i, minimal), metav1.CreateOptions{})
-		return err
-	})
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	createdIn := time.Since(start)
-	profiled := make(chan error, 1)
-	if diagnose != "" {
-		go func() { profiled <- platform.ProfileCPU(ctx, diagnose, 30*time.Second) }()
-	} else {
-		profiled <- nil
-	}
-
-	src := benchharness.SourceOf(client, "")
-	if err := benchharness.WaitReady(ctx, src, n, func(w *v1b1.Workload) bool {
-		return meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionReady)
-	}); err != nil {
-		return fmt.Errorf("%w after %s", err, time.Since(start).Round(time.Second))
-	}
-	allReady := time.Since(start)
-	after, _ := benchharness.ReadUsage(platform.ControllerPID())
-	fmt.Printf("workloads=%d minimal=%v nodes=%d created_in=%s all_ready_in=%s controller_cpu=%.1fs controller_peak_rss=%dMiB\n",
-		n, minimal, nodes, createdIn.Round(10*time.Millisecond), allReady.Round(10*time.Millisecond), after.CPUSeconds-before.CPUSeconds, after.PeakRSSKiB/1024)
-	if err := <-profiled; err != nil {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
 		return err
 	}
-	if diagnose != "" {
-		counts, err := benchharness.APIRequests(ctx, cfg)
-		if err != nil {
+	if o.diagnose != "" {
+		if err := os.MkdirAll(o.diagnose, 0o755); err != nil {
 			return err
 		}
-		return counts.WriteFile(filepath.Join(diagnose, "kube-apiserver.requests.txt"))
+	}
+	pause := func() error {
+		select {
+		case <-time.After(o.settle):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+
+	beforePlinth, err := read(ctx, cfg, platform, o.diagnose != "")
+	if err != nil {
+		return err
+	}
+	p, err := plinthRun(ctx, platform, clientset.NewForConfigOrDie(cfg).ScoreV1b1().Workloads(workloadNamespace), o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "Plinth: %d Workloads created in %s, all Ready in %s\n", o.workloads, p.createdIn.Round(10*time.Millisecond), p.readyIn.Round(10*time.Millisecond))
+	if err := pause(); err != nil {
+		return err
+	}
+	afterPlinth, err := read(ctx, cfg, platform, o.diagnose != "")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("workloads=%d minimal=%v nodes=%d clients=%d created_in=%s plinth_ready_in=%s controller_cpu=%.1fs controller_peak_rss=%.0fMiB",
+		o.workloads, o.minimal, o.nodes, o.clients, p.createdIn.Round(10*time.Millisecond), p.readyIn.Round(10*time.Millisecond),
+		p.controller.CPUSeconds, p.controller.PeakRSSMiB())
+	if !o.floor {
+		fmt.Println()
+		return nil
+	}
+
+	items, err := capture(ctx, kube, dyn, workloadNamespace)
+	if err != nil {
+		return err
+	}
+	set, err := toFloor(items)
+	if err != nil {
+		return err
+	}
+	if set.kinds["deployments"] != o.workloads {
+		return fmt.Errorf("Plinth made %s for %d Workloads: want one Deployment each", set.kindsString(), o.workloads)
+	}
+	controllerBefore, err := benchharness.ReadUsage(platform.ControllerPID())
+	if err != nil {
+		return err
+	}
+	beforeFloor, err := read(ctx, cfg, platform, o.diagnose != "")
+	if err != nil {
+		return err
+	}
+	floorIn, err := floorRun(ctx, kube, set, o.clients)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "Floor: %s applied, all Available in %s\n", set.kindsString(), floorIn.Round(10*time.Millisecond))
+	if err := pause(); err != nil {
+		return err
+	}
+	afterFloor, err := read(ctx, cfg, platform, o.diagnose != "")
+	if err != nil {
+		return err
+	}
+	controllerAfter, err := benchharness.ReadUsage(platform.ControllerPID())
+	if err != nil {
+		return err
+	}
+	if afterFloor.rotated > 1 {
+		fmt.Fprintf(os.Stderr, "bench-workloads: plinth-apiserver's audit log was rotated %d times: its write counts may be short\n", afterFloor.rotated)
+	}
+
+	ratio := p.readyIn.Seconds() / floorIn.Seconds()
+	fmt.Printf(" floor_ready_in=%s ratio=%.2f controller_cpu_during_floor=%.1fs floor_kinds=%q\n",
+		floorIn.Round(10*time.Millisecond), ratio, controllerAfter.CPUSeconds-controllerBefore.CPUSeconds, set.kindsString())
+	kind := "full"
+	if o.minimal {
+		kind = "minimal"
+	}
+	fmt.Println()
+	fmt.Println("| N | Workloads | floor objects | Plinth (all Ready) | floor (all Available) | Plinth / floor | controller CPU | controller peak RSS |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Printf("| %d | %s | %s | %.1f s | %.1f s | %.2f× | %.1f s | %.0f MiB |\n", o.workloads, kind, set.kindsString(), p.readyIn.Seconds(), floorIn.Seconds(), ratio,
+		p.controller.CPUSeconds, p.controller.PeakRSSMiB())
+	fmt.Println()
+	kubePlinth := afterPlinth.requests.Sub(beforePlinth.requests)
+	kubeFloor := afterFloor.requests.Sub(beforeFloor.requests)
+	fmt.Print(writesTable(o.workloads, afterPlinth.audit.Sub(beforePlinth.audit), kubeWrites(kubePlinth), kubeWrites(kubeFloor)))
+
+	if o.diagnose != "" {
+		return writeDiagnosis(o.diagnose, kubePlinth, kubeFloor, beforePlinth, afterPlinth, beforeFloor, afterFloor)
 	}
 	return nil
 }
 
+// plinthResult is what the Plinth run measured.
+type plinthResult struct {
+	createdIn, readyIn time.Duration
+	controller         benchharness.Usage // CPU over the run; peak RSS at its end
+}
+
+// plinthRun creates the Workloads and waits until all are Ready. With --diagnose it takes the
+// CPU profiles once the creates are done, and waits for them.
+func plinthRun(ctx context.Context, platform *localplatform.Platform, client workloadClient, o options) (plinthResult, error) {
+	before, err := benchharness.ReadUsage(platform.ControllerPID())
+	if err != nil {
+		return plinthResult{}, err
+	}
+	start := time.Now()
+	err = benchharness.Parallel(ctx, o.workloads, o.clients, func(ctx context.Context, i int) error {
+		_, err := client.Create(ctx, workload(i, o.minimal), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return plinthResult{}, err
+	}
+	res := plinthResult{createdIn: time.Since(start)}
+	profiled := make(chan error, 1)
+	if o.diagnose != "" {
+		go func() { profiled <- platform.ProfileCPU(ctx, o.diagnose, 30*time.Second) }()
+	} else {
+		profiled <- nil
+	}
+	err = benchharness.WaitReady(ctx, benchharness.SourceOf(client, ""), o.workloads, func(w *v1b1.Workload) bool {
+		return meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionReady)
+	})
+	if err != nil {
+		return plinthResult{}, fmt.Errorf("Workloads: %w after %s", err, time.Since(start).Round(time.Second))
+	}
+	res.readyIn = time.Since(start)
+	after, err := benchharness.ReadUsage(platform.ControllerPID())
+	if err != nil {
+		return plinthResult{}, err
+	}
+	res.controller = benchharness.Usage{CPUSeconds: after.CPUSeconds - before.CPUSeconds, PeakRSSKiB: after.PeakRSSKiB}
+	return res, <-profiled
+}
+
+// workloadClient is the part of the Workloads client the Plinth run uses.
+type workloadClient interface {
+	benchharness.Lister[*v1b1.WorkloadList]
+	Create(ctx context.Context, w *v1b1.Workload, opts metav1.CreateOptions) (*v1b1.Workload, error)
+}
+
+// writeDiagnosis writes kube-apiserver's requests (every verb) and the processes' CPU time in
+// each run into dir, beside the CPU profiles.
+func writeDiagnosis(dir string, kubePlinth, kubeFloor benchharness.Counts, beforePlinth, afterPlinth, beforeFloor, afterFloor reading) error {
+	if err := kubePlinth.WriteFile(filepath.Join(dir, "kube-apiserver.requests.plinth.txt")); err != nil {
+		return err
+	}
+	if err := kubeFloor.WriteFile(filepath.Join(dir, "kube-apiserver.requests.floor.txt")); err != nil {
+		return err
+	}
+	cpu := benchfloor.CPUReport(afterPlinth.cpu.Sub(beforePlinth.cpu), afterPlinth.at.Sub(beforePlinth.at),
+		afterFloor.cpu.Sub(beforeFloor.cpu), afterFloor.at.Sub(beforeFloor.at), goruntime.NumCPU())
+	return os.WriteFile(filepath.Join(dir, "cpu.txt"), []byte(cpu), 0o644)
+}
+
+// workload is the i-th benchmark Workload.
 func workload(i int, minimal bool) *v1b1.Workload {
 	name := fmt.Sprintf("bench-%04d", i)
 	if minimal {

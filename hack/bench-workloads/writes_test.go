@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plinth-dev/plinth/internal/benchharness"
+	"github.com/plinth-dev/plinth/internal/writecount"
+)
+
+func TestKubeWritesKeepsWritesOnly(t *testing.T) {
+	got := kubeWrites(benchharness.Counts{
+		"apps/deployments/ APPLY": 100, "apps/deployments/status PUT": 500, "/pods/ POST": 100, "/pods/ POST 409": 3,
+		"apps/deployments/ GET": 900, "apps/deployments/ LIST": 2, "apps/deployments/ WATCH": 4, "apps/deployments/ APPLY dryRun": 50,
+		"coordination.k8s.io/leases/ PUT": 30, "/services/ DELETE": 1, "/configmaps/ PATCH": 2, "bad": 1,
+	})
+	want := benchharness.Counts{"apps/deployments/ APPLY": 100, "apps/deployments/status PUT": 500, "/pods/ POST": 100, "/pods/ POST 409": 3,
+		"coordination.k8s.io/leases/ PUT": 30, "/services/ DELETE": 1, "/configmaps/ PATCH": 2}
+	if got.String() != want.String() {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestWritesTable(t *testing.T) {
+	plinth := writecount.Counts{
+		{Resource: "workloads.score.dev", Subresource: "status", Verb: "update", Code: 200}: 400,
+		{Resource: "workloads.score.dev", Verb: "create", Code: 201}:                        100,
+	}
+	kubePlinth := benchharness.Counts{"apps/deployments/ APPLY": 100, "authorization.k8s.io/subjectaccessreviews/ POST": 600, "/events/ POST": 50}
+	kubeFloor := benchharness.Counts{"apps/deployments/ APPLY": 100, "/secrets/ APPLY": 1}
+	got := writesTable(100, plinth, kubePlinth, kubeFloor)
+	want := `| writes per Workload | Plinth run | floor run |
+| --- | --- | --- |
+| plinth-apiserver workloads.score.dev create 201 | 1.00 | – |
+| plinth-apiserver workloads.score.dev/status update 200 | 4.00 | – |
+| **plinth-apiserver, all** | **5.00** | – |
+| kube-apiserver /events/ POST | 0.50 | 0.00 |
+| kube-apiserver /secrets/ APPLY | 0.00 | 0.01 |
+| kube-apiserver apps/deployments/ APPLY | 1.00 | 1.00 |
+| kube-apiserver authorization.k8s.io/subjectaccessreviews/ POST (not stored) | 6.00 | 0.00 |
+| **kube-apiserver, stored** | **1.50** | **1.01** |
+`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// auditLine is one ResponseComplete event of plinth-apiserver's audit log.
+func auditLine(verb, resource, subresource, code string) string {
+	return `{"stage":"ResponseComplete","verb":"` + verb + `","user":{"username":"u"},"objectRef":{"apiGroup":"score.dev","resource":"` + resource +
+		`","subresource":"` + subresource + `"},"responseStatus":{"code":` + code + `}}` + "\n"
+}
+
+func TestAuditWritesReadsTheRotatedFileToo(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plinth-apiserver-audit.log")
+	write := func(p string, lines ...string) {
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(dir, "plinth-apiserver-audit-2026-11-24T14-30-00.000.log"), auditLine("create", "workloads", "", "201"), auditLine("update", "workloads", "status", "200"))
+	write(path, auditLine("update", "workloads", "status", "200"), auditLine("update", "workloads", "status", "409"))
+	write(filepath.Join(dir, "kube-apiserver.log"), "not an audit log\n")
+	got, rotated, err := auditWrites(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := writecount.Counts{
+		{Resource: "workloads.score.dev", Verb: "create", Code: 201}:                        1,
+		{Resource: "workloads.score.dev", Subresource: "status", Verb: "update", Code: 200}: 2,
+		{Resource: "workloads.score.dev", Subresource: "status", Verb: "update", Code: 409}: 1,
+	}
+	if rotated != 1 || got.Table(1) != want.Table(1) {
+		t.Errorf("rotated %d, counts\n%s\nwant\n%s", rotated, got.Table(1), want.Table(1))
+	}
+
+	write(path, "not an audit event\n")
+	if _, _, err := auditWrites(path); err == nil {
+		t.Error("no error for a log that is no audit log")
+	}
+}
