@@ -174,6 +174,56 @@ func (b *bench) warmUp(ctx context.Context) error {
 	return nil
 }
 
+// settle waits, for at most a minute, until the platform's processes together use less than
+// quietCores over a second: after the last create or delete has been answered,
+// kube-controller-manager's garbage collector and quota monitor are still taking in thousands
+// of events, and a figure taken meanwhile would measure them too.
+func settle(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	before, err := benchharness.ProcessCPU()
+	if err != nil {
+		return err
+	}
+	for time.Now().Before(deadline) {
+		start := time.Now()
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(time.Second):
+		}
+		now, err := benchharness.ProcessCPU()
+		if err != nil {
+			return err
+		}
+		if cores := busy(now.Sub(before), time.Since(start)); cores < quietCores {
+			fmt.Fprintf(os.Stderr, "bench-scale: the platform is at rest (%.2f cores) after %s\n", cores, time.Until(deadline.Add(-time.Minute)).Abs().Round(time.Second))
+			return nil
+		}
+		before = now
+	}
+	fmt.Fprintln(os.Stderr, "bench-scale: the platform did not quiet down within a minute; measuring anyway")
+	return nil
+}
+
+// quietCores is the CPU use, in cores, below which the platform counts as at rest: its
+// controllers' resyncs and leases, not the benchmark's aftermath.
+const quietCores = 0.3
+
+// busy is how many cores the platform's processes used over elapsed, from their CPU seconds;
+// the benchmark's own ("self") does not count.
+func busy(used benchharness.Counts, elapsed time.Duration) float64 {
+	if elapsed <= 0 {
+		return 0
+	}
+	total := 0.0
+	for name, seconds := range used {
+		if name != "self" {
+			total += seconds
+		}
+	}
+	return total / elapsed.Seconds()
+}
+
 // memory reads plinth-apiserver's and kube-apiserver's memory now; a failed read shows as zero.
 func (b *bench) memory(moment string) memoryRow {
 	_, kubePID, plinthPID := b.platform.PIDs()
@@ -202,6 +252,9 @@ func (b *bench) layout(ctx context.Context, l layout, r *report) (layoutResult, 
 		}
 		res.Created[k.label] = float64(l.objects) / time.Since(start).Seconds()
 		fmt.Fprintf(os.Stderr, "bench-scale: %d %s objects created at %.0f/s\n", l.objects, k.label, res.Created[k.label])
+	}
+	if err := settle(ctx); err != nil {
+		return res, err
 	}
 	r.Memory = append(r.Memory, b.memory("after the creates, "+l.short))
 	// kubectl's discovery and a CRD's handler are built on first use: one untimed pass of each
@@ -249,6 +302,9 @@ func (b *bench) layout(ctx context.Context, l layout, r *report) (layoutResult, 
 					return res, fmt.Errorf("%s delete: %w", k.label, err)
 				}
 			}
+		}
+		if err := settle(ctx); err != nil {
+			return res, err
 		}
 		r.Memory = append(r.Memory, b.memory("after the deletes, "+l.short))
 	}

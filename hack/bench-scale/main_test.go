@@ -254,3 +254,16 @@ func TestMarkdown(t *testing.T) {
 		t.Error("a growth per Workload from a failed reading")
 	}
 }
+
+func TestBusyCountsThePlatformNotTheBenchmark(t *testing.T) {
+	used := benchharness.Counts{"self": 5, "kube-apiserver": 0.5, "kube-controller-manager": 0.25}
+	if got := busy(used, 2*time.Second); got != 0.375 {
+		t.Errorf("busy = %v, want 0.375 cores", got)
+	}
+	if got := busy(used, 0); got != 0 {
+		t.Errorf("busy over no time = %v", got)
+	}
+	if got := busy(benchharness.Counts{}, time.Second); got != 0 {
+		t.Errorf("busy of nothing = %v", got)
+	}
+}
