@@ -155,7 +155,7 @@ func (c CompletedConfig) New(ctx context.Context) ([]Runnable, error) {
 	}
 	bindings, err := resourcebinding.NewController(c.Plinth, c.Kube, c.Dynamic, c.Mapper, recorder, score.ResourceBindings(),
 		score.Provisioners(), score.Workloads(), core.Secrets(), core.Services(), apps.StatefulSets(), apps.Deployments(),
-		resourcebinding.Options{DNSDomain: o.DNSDomain, IngressClassName: o.IngressClassName, ProvisionersConfig: o.ProvisionersConfig})
+		c.KubeInformers.Networking().V1().Ingresses(), resourcebinding.Options{DNSDomain: o.DNSDomain, IngressClassName: o.IngressClassName, ProvisionersConfig: o.ProvisionersConfig})
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,8 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		bindings, core, apps := pf.Score().V1b1().ResourceBindings(), kf.Core().V1(), kf.Apps().V1()
 		provisionerObjects, workloads := pf.Score().V1b1().Provisioners(), pf.Score().V1b1().Workloads()
 		c, err := NewController(plinth, kube, dynamicfake.NewSimpleDynamicClient(scheme.Scheme), meta.NewDefaultRESTMapper(nil),
-			events.NewFakeRecorder(10), bindings, provisionerObjects, workloads, core.Secrets(), core.Services(), apps.StatefulSets(), apps.Deployments(), Options{})
+			events.NewFakeRecorder(10), bindings, provisionerObjects, workloads, core.Secrets(), core.Services(), apps.StatefulSets(), apps.Deployments(),
+			kf.Networking().V1().Ingresses(), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,6 +39,7 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 			{Fake: &kube.Fake, Resource: "services", Informer: core.Services().Informer()},
 			{Fake: &kube.Fake, Resource: "statefulsets", Informer: apps.StatefulSets().Informer()},
 			{Fake: &kube.Fake, Resource: "deployments", Informer: apps.Deployments().Informer()},
+			{Fake: &kube.Fake, Resource: "ingresses", Informer: kf.Networking().V1().Ingresses().Informer()},
 		}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
 	})
 }

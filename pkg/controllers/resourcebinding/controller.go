@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -68,6 +69,10 @@ type Controller struct {
 	// templates resolve bindings first: the Provisioner objects, the provisioners file and the
 	// built-in template provisioners, most specific match first.
 	templates *templateSet
+	// written holds the bindings this controller's status writes returned until the cache
+	// has them: the binding's own objects (StatefulSet, Deployment, Ingress) wake it right
+	// after a write.
+	written loop.Written[*v1b1.ResourceBinding]
 }
 
 // NewController returns the ResourceBinding controller. Its provisioners read Secrets,
@@ -77,11 +82,11 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 	recorder events.EventRecorder, bindings scoreinformers.ResourceBindingInformer, provisionerObjects scoreinformers.ProvisionerInformer,
 	workloads scoreinformers.WorkloadInformer, secrets coreinformers.SecretInformer,
 	services coreinformers.ServiceInformer, statefulSets appsinformers.StatefulSetInformer, deployments appsinformers.DeploymentInformer,
-	opts Options) (*Controller, error) {
+	ingresses networkinginformers.IngressInformer, opts Options) (*Controller, error) {
 	env := Env{
 		Client: kube, Secrets: secrets.Lister(), Services: services.Lister(), StatefulSets: statefulSets.Lister(),
 		DNSDomain: opts.DNSDomain, IngressClassName: opts.IngressClassName, Dynamic: dyn, Mapper: mapper,
-		Workloads: workloads.Lister(),
+		Workloads: workloads.Lister(), Ingresses: ingresses.Lister(),
 	}
 	static, err := staticTemplates(opts.ProvisionersConfig)
 	if err != nil {
@@ -90,12 +95,18 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 	c := &Controller{client: client, recorder: recorder, bindings: bindings.Lister(), env: env, state: newStateStore(kube),
 		builtins: Builtins(env), templates: newTemplateSet(static, provisionerObjects.Lister())}
 	c.Loop = loop.New(Name, c.reconcile, bindings.Informer(), provisionerObjects.Informer(), workloads.Informer(),
-		secrets.Informer(), services.Informer(), statefulSets.Informer(), deployments.Informer())
+		secrets.Informer(), services.Informer(), statefulSets.Informer(), deployments.Informer(), ingresses.Informer())
 	owners := loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "ResourceBinding")
 	for _, err := range []error{
-		c.Watch(bindings.Informer()),
+		// Not on status updates: this controller is the only writer of a binding's status, so
+		// its own write would only wake it to find nothing to do (and a route to apply its
+		// Ingress again). The informer's resyncs are no wake-ups either: what the provisioners
+		// make is watched below, so drift wakes its binding.
+		c.WatchGenerations(bindings.Informer()),
 		c.WatchMapped(statefulSets.Informer(), owners),
 		c.WatchMapped(deployments.Informer(), owners),
+		// A route's Ingress edited or deleted by someone else is applied again.
+		c.WatchMapped(ingresses.Informer(), owners),
 		// A Provisioner applied, changed or deleted takes effect without a restart: the set is
 		// rebuilt and every binding of its type is looked at again.
 		c.WatchMapped(provisionerObjects.Informer(), c.provisionerChanged),
@@ -140,9 +151,12 @@ func boundBy(b *v1b1.ResourceBinding, source provisioners.Source, name string) b
 }
 
 // bindingsWorkloadsConcern names the bindings of a workload's namespace that a change of its
-// workloads may concern: those not bound yet (a service resource may name a workload that has
-// just come), and the bound ones whose provisioner reads the namespace's workloads and their
-// ports, which may have changed or gone.
+// workloads may concern: those whose template provisioner reads the namespace's workloads and
+// their ports (a service resource may name a workload that has just come, changed or gone), and
+// the workload's own bindings not bound yet whose template reads its metadata (the binding can
+// reach this controller before its workload does). Other provisioners read no workload: waking
+// every unbound binding of the namespace for every workload would be a reconcile per binding
+// per workload in a burst of new workloads, and an Ingress applied again each time.
 func (c *Controller) bindingsWorkloadsConcern(obj interface{}) []cache.ObjectName {
 	w, ok := obj.(*v1b1.Workload)
 	if !ok {
@@ -154,11 +168,13 @@ func (c *Controller) bindingsWorkloadsConcern(obj interface{}) []cache.ObjectNam
 	}
 	var keys []cache.ObjectName
 	for _, b := range bindings {
-		if b.Status.Phase != v1b1.BindingPhaseBound {
-			keys = append(keys, cache.MetaObjectToName(b))
+		t, ok := c.provisionerFor(b).(*templateProvisioner)
+		if !ok {
 			continue
 		}
-		if t, ok := c.provisionerFor(b).(*templateProvisioner); ok && mentions(t.entry.Template.Spec(), ".WorkloadServices") {
+		spec := t.entry.Template.Spec()
+		if mentions(spec, ".WorkloadServices") ||
+			(b.Status.Phase != v1b1.BindingPhaseBound && b.Spec.WorkloadRef.Name == w.Name && mentions(spec, ".WorkloadMetadata")) {
 			keys = append(keys, cache.MetaObjectToName(b))
 		}
 	}
@@ -201,11 +217,18 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	b, err := c.bindings.ResourceBindings(namespace).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && b.DeletionTimestamp != nil) {
 		c.state.forget(key) // owned objects, the state Secret among them, are garbage collected
+		c.written.Forget(key)
+		for _, p := range c.builtins {
+			if f, ok := p.(forgetter); ok {
+				f.forget(key)
+			}
+		}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	b = c.written.Fresher(key, b)
 	if b.Spec.Provisioner != "" && b.Spec.Provisioner != ProvisionerName {
 		return nil // claimed by an external resolver
 	}
@@ -264,9 +287,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if !apiequality.Semantic.DeepEqual(status, &b.Status) {
 		updated := b.DeepCopy()
 		updated.Status = *status
-		if _, err := c.client.ScoreV1b1().ResourceBindings(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-resolver"}); err != nil {
+		written, err := c.client.ScoreV1b1().ResourceBindings(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-resolver"})
+		if err != nil {
 			return err
 		}
+		c.written.Record(key, b, written)
 		transition.Outcome(c.recorder, b, b.Status.Conditions, status.Conditions, "Ready", "Bound", "Provision")
 	}
 	return provisionErr

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -60,6 +61,9 @@ type Env struct {
 	// Workloads give template provisioners the source workload's metadata and the
 	// namespace's services.
 	Workloads scorelisters.WorkloadLister
+	// Ingresses are the cluster's Ingresses as the informer has them: a route whose Ingress
+	// is still the one it applied applies nothing. Nil: every route reconcile applies.
+	Ingresses networkinglisters.IngressLister
 }
 
 // Builtins returns the built-in provisioners by resource type, with the output keys score-k8s

@@ -2,16 +2,19 @@ package resourcebinding
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strconv"
 	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
@@ -39,7 +42,8 @@ type userError interface {
 // score-k8s does with an HTTPRoute: params host (required), port (required, a port of the
 // workload's service) and path (default "/", a prefix). It has no outputs.
 type route struct {
-	env Env
+	env     Env
+	applied appliedIngresses
 }
 
 // RouteParams are a route binding's params, validated.
@@ -123,7 +127,19 @@ func (r *route) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result,
 	if r.env.IngressClassName != "" {
 		ingress.Spec.WithIngressClassName(r.env.IngressClassName)
 	}
-	if _, err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Apply(ctx, ingress, metav1.ApplyOptions{FieldManager: "plinth-resolver", Force: true}); err != nil {
+	published := Result{Ready: true, Values: map[string]string{}, Message: "The route is published."}
+	manifest, err := json.Marshal(ingress)
+	if err != nil {
+		return Result{}, err
+	}
+	key := cache.NewObjectName(b.Namespace, b.Name)
+	if r.env.Ingresses != nil {
+		if live, err := r.env.Ingresses.Ingresses(b.Namespace).Get(b.Name); err == nil && r.applied.upToDate(key, manifest, live) {
+			return published, nil
+		}
+	}
+	applied, err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Apply(ctx, ingress, metav1.ApplyOptions{FieldManager: "plinth-resolver", Force: true})
+	if err != nil {
 		if apierrors.IsInvalid(err) {
 			// The cluster's Ingress validation is stricter than ParseRouteParams (an IP as
 			// host, "//" or "/./" in a path): the params are still the user's to fix.
@@ -131,14 +147,19 @@ func (r *route) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result,
 		}
 		return Result{}, err
 	}
+	r.applied.record(key, manifest, applied)
 	// An Ingress has no readiness of its own that every ingress controller reports; it is
 	// bound once the cluster has accepted it.
-	return Result{Ready: true, Values: map[string]string{}, Message: "The route is published."}, nil
+	return published, nil
 }
+
+// forget drops what was applied for a binding that is gone.
+func (r *route) forget(key cache.ObjectName) { r.applied.forget(key) }
 
 // unpublish deletes the route's Ingress because its params went bad (a route must not keep
 // publishing the old host and path) and returns paramErr, or the deletion's error.
 func (r *route) unpublish(ctx context.Context, b *v1b1.ResourceBinding, paramErr error) error {
+	r.applied.forget(cache.NewObjectName(b.Namespace, b.Name))
 	if err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
