@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,17 @@ type Controller struct {
 	probe    Prober
 	interval time.Duration
 	now      func() time.Time
+	// started is when this controller was made: a probe time written before it is another
+	// process's, and the first probe of this one always writes.
+	started time.Time
 }
+
+// ProbeTimeRefresh is how old status.lastProbeTime may grow before a probe that found nothing
+// new writes it anyway. Writing it at every probe (every interval, 30 s by default) would be a
+// status write per cluster twice a minute that tells nobody anything; never writing it would
+// leave readers unable to tell a live prober from a stopped one. So it says "probed within
+// the last few minutes", and every change of what a probe finds is still written at once.
+const ProbeTimeRefresh = 5 * time.Minute
 
 // NewController returns the prober; it probes each cluster every interval, and at once when a
 // Cluster is added or its spec changes (not on its own status writes). It reads only Clusters
@@ -49,6 +60,7 @@ type Controller struct {
 func NewController(client platformclient.ClustersGetter, recorder events.EventRecorder, clusters platforminformers.ClusterInformer,
 	creds credentials.Provider, probe Prober, interval time.Duration) (*Controller, error) {
 	c := &Controller{client: client, recorder: recorder, lister: clusters.Lister(), creds: creds, probe: probe, interval: interval, now: time.Now}
+	c.started = c.now()
 	c.Loop = loop.New(Name, c.reconcile, clusters.Informer())
 	if err := c.WatchGenerations(clusters.Informer()); err != nil {
 		return nil, err
@@ -93,7 +105,13 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		c.set(status, gen, platform.ConditionKubeVirtAvailable, f.KubeVirt)
 	}
 	now := metav1.NewTime(c.now())
-	status.LastProbeTime, status.ObservedGeneration = &now, gen
+	status.ObservedGeneration = gen
+	if last := cl.Status.LastProbeTime; last != nil && !last.Time.Before(c.started) && now.Sub(last.Time) < ProbeTimeRefresh &&
+		apiequality.Semantic.DeepEqual(status, &cl.Status) {
+		c.EnqueueAfter(key, c.interval)
+		return nil
+	}
+	status.LastProbeTime = &now
 	updated := cl.DeepCopy()
 	updated.Status = *status
 	if _, err := c.client.Clusters().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {

@@ -114,3 +114,62 @@ func TestReconcileRetriesOtherErrors(t *testing.T) {
 		t.Errorf("a deleted cluster: %v", err)
 	}
 }
+
+// A probe that finds what the last one found writes nothing until the probe time is
+// ProbeTimeRefresh old; a change is written at once. The first probe of a controller always
+// writes, so its probe time says this process has probed.
+func TestProbeTimeIsRefreshedNotRewritten(t *testing.T) {
+	f := Finding{Phase: platform.ClusterPhaseHealthy, KubernetesVersion: "v1.37.1",
+		Reachable: Verdict{metav1.ConditionTrue, "Ready", "ok"}, KubeVirt: Verdict{metav1.ConditionFalse, "NotDeployed", "no"}}
+	provider := &fakeProvider{cfg: &rest.Config{Host: "https://east:6443"}}
+	cl := &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Generation: 3}}
+	client := fake.NewSimpleClientset(cl)
+	clusters := informers.NewSharedInformerFactory(client, 0).Platform().V1alpha1().Clusters()
+	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	now := start
+	finding := f
+	c, err := NewController(client.PlatformV1alpha1(), events.NewFakeRecorder(10), clusters, provider,
+		func(context.Context, *rest.Config) Finding { return finding }, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now, c.started = func() time.Time { return now }, start
+	writes := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+				n++
+			}
+		}
+		return n
+	}
+	// probe reconciles with the informer holding what was last written, at a time after start.
+	probe := func(at time.Duration, want int) {
+		t.Helper()
+		now = start.Add(at)
+		if err := clusters.Informer().GetIndexer().Update(get(t, client)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.reconcile(context.Background(), east); err != nil {
+			t.Fatal(err)
+		}
+		if got := writes(); got != want {
+			t.Errorf("probe at %s: %d status writes so far, want %d", at, got, want)
+		}
+	}
+	probe(0, 1)
+	probe(30*time.Second, 1)
+	probe(4*time.Minute, 1)
+	probe(5*time.Minute, 2) // the refresh
+	probe(5*time.Minute+30*time.Second, 2)
+	finding.KubeVirt = Verdict{metav1.ConditionTrue, "Deployed", "ok"}
+	probe(6*time.Minute, 3) // a change
+	if s := get(t, client).Status; s.LastProbeTime == nil || !s.LastProbeTime.Time.Equal(start.Add(6*time.Minute)) {
+		t.Errorf("lastProbeTime %v after the change", s.LastProbeTime)
+	}
+
+	probe(6*time.Minute+30*time.Second, 3)
+	// Another process wrote the probe time (this controller started after it): written anyway.
+	c.started = start.Add(6*time.Minute + time.Second)
+	probe(6*time.Minute+45*time.Second, 4)
+}
