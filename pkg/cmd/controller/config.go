@@ -60,9 +60,6 @@ import (
 	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
 
-// resync is how often informers replay their caches to the handlers.
-const resync = 10 * time.Minute
-
 // Config is what the controllers run with: clients and informer factories built from valid
 // options. Building it contacts nothing.
 type Config struct {
@@ -108,6 +105,7 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	resync := o.InformerResync
 	c := &Config{
 		Options: o, Kube: kube, Plinth: plinth, Dynamic: dyn,
 		Mapper:          restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),

@@ -87,6 +87,10 @@ type Options struct {
 	// with its cluster; PackWorkers is how many instances are delivered or compared at once.
 	PackDriftInterval time.Duration
 	PackWorkers       int
+	// InformerResync is how often the shared informers replay their caches to the
+	// controllers' handlers. Controllers write nothing when a replay finds nothing changed; a
+	// test shortens it to see that they do not.
+	InformerResync time.Duration
 }
 
 // DefaultRegistryVolumeDir is where registries keep their data unless --registry-volume-dir
@@ -110,6 +114,7 @@ func NewOptions() *Options {
 		RegistryVolumeDir: DefaultRegistryVolumeDir, RegistryProbeInterval: ociregistry.DefaultProbeInterval,
 		GitOpsNamespace:   clustergitops.DefaultNamespace,
 		PackDriftInterval: packinstance.DefaultDriftInterval, PackWorkers: 8,
+		InformerResync: 10 * time.Minute,
 	}
 }
 
@@ -140,6 +145,7 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.FluxManifestsDir, "flux-manifests-dir", o.FluxManifestsDir, "Directory of Flux "+fluxinstall.Version+"'s CRDs (<dir>/source-controller and <dir>/kustomize-controller, each with its *.yaml files and a VERSION file), with which Flux is installed on Clusters with spec.gitOps.installFlux; empty means Flux is installed nowhere.")
 	f.DurationVar(&o.PackDriftInterval, "pack-drift-interval", o.PackDriftInterval, "How often each delivered infrastructure pack is compared with its cluster for drift.")
 	f.IntVar(&o.PackWorkers, "pack-workers", o.PackWorkers, "Concurrent deliveries and drift checks of infrastructure pack instances: clusters are delivered in parallel up to this many.")
+	f.DurationVar(&o.InformerResync, "informer-resync", o.InformerResync, "How often the informers replay their caches to the controllers, which look at every object again (and write nothing where nothing changed).")
 	f.StringVar(&o.ProvisionersConfig, "provisioners-config", o.ProvisionersConfig, "A score-k8s provisioners file whose template:// provisioners add resource types, or replace built-in ones (see docs/score.md).")
 }
 
@@ -178,6 +184,7 @@ func (o *Options) Validate() error {
 		"--vm-poll-interval": o.VMPollInterval, "--vm-resync-interval": o.VMResyncInterval, "--adoption-scan-interval": o.AdoptionScanInterval,
 		"--compute-resync-period": o.ComputeResyncPeriod, "--compute-quota-resync-period": o.ComputeQuotaResyncPeriod,
 		"--registry-probe-interval": o.RegistryProbeInterval, "--pack-drift-interval": o.PackDriftInterval,
+		"--informer-resync": o.InformerResync,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %s", flag, d))

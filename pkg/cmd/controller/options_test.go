@@ -39,7 +39,7 @@ func TestInvalidFlagsAreAllReportedBeforeAnythingIsContacted(t *testing.T) {
 	cmd.SetArgs([]string{
 		"--kubeconfig", kubeconfigFor(t, server.URL), "--bind-address", "nonsense", "--workers", "0", "--compute-workers", "0", "--kube-api-qps", "0",
 		"--provisioners-config", "/nonexistent/provisioners.yaml", "--vm-poll-interval", "0s", "--compute-resync-period", "0s",
-		"--compute-quota-resync-period", "0s",
+		"--compute-quota-resync-period", "0s", "--informer-resync", "0s",
 		"--registry-volume-dir", "registries", "--registry-data-roots", "/srv/registries,data", "--registry-probe-interval", "0s",
 		"--gitops-namespace", "Not_A_Namespace", "--flux-manifests-dir", "/nonexistent/flux",
 		"--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "10s",
@@ -50,7 +50,7 @@ func TestInvalidFlagsAreAllReportedBeforeAnythingIsContacted(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid flags were accepted")
 	}
-	for _, want := range []string{"--bind-address", "--workers", "--compute-workers", "--kube-api-qps", "--provisioners-config", "--vm-poll-interval", "--compute-resync-period", "--compute-quota-resync-period", "--registry-volume-dir", "--registry-data-roots: \"data\"", "--registry-probe-interval", "--gitops-namespace", "--flux-manifests-dir: reading the version of source-controller's CRDs", "leaderElection.leaseDuration"} {
+	for _, want := range []string{"--bind-address", "--workers", "--compute-workers", "--kube-api-qps", "--provisioners-config", "--vm-poll-interval", "--compute-resync-period", "--compute-quota-resync-period", "--informer-resync", "--registry-volume-dir", "--registry-data-roots: \"data\"", "--registry-probe-interval", "--gitops-namespace", "--flux-manifests-dir: reading the version of source-controller's CRDs", "leaderElection.leaseDuration"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s: %v", want, err)
 		}
