@@ -1,12 +1,16 @@
-// Command bench-api compares, in one run on one local platform, four ways of serving the same
-// Workloads: (a) a CRD with Plinth's Workload schema served by kube-apiserver
+// Command bench-api compares, in one run on one local platform, five ways of serving objects of
+// the same size: (a) a CRD with Plinth's Workload schema served by kube-apiserver
 // (test/bench/workload-crd.yaml), (b) Plinth's Workload through the aggregator, (c) Plinth's
-// Workload straight from plinth-apiserver, and (d) raw etcd transactions on objects of the same
-// size with the same concurrency, the limit underneath all three. For each it measures create,
-// get, status update, list (in every encoding offered), a watch that receives N events, and the
-// serving process's memory; each figure is the median of several rounds, and the order of the
-// targets alternates between rounds so that the machine's noise hits all of them. `make bench`
-// runs it and writes docs/benchmarks.md's table and docs/benchmarks-api.json.
+// Workload straight from plinth-apiserver, (d) raw etcd transactions with the same
+// concurrency, the limit underneath all of them, and (e) ConfigMaps on the same kube-apiserver
+// in protobuf, the best a built-in kind does. For each it measures create, get (also in CBOR),
+// status update, list (in every encoding offered), a watch that receives N events, the serving
+// process's memory, and the CPU that kube-apiserver and plinth-apiserver spend per get; each
+// figure is the median of several rounds, and the order of the targets rotates between rounds
+// so that the machine's noise hits all of them. plinth-apiserver runs with the
+// CBORServingAndStorage gate on, so that the CBOR rows have figures; kube-apiserver runs
+// without it, as a cluster does by default. `make bench` runs it and writes
+// docs/benchmarks.md's table and docs/benchmarks-api.json.
 package main
 
 import (
@@ -20,6 +24,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -45,6 +51,8 @@ type options struct {
 	n, workers, rounds, lists int
 	binDir, docs, jsonOut     string
 	profile                   string
+	// cpuWindow is how long the CPU per get is read in each round, after a 2 s warm-up.
+	cpuWindow time.Duration
 }
 
 func main() {
@@ -56,6 +64,7 @@ func main() {
 	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
 	flag.StringVar(&o.docs, "docs", "", "Markdown file whose bench-api section is replaced by the results (docs/benchmarks.md)")
 	flag.StringVar(&o.jsonOut, "json", "", "file to write the results to as JSON")
+	flag.DurationVar(&o.cpuWindow, "cpu-window", 10*time.Second, "how long, per target and round, the servers' CPU is read under a get load")
 	flag.StringVar(&o.profile, "profile", "", "directory for CPU profiles of kube-apiserver and plinth-apiserver under a get load through the aggregator, taken after the rounds")
 	flag.Parse()
 	if err := o.validate(); err != nil {
@@ -79,6 +88,8 @@ func (o options) validate() error {
 		return fmt.Errorf("--rounds must be at least 1, not %d", o.rounds)
 	case o.lists < 1:
 		return fmt.Errorf("--lists must be at least 1, not %d", o.lists)
+	case o.cpuWindow < time.Second:
+		return fmt.Errorf("--cpu-window must be at least 1s, not %v", o.cpuWindow)
 	}
 	return nil
 }
@@ -100,6 +111,7 @@ func run(o options) error {
 		Dir: dir, BinDir: o.binDir, ArtifactsDir: filepath.Join("artifacts", "deploy"),
 		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
 		EtcdUnsafeNoFsync: true, NoController: true, Progress: os.Stderr,
+		PlinthArgs: []string{"--feature-gates=CBORServingAndStorage=true"},
 	})
 	if err != nil {
 		return err
@@ -113,7 +125,7 @@ func run(o options) error {
 	if err := install(ctx, o.binDir, platform.AdminKubeconfig(), adminCfg); err != nil {
 		return err
 	}
-	targets, sample, closeAll, err := buildTargets(platform, adminCfg)
+	targets, sample, closeAll, err := buildTargets(ctx, platform, adminCfg, max(o.n, 50))
 	if err != nil {
 		return err
 	}
@@ -133,16 +145,25 @@ func run(o options) error {
 
 	results := map[string]map[string][]Result{} // target → operation → rounds
 	rss := map[string][]float64{}
+	cpu := map[string][]CPUPerGet{}
 	for round := 0; round < o.rounds; round++ {
-		order := targets
-		if round%2 == 1 { // alternate, so a noisy moment does not always hit the same target
-			order = []target{targets[1], targets[0], targets[3], targets[2]}
-		}
+		// Rotate, so that a noisy moment does not always hit the same target and each target
+		// runs right after a different one.
+		order := append(append([]target{}, targets[round%len(targets):]...), targets[:round%len(targets)]...)
 		for _, t := range order {
 			fmt.Fprintf(os.Stderr, "bench-api: round %d/%d, %s\n", round+1, o.rounds, t.name())
 			ops, err := measure(ctx, t, o, round)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", t.name(), round+1, err)
+			}
+			if _, raw := t.(*etcdTarget); !raw {
+				c, err := cpuPerGet(ctx, platform, t, o)
+				if err != nil {
+					return fmt.Errorf("%s, round %d, CPU per get: %w", t.name(), round+1, err)
+				}
+				fmt.Fprintf(os.Stderr, "bench-api: %s: %.0f gets/s, %.3f ms of kube-apiserver and %.3f ms of plinth-apiserver CPU per get\n",
+					t.name(), c.GetsPerSecond, c.KubeAPIServerMs, c.PlinthAPIServerMs)
+				cpu[t.name()] = append(cpu[t.name()], c)
 			}
 			if results[t.name()] == nil {
 				results[t.name()] = map[string][]Result{}
@@ -161,7 +182,7 @@ func run(o options) error {
 			return err
 		}
 	}
-	report := newReport(o, targets, results, rss, sample)
+	report := newReport(o, targets, results, rss, cpu, sample)
 	fmt.Print(report.markdown())
 	if o.jsonOut != "" {
 		if err := report.writeJSON(o.jsonOut); err != nil {
@@ -190,6 +211,19 @@ func measure(ctx context.Context, t target, o options, round int) (map[string]Re
 		return nil, err
 	}
 	if err := timed(opGet, func(i int) error { return t.get(ctx, i) }); err != nil {
+		return nil, err
+	}
+	if note, err := t.getAs(ctx, 0, "application/cbor"); err != nil {
+		return nil, fmt.Errorf("%s: %w", opGetCBOR, err)
+	} else if note != "" {
+		out[opGetCBOR] = Result{Note: note}
+	} else if err := timed(opGetCBOR, func(i int) error {
+		note, err := t.getAs(ctx, i, "application/cbor")
+		if err == nil && note != "" {
+			err = fmt.Errorf("%s", note)
+		}
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	if err := timed(opUpdateStatus, func(i int) error { return t.updateStatus(ctx, i, 2*round+1) }); err != nil {
@@ -223,6 +257,91 @@ func measure(ctx context.Context, t target, o options, round int) (map[string]Re
 	}
 	out[opWatch] = watched
 	return out, nil
+}
+
+// cpuPerGet reads, from /proc, the CPU kube-apiserver and plinth-apiserver spend while the
+// workers get the target's objects (which the round has left in place) for o.cpuWindow, after
+// a 2 s warm-up; divided by the gets done, it says which server a get costs what. Every
+// target's figure has both servers, so that the idle one's background work is visible too.
+func cpuPerGet(ctx context.Context, p *localplatform.Platform, t target, o options) (CPUPerGet, error) {
+	loadCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var gets atomic.Int64
+	failed := make(chan error, o.workers)
+	var wg sync.WaitGroup
+	for w := 0; w < o.workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; loadCtx.Err() == nil; i += o.workers {
+				if err := t.get(loadCtx, i%o.n); err != nil {
+					if loadCtx.Err() == nil {
+						failed <- err
+					}
+					return
+				}
+				gets.Add(1)
+			}
+		}(w)
+	}
+	defer wg.Wait()
+	_, kubePID, plinthPID := p.PIDs()
+	select {
+	case err := <-failed:
+		return CPUPerGet{}, err
+	case <-time.After(2 * time.Second):
+	}
+	k0, p0, g0, t0 := cpuTicks(kubePID), cpuTicks(plinthPID), gets.Load(), time.Now()
+	select {
+	case err := <-failed:
+		return CPUPerGet{}, err
+	case <-time.After(o.cpuWindow):
+	}
+	k1, p1, g1, elapsed := cpuTicks(kubePID), cpuTicks(plinthPID), gets.Load(), time.Since(t0)
+	stop()
+	n := float64(g1 - g0)
+	if n == 0 || k0 < 0 || p0 < 0 || k1 < 0 || p1 < 0 {
+		return CPUPerGet{}, fmt.Errorf("no gets, or no CPU figures from /proc")
+	}
+	return CPUPerGet{
+		GetsPerSecond:     n / elapsed.Seconds(),
+		KubeAPIServerMs:   ticksToMs(k1-k0) / n,
+		PlinthAPIServerMs: ticksToMs(p1-p0) / n,
+	}, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+func ticksToMs(ticks int64) float64 { return float64(ticks) * 1000 / clockTicks }
+
+// cpuTicks is a process's user and system CPU time in clock ticks, or -1 if it cannot be read.
+func cpuTicks(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	return parseCPUTicks(string(data))
+}
+
+// parseCPUTicks reads utime + stime, the 14th and 15th fields of /proc/<pid>/stat; the second
+// field, the command in parentheses, may itself contain spaces and parentheses.
+func parseCPUTicks(stat string) int64 {
+	end := strings.LastIndex(stat, ")")
+	if end < 0 || end+2 > len(stat) {
+		return -1
+	}
+	fields := strings.Fields(stat[end+2:]) // from the 3rd field, the state, on
+	if len(fields) < 13 {
+		return -1
+	}
+	user, err1 := strconv.ParseInt(fields[11], 10, 64)
+	system, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return user + system
 }
 
 // profileGets profiles both servers for 20 s while the workers get objects through the
@@ -282,8 +401,9 @@ func install(ctx context.Context, binDir, kubeconfig string, cfg *rest.Config) e
 	return err
 }
 
-// buildTargets returns the four targets in the order a, b, c, d, and the size of the object.
-func buildTargets(p *localplatform.Platform, admin *rest.Config) ([]target, int, func(), error) {
+// buildTargets returns the five targets in the order a, b, c, d, e, and the size of the
+// object; the ConfigMaps' create bodies for objects 0..prepared-1 are encoded here.
+func buildTargets(ctx context.Context, p *localplatform.Platform, admin *rest.Config, prepared int) ([]target, int, func(), error) {
 	httpClient := func(cfg *rest.Config) (*http.Client, error) {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Timeout = 0
@@ -313,7 +433,6 @@ func buildTargets(p *localplatform.Platform, admin *rest.Config) ([]target, int,
 	// The raw etcd objects are as large as a Workload as Plinth returns it: one is created and
 	// the create response's JSON length is the value size. (etcd holds Plinth's objects in the
 	// same JSON, so the stored value is within a few bytes of it.)
-	ctx := context.Background()
 	if err := aggregated.create(ctx, 0); err != nil {
 		etcd.Close()
 		return nil, 0, nil, err
@@ -327,7 +446,15 @@ func buildTargets(p *localplatform.Platform, admin *rest.Config) ([]target, int,
 	for i := range raw.value {
 		raw.value[i] = 'x'
 	}
-	return []target{crd, aggregated, directTarget, raw}, sample, func() { etcd.Close() }, nil
+	configMaps, err := newConfigMapTarget(ctx, kubeClient, p.KubeURL(), admin, func() int { return kubePID }, sample)
+	if err == nil {
+		err = configMaps.prepare(prepared)
+	}
+	if err != nil {
+		etcd.Close()
+		return nil, 0, nil, fmt.Errorf("ConfigMaps: %w", err)
+	}
+	return []target{crd, aggregated, directTarget, raw, configMaps}, sample, func() { etcd.Close() }, nil
 }
 
 // rssMiB is a process's resident memory.

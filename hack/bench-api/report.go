@@ -12,6 +12,7 @@ import (
 const (
 	opCreate       = "create"
 	opGet          = "get"
+	opGetCBOR      = "get, CBOR"
 	opUpdateStatus = "update status"
 	opWatch        = "watch (N events)"
 )
@@ -19,7 +20,7 @@ const (
 func opList(encoding string) string { return "list all, " + encoding }
 
 func operations() []string {
-	ops := []string{opCreate, opGet, opUpdateStatus}
+	ops := []string{opCreate, opGet, opGetCBOR, opUpdateStatus}
 	for _, e := range encodings {
 		ops = append(ops, opList(e.name))
 	}
@@ -38,13 +39,45 @@ type report struct {
 	Targets     []string                     `json:"targets"`
 	Results     map[string]map[string]Result `json:"results"` // target → operation → median
 	RSSMiB      map[string]float64           `json:"rssMiB"`  // target → median resident memory after the load
+	// CPUPerGet is, per target served over HTTP, the median across rounds of the CPU each
+	// server spent per get.
+	CPUPerGet map[string]CPUPerGet `json:"cpuPerGet"`
 }
 
-func newReport(o options, targets []target, rounds map[string]map[string][]Result, rss map[string][]float64, objectBytes int) *report {
+// CPUPerGet is what a get costs the two servers, read from /proc under a get load.
+type CPUPerGet struct {
+	GetsPerSecond     float64 `json:"getsPerSecond"`
+	KubeAPIServerMs   float64 `json:"kubeAPIServerMilliseconds"`
+	PlinthAPIServerMs float64 `json:"plinthAPIServerMilliseconds"`
+}
+
+// Total is both servers' CPU per get.
+func (c CPUPerGet) Total() float64 { return c.KubeAPIServerMs + c.PlinthAPIServerMs }
+
+// medianCPU takes each figure's median across rounds.
+func medianCPU(rounds []CPUPerGet) CPUPerGet {
+	pick := func(f func(CPUPerGet) float64) float64 {
+		var values []Result
+		for _, r := range rounds {
+			values = append(values, Result{Throughput: f(r)})
+		}
+		return median(values).Throughput
+	}
+	return CPUPerGet{
+		GetsPerSecond:     pick(func(c CPUPerGet) float64 { return c.GetsPerSecond }),
+		KubeAPIServerMs:   pick(func(c CPUPerGet) float64 { return c.KubeAPIServerMs }),
+		PlinthAPIServerMs: pick(func(c CPUPerGet) float64 { return c.PlinthAPIServerMs }),
+	}
+}
+
+func newReport(o options, targets []target, rounds map[string]map[string][]Result, rss map[string][]float64, cpu map[string][]CPUPerGet, objectBytes int) *report {
 	r := &report{
 		Date: time.Now().UTC().Format("2006-01-02"), Commit: commit(), Machine: machine(),
 		Objects: o.n, Workers: o.workers, Rounds: o.rounds, ObjectBytes: objectBytes,
-		Results: map[string]map[string]Result{}, RSSMiB: map[string]float64{},
+		Results: map[string]map[string]Result{}, RSSMiB: map[string]float64{}, CPUPerGet: map[string]CPUPerGet{},
+	}
+	for name, c := range cpu {
+		r.CPUPerGet[name] = medianCPU(c)
 	}
 	for _, t := range targets {
 		r.Targets = append(r.Targets, t.name())
@@ -70,8 +103,8 @@ func commit() string {
 }
 
 // markdown renders the table: per operation, each target's throughput and latencies, and the
-// ratios of Plinth through the aggregator (b) to the CRD (a) and to etcd (d). For throughput a
-// ratio above 1 means b is faster.
+// ratios of Plinth through the aggregator (b) to the CRD (a), to the ConfigMaps (e) and to etcd
+// (d). For throughput a ratio above 1 means b is faster. Below it, the CPU per get.
 func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run of %s, commit %s, %s. %d objects of %d bytes, %d workers, median of %d rounds; "+
@@ -82,8 +115,8 @@ func (r *report) markdown() string {
 		header += fmt.Sprintf(" (%c) %s |", 'a'+i, t)
 		rule += " --- |"
 	}
-	b.WriteString(header + " b/a | b/d |\n" + rule + " --- | --- |\n")
-	a, bb, d := r.Targets[0], r.Targets[1], r.Targets[3]
+	b.WriteString(header + " b/a | b/e | b/d |\n" + rule + " --- | --- | --- |\n")
+	a, bb, d, e := r.Targets[0], r.Targets[1], r.Targets[3], r.Targets[4]
 	for _, op := range operations() {
 		fmt.Fprintf(&b, "| %s |", op)
 		for _, t := range r.Targets {
@@ -94,15 +127,40 @@ func (r *report) markdown() string {
 			}
 			fmt.Fprintf(&b, " %s · %.1f · %.1f |", thousands(res.Throughput), res.P50, res.P99)
 		}
-		fmt.Fprintf(&b, " %s | %s |\n", ratio(r.Results[bb][op], r.Results[a][op]), ratio(r.Results[bb][op], r.Results[d][op]))
+		fmt.Fprintf(&b, " %s | %s | %s |\n", ratio(r.Results[bb][op], r.Results[a][op]), ratio(r.Results[bb][op], r.Results[e][op]),
+			ratio(r.Results[bb][op], r.Results[d][op]))
 	}
 	fmt.Fprintf(&b, "| RSS after the load (MiB) |")
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, " %.0f |", r.RSSMiB[t])
 	}
-	b.WriteString(" | |\n\nRSS is the serving process's, read after that target's operations: kube-apiserver for (a), " +
-		"plinth-apiserver for (b) and (c) (one process, read twice), etcd for (d); kube-apiserver also proxies (b).\n")
+	b.WriteString(" | | |\n| CPU per get (ms): kube-apiserver + plinth-apiserver |")
+	for _, t := range r.Targets {
+		c, ok := r.CPUPerGet[t]
+		if !ok {
+			b.WriteString(" — |")
+			continue
+		}
+		fmt.Fprintf(&b, " %.2f + %.2f = %.2f |", c.KubeAPIServerMs, c.PlinthAPIServerMs, c.Total())
+	}
+	fmt.Fprintf(&b, " %s | %s | |\n", cpuRatio(r.CPUPerGet, a, bb), cpuRatio(r.CPUPerGet, e, bb))
+	b.WriteString("\nRSS is the serving process's, read after that target's operations: kube-apiserver for (a) and (e), " +
+		"plinth-apiserver for (b) and (c) (one process, read twice), etcd for (d); kube-apiserver also proxies (b). " +
+		"CPU per get is each server's CPU time (from /proc) over the gets done while the workers only get, for " +
+		"the median of the rounds; its ratios are the other target's CPU over (b)'s, so above 1 means (b) costs less. " +
+		"The ConfigMaps (e) are read and written in protobuf; plinth-apiserver runs with CBORServingAndStorage on, " +
+		"kube-apiserver without it.\n")
 	return b.String()
+}
+
+// cpuRatio is base's CPU per get over of's, or a dash without both.
+func cpuRatio(cpu map[string]CPUPerGet, base, of string) string {
+	x, ok1 := cpu[base]
+	y, ok2 := cpu[of]
+	if !ok1 || !ok2 || y.Total() == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", x.Total()/y.Total())
 }
 
 func ratio(x, y Result) string {

@@ -29,7 +29,7 @@ func TestMedianAndPercentiles(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	good := options{n: 10, workers: 2, rounds: 1, lists: 1}
+	good := options{n: 10, workers: 2, rounds: 1, lists: 1, cpuWindow: time.Second}
 	if err := good.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,7 @@ func TestOptionsValidate(t *testing.T) {
 		"no workers":     {n: 10, workers: 0, rounds: 1, lists: 1},
 		"no rounds":      {n: 10, workers: 2, rounds: 0, lists: 1},
 		"negative lists": {n: 10, workers: 2, rounds: 1, lists: -1},
+		"no CPU window":  {n: 10, workers: 2, rounds: 1, lists: 1, cpuWindow: 10 * time.Millisecond},
 	} {
 		if err := o.validate(); err == nil {
 			t.Errorf("%s: accepted", name)

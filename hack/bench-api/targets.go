@@ -15,11 +15,13 @@ import (
 )
 
 // target is one way of storing Workloads: a CRD on kube-apiserver, Plinth through the
-// aggregator, Plinth directly, or raw etcd.
+// aggregator, Plinth directly, raw etcd, or ConfigMaps of the same size (the built-in anchor).
 type target interface {
 	name() string
 	create(ctx context.Context, i int) error
 	get(ctx context.Context, i int) error
+	// getAs gets an object in another encoding; a non-empty note means it is not offered.
+	getAs(ctx context.Context, i int, encoding string) (note string, err error)
 	updateStatus(ctx context.Context, i, pass int) error
 	// list lists every object in the given encoding and returns the response's size; a
 	// non-empty note means the encoding is not offered.
@@ -75,6 +77,9 @@ type httpTarget struct {
 	namespace  string
 	collection string
 	serverPID  func() int
+	// contentType is the encoding of request bodies and of the answers to creates, gets and
+	// updates: JSON, except for ConfigMaps.
+	contentType string
 
 	mu      sync.Mutex
 	objects map[int][]byte // the latest object of each index, for updates that need its resourceVersion
@@ -82,7 +87,8 @@ type httpTarget struct {
 
 func newHTTPTarget(label string, client *http.Client, host, group, namespace string, pid func() int) *httpTarget {
 	return &httpTarget{label: label, client: client, host: host, apiVersion: group + "/v1b1", namespace: namespace,
-		collection: host + "/apis/" + group + "/v1b1/namespaces/" + namespace + "/workloads", serverPID: pid, objects: map[int][]byte{}}
+		collection: host + "/apis/" + group + "/v1b1/namespaces/" + namespace + "/workloads", serverPID: pid, objects: map[int][]byte{},
+		contentType: "application/json"}
 }
 
 func (t *httpTarget) name() string { return t.label }
@@ -99,7 +105,7 @@ func (t *httpTarget) do(ctx context.Context, method, url, accept string, body []
 	}
 	req.Header.Set("Accept", accept)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", t.contentType)
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
@@ -135,6 +141,25 @@ func (t *httpTarget) get(ctx context.Context, i int) error {
 	return err
 }
 
+func (t *httpTarget) getAs(ctx context.Context, i int, encoding string) (string, error) {
+	_, header, err := t.do(ctx, http.MethodGet, t.collection+"/"+objectName(i), encoding, nil, http.StatusOK)
+	return notOffered(encoding, header, err)
+}
+
+// notOffered turns a 406, or an answer in another encoding than the one asked for, into a note.
+func notOffered(encoding string, header http.Header, err error) (string, error) {
+	if err != nil {
+		if strings.Contains(err.Error(), ": 406 ") {
+			return "not offered (406)", nil
+		}
+		return "", err
+	}
+	if got := header.Get("Content-Type"); !strings.HasPrefix(got, encoding) {
+		return "not offered (answered " + strings.Split(got, ";")[0] + ")", nil
+	}
+	return "", nil
+}
+
 func (t *httpTarget) updateStatus(ctx context.Context, i, pass int) error {
 	t.mu.Lock()
 	current := t.objects[i]
@@ -157,14 +182,8 @@ func (t *httpTarget) updateStatus(ctx context.Context, i, pass int) error {
 
 func (t *httpTarget) list(ctx context.Context, encoding string) (int, string, error) {
 	data, header, err := t.do(ctx, http.MethodGet, t.collection, encoding, nil, http.StatusOK)
-	if err != nil {
-		if strings.Contains(err.Error(), ": 406 ") {
-			return 0, "not offered (406)", nil
-		}
-		return 0, "", err
-	}
-	if got := header.Get("Content-Type"); !strings.HasPrefix(got, encoding) {
-		return 0, "not offered (answered " + strings.Split(got, ";")[0] + ")", nil
+	if note, err := notOffered(encoding, header, err); note != "" || err != nil {
+		return 0, note, err
 	}
 	return len(data), "", nil
 }
@@ -197,13 +216,9 @@ func (t *httpTarget) watchUpdates(ctx context.Context, n, workers, pass int) (Re
 	if resp.StatusCode != http.StatusOK {
 		return Result{}, fmt.Errorf("watch: %d", resp.StatusCode)
 	}
-	var sent sync.Map // name → time the update was sent
-	received := make(chan error, 1)
-	lat := &latencies{}
-	go func() {
-		decoder := json.NewDecoder(resp.Body)
-		count := 0
-		for count < n {
+	decoder := json.NewDecoder(resp.Body)
+	next := func() (string, error) {
+		for {
 			var event struct {
 				Type   string `json:"type"`
 				Object struct {
@@ -216,27 +231,43 @@ func (t *httpTarget) watchUpdates(ctx context.Context, n, workers, pass int) (Re
 				} `json:"object"`
 			}
 			if err := decoder.Decode(&event); err != nil {
+				return "", err
+			}
+			if event.Type == "ERROR" {
+				return "", fmt.Errorf("an error event: %s: %s", event.Object.Reason, event.Object.Message)
+			}
+			if event.Type == "MODIFIED" {
+				return event.Object.Metadata.Name, nil
+			}
+		}
+	}
+	return watchWhileUpdating(ctx, n, workers, next, func(i int) error { return t.updateStatus(ctx, i, pass) })
+}
+
+// watchWhileUpdating updates n objects with workers clients while next returns the names of
+// the objects the open watch reports modified, and returns once it has reported all n: the
+// throughput, and the latency from sending an update to receiving its event.
+func watchWhileUpdating(ctx context.Context, n, workers int, next func() (string, error), update func(i int) error) (Result, error) {
+	var sent sync.Map // name → time the update was sent
+	received := make(chan error, 1)
+	lat := &latencies{}
+	go func() {
+		for count := 0; count < n; count++ {
+			name, err := next()
+			if err != nil {
 				received <- fmt.Errorf("watch ended after %d of %d events: %w", count, n, err)
 				return
 			}
-			if event.Type == "ERROR" {
-				received <- fmt.Errorf("watch ended after %d of %d events with an error: %s: %s", count, n, event.Object.Reason, event.Object.Message)
-				return
-			}
-			if event.Type != "MODIFIED" {
-				continue
-			}
-			if at, ok := sent.Load(event.Object.Metadata.Name); ok {
+			if at, ok := sent.Load(name); ok {
 				lat.add(time.Since(at.(time.Time)))
 			}
-			count++
 		}
 		received <- nil
 	}()
 	start := time.Now()
 	if _, err := parallel(n, workers, &latencies{}, func(i int) error {
 		sent.Store(objectName(i), time.Now())
-		return t.updateStatus(ctx, i, pass)
+		return update(i)
 	}); err != nil {
 		return Result{}, err
 	}
@@ -303,6 +334,10 @@ func (t *etcdTarget) get(ctx context.Context, i int) error {
 		err = fmt.Errorf("%s not found", t.key(i))
 	}
 	return err
+}
+
+func (t *etcdTarget) getAs(context.Context, int, string) (string, error) {
+	return "not applicable (etcd stores bytes)", nil
 }
 
 func (t *etcdTarget) updateStatus(ctx context.Context, i, pass int) error {

@@ -43,6 +43,8 @@ type Config struct {
 	ProvisionersConfig string
 	// ControllerArgs are extra plinth-controller flags (benchmarks compare settings with them).
 	ControllerArgs []string
+	// PlinthArgs are extra plinth-apiserver flags (the API benchmark serves CBOR with them).
+	PlinthArgs []string
 	// NoController leaves plinth-controller out: the API benchmark measures the servers alone.
 	NoController bool
 	// KubernetesOnly starts a bare target cluster: etcd, kube-apiserver, kube-controller-manager,

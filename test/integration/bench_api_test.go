@@ -44,7 +44,7 @@ func TestBenchAPI(t *testing.T) {
 		if err := os.WriteFile(docs, []byte("# Benchmarks\n<!-- bench-api:begin (make bench writes this section) -->\nold\n<!-- bench-api:end -->\nafter\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, "--objects", "40", "--workers", "4", "--rounds", "2", "--lists", "1",
+		cmd := exec.Command(bin, "--objects", "40", "--workers", "4", "--rounds", "2", "--lists", "1", "--cpu-window", "1s",
 			"--bin-dir", framework.BinDir(), "--json", report, "--docs", docs)
 		cmd.Dir = framework.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -61,17 +61,21 @@ func TestBenchAPI(t *testing.T) {
 				P50        float64 `json:"p50Milliseconds"`
 				Note       string  `json:"note"`
 			} `json:"results"`
-			RSSMiB map[string]float64 `json:"rssMiB"`
+			RSSMiB    map[string]float64 `json:"rssMiB"`
+			CPUPerGet map[string]struct {
+				Kube   float64 `json:"kubeAPIServerMilliseconds"`
+				Plinth float64 `json:"plinthAPIServerMilliseconds"`
+			} `json:"cpuPerGet"`
 		}
 		if err := json.Unmarshal(data, &r); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"CRD", "Plinth via aggregator", "Plinth direct", "etcd"}
+		want := []string{"CRD", "Plinth via aggregator", "Plinth direct", "etcd", "ConfigMap"}
 		if strings.Join(r.Targets, ",") != strings.Join(want, ",") {
 			t.Fatalf("targets %v", r.Targets)
 		}
 		for _, target := range want {
-			for _, op := range []string{"create", "get", "update status", "list all, JSON", "list all, protobuf", "list all, CBOR", "watch (N events)"} {
+			for _, op := range []string{"create", "get", "get, CBOR", "update status", "list all, JSON", "list all, protobuf", "list all, CBOR", "watch (N events)"} {
 				res, ok := r.Results[target][op]
 				switch {
 				case !ok:
@@ -85,6 +89,24 @@ func TestBenchAPI(t *testing.T) {
 			if r.RSSMiB[target] <= 0 {
 				t.Errorf("%s: no memory figure", target)
 			}
+		}
+		// Each server's CPU per get, where it serves the get: kube-apiserver for the CRD, the
+		// ConfigMaps and (as the proxy) Plinth through the aggregator, plinth-apiserver for
+		// both Plinth targets.
+		cpu := r.CPUPerGet
+		if cpu["CRD"].Kube <= 0 || cpu["ConfigMap"].Kube <= 0 || cpu["Plinth via aggregator"].Kube <= 0 ||
+			cpu["Plinth via aggregator"].Plinth <= 0 || cpu["Plinth direct"].Plinth <= 0 {
+			t.Errorf("CPU per get: %+v", cpu)
+		}
+		if _, ok := cpu["etcd"]; ok {
+			t.Errorf("a CPU per get for raw etcd, which neither server serves")
+		}
+		// plinth-apiserver serves CBOR (the benchmark turns the gate on); kube-apiserver does not.
+		if res := r.Results["Plinth via aggregator"]["get, CBOR"]; res.Note != "" {
+			t.Errorf("Plinth through the aggregator serves no CBOR: %s", res.Note)
+		}
+		if res := r.Results["ConfigMap"]["list all, protobuf"]; res.Note != "" {
+			t.Errorf("ConfigMaps are not listed in protobuf: %s", res.Note)
 		}
 		written, _ := os.ReadFile(docs)
 		if !strings.Contains(string(written), "| create |") || strings.Contains(string(written), "old") || !strings.HasSuffix(string(written), "after\n") {
