@@ -71,8 +71,9 @@ test-faults-short: build tools
 test-faults: build tools
 	PLINTH_FAULTS=long PLINTH_FAULTS_REPORT=$(CURDIR)/_output/faults-long.md $(GO) test $(GOTESTFLAGS) -count=1 -timeout 60m -v -run TestFaults ./test/faults/
 
-# Plinth against a CRD with the same schema on the same kube-apiserver, and against raw etcd:
-# writes the table into docs/benchmarks.md and the figures into docs/benchmarks-api.json.
+# Plinth against a CRD with the same schema and ConfigMaps of the same size (protobuf) on the
+# same kube-apiserver, and against raw etcd, with both servers' CPU per get: writes the table
+# into docs/benchmarks.md and the figures into docs/benchmarks-api.json.
 BENCH_FLAGS ?=
 bench: build tools
 	$(GO) run ./hack/bench-api --docs docs/benchmarks.md --json docs/benchmarks-api.json $(BENCH_FLAGS)
