@@ -22,6 +22,7 @@ import (
 	"github.com/plinth-dev/plinth/internal/benchfloor"
 	"github.com/plinth-dev/plinth/internal/benchharness"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	plinthscheme "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/scheme"
 )
 
 const (
@@ -123,8 +124,13 @@ func (s floorSet) kindsString() string {
 	return strings.Join(parts, " ")
 }
 
-// capture lists every namespaced kind kube-apiserver serves in namespace and keeps what
-// madeByPlinth: whatever kinds Plinth made, the floor gets them all, or refuses the run.
+// madeByKubernetes are resources that Kubernetes' controllers make with a copy of their
+// owner's labels but no owner reference: the endpoints controller's Endpoints of a Service.
+var madeByKubernetes = map[schema.GroupResource]bool{{Resource: "endpoints"}: true}
+
+// capture lists every namespaced kind kube-apiserver serves itself in namespace (not Plinth's
+// own, which plinth-apiserver serves through the aggregator) and keeps what madeByPlinth:
+// whatever kinds Plinth made, the floor gets them all, or refuses the run.
 func capture(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, namespace string) ([]unstructured.Unstructured, error) {
 	lists, err := kube.Discovery().ServerPreferredNamespacedResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
@@ -137,7 +143,7 @@ func capture(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interfa
 			return nil, err
 		}
 		for _, r := range list.APIResources {
-			if strings.Contains(r.Name, "/") || !hasVerb(r.Verbs, "list") {
+			if !captured(gv, r) {
 				continue
 			}
 			items, err := dyn.Resource(gv.WithResource(r.Name)).Namespace(namespace).List(ctx, metav1.ListOptions{})
@@ -157,6 +163,15 @@ func capture(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interfa
 	return out, nil
 }
 
+// captured says whether capture lists resource r of gv: a listable resource that
+// kube-apiserver serves itself (not a subresource, not a group of Plinth's) and that no
+// Kubernetes controller makes with copied labels. (Plinth's scheme registers the core group
+// too, for its meta types.)
+func captured(gv schema.GroupVersion, r metav1.APIResource) bool {
+	return !strings.Contains(r.Name, "/") && hasVerb(r.Verbs, "list") && !(gv.Group != "" && plinthscheme.Scheme.IsGroupRegistered(gv.Group)) &&
+		!madeByKubernetes[gv.WithResource(r.Name).GroupResource()]
+}
+
 func hasVerb(verbs []string, verb string) bool {
 	for _, v := range verbs {
 		if v == verb {
@@ -166,17 +181,20 @@ func hasVerb(verbs []string, verb string) bool {
 	return false
 }
 
-// floorRun applies the floor's objects with clients parallel clients (the namespace first,
-// outside the time: team-a existed before the Plinth run too) and returns the time until every
-// Deployment is Available and every StatefulSet ready.
-func floorRun(ctx context.Context, kube kubernetes.Interface, set floorSet, clients int) (time.Duration, error) {
+// makeFloorNamespace applies the floor's namespace, before the floor run and its readings:
+// team-a existed before the Plinth run too, with what Kubernetes adds to a new namespace.
+func makeFloorNamespace(ctx context.Context, kube kubernetes.Interface) error {
 	ns, err := benchfloor.Convert(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNamespace}}, floorNamespace, relabel)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if err := benchfloor.Apply(ctx, kube, ns); err != nil {
-		return 0, err
-	}
+	return benchfloor.Apply(ctx, kube, ns)
+}
+
+// floorRun applies the floor's objects with clients parallel clients into the floor's
+// namespace (makeFloorNamespace) and returns the time until every Deployment is Available and
+// every StatefulSet ready.
+func floorRun(ctx context.Context, kube kubernetes.Interface, set floorSet, clients int) (time.Duration, error) {
 	groups := make([][]benchfloor.Object, len(set.objects))
 	for i, obj := range set.objects {
 		groups[i] = []benchfloor.Object{obj}

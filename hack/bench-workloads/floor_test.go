@@ -131,3 +131,25 @@ func TestMadeByPlinth(t *testing.T) {
 		}
 	}
 }
+
+func TestCapturedListsKubernetesOwnResourcesOnly(t *testing.T) {
+	list := metav1.Verbs{"get", "list", "watch"}
+	for _, tc := range []struct {
+		gv   schema.GroupVersion
+		r    metav1.APIResource
+		want bool
+	}{
+		{appsv1.SchemeGroupVersion, metav1.APIResource{Name: "deployments", Verbs: list}, true},
+		{corev1.SchemeGroupVersion, metav1.APIResource{Name: "secrets", Verbs: list}, true},
+		{networkingv1.SchemeGroupVersion, metav1.APIResource{Name: "ingresses", Verbs: list}, true},
+		{appsv1.SchemeGroupVersion, metav1.APIResource{Name: "deployments/status", Verbs: list}, false},
+		{corev1.SchemeGroupVersion, metav1.APIResource{Name: "bindings", Verbs: metav1.Verbs{"create"}}, false},
+		{corev1.SchemeGroupVersion, metav1.APIResource{Name: "endpoints", Verbs: list}, false},
+		{schema.GroupVersion{Group: "score.dev", Version: "v1b1"}, metav1.APIResource{Name: "workloadplans", Verbs: list}, false},
+		{schema.GroupVersion{Group: "compute.plinth.dev", Version: "v1alpha1"}, metav1.APIResource{Name: "tenantcomputes", Verbs: list}, false},
+	} {
+		if got := captured(tc.gv, tc.r); got != tc.want {
+			t.Errorf("%s %s: captured = %v, want %v", tc.gv, tc.r.Name, got, tc.want)
+		}
+	}
+}

@@ -149,11 +149,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("workloads=%d minimal=%v nodes=%d clients=%d created_in=%s plinth_ready_in=%s controller_cpu=%.1fs controller_peak_rss=%.0fMiB",
+	line := fmt.Sprintf("workloads=%d minimal=%v nodes=%d clients=%d created_in=%s plinth_ready_in=%s controller_cpu=%.1fs controller_peak_rss=%.0fMiB",
 		o.workloads, o.minimal, o.nodes, o.clients, p.createdIn.Round(10*time.Millisecond), p.readyIn.Round(10*time.Millisecond),
 		p.controller.CPUSeconds, p.controller.PeakRSSMiB())
 	if !o.floor {
-		fmt.Println()
+		fmt.Println(line)
 		return nil
 	}
 
@@ -167,6 +167,12 @@ func run(o options) error {
 	}
 	if set.kinds["deployments"] != o.workloads {
 		return fmt.Errorf("Plinth made %s for %d Workloads: want one Deployment each", set.kindsString(), o.workloads)
+	}
+	if err := makeFloorNamespace(ctx, kube); err != nil {
+		return err
+	}
+	if err := pause(); err != nil {
+		return err
 	}
 	controllerBefore, err := benchharness.ReadUsage(platform.ControllerPID())
 	if err != nil {
@@ -197,8 +203,8 @@ func run(o options) error {
 	}
 
 	ratio := p.readyIn.Seconds() / floorIn.Seconds()
-	fmt.Printf(" floor_ready_in=%s ratio=%.2f controller_cpu_during_floor=%.1fs floor_kinds=%q\n",
-		floorIn.Round(10*time.Millisecond), ratio, controllerAfter.CPUSeconds-controllerBefore.CPUSeconds, set.kindsString())
+	fmt.Printf("%s floor_ready_in=%s ratio=%.2f controller_cpu_during_floor=%.1fs floor_kinds=%q\n",
+		line, floorIn.Round(10*time.Millisecond), ratio, controllerAfter.CPUSeconds-controllerBefore.CPUSeconds, set.kindsString())
 	kind := "full"
 	if o.minimal {
 		kind = "minimal"
