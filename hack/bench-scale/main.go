@@ -105,6 +105,16 @@ func run(o options) error {
 	if b.kube, err = kubernetes.NewForConfig(admin); err != nil {
 		return err
 	}
+	b.kubeREST = b.kube.Discovery().RESTClient()
+	direct, err := platform.PlinthDirectConfig()
+	if err != nil {
+		return err
+	}
+	plinth, err := kubernetes.NewForConfig(direct)
+	if err != nil {
+		return err
+	}
+	b.plinthREST = plinth.Discovery().RESTClient()
 	r := &report{Date: time.Now().UTC().Format("2006-01-02"), Commit: commit(), Machine: machine(),
 		Workloads: o.workloads, Namespaces: o.namespaces, Reps: o.reps, Workers: o.workers}
 	for _, k := range b.kinds {
@@ -113,7 +123,7 @@ func run(o options) error {
 	if err := b.warmUp(ctx); err != nil {
 		return err
 	}
-	r.Memory = append(r.Memory, b.memory("at start"))
+	r.Memory = append(r.Memory, b.memory(ctx, "at start"))
 	for _, l := range layouts(o) {
 		fmt.Fprintf(os.Stderr, "bench-scale: %s\n", l.title)
 		res, err := b.layout(ctx, l, r)
@@ -137,6 +147,9 @@ type bench struct {
 	kinds    []*kind
 	kube     kubernetes.Interface
 	kubectl  kubectl
+	// plinthREST and kubeREST ask plinth-apiserver (directly) and kube-apiserver for their
+	// heap profiles and metrics.
+	plinthREST, kubeREST rest.Interface
 }
 
 // kinds are Plinth's Workloads through the aggregator and the CRD's, both asked of
@@ -224,12 +237,21 @@ func busy(used benchharness.Counts, elapsed time.Duration) float64 {
 	return total / elapsed.Seconds()
 }
 
-// memory reads plinth-apiserver's and kube-apiserver's memory now; a failed read shows as zero.
-func (b *bench) memory(moment string) memoryRow {
+// memory reads plinth-apiserver's and kube-apiserver's memory now; a failed read shows as
+// zero, and a failed live heap is reported on stderr.
+func (b *bench) memory(ctx context.Context, moment string) memoryRow {
 	_, kubePID, plinthPID := b.platform.PIDs()
-	p, _ := benchharness.ReadUsage(plinthPID)
-	k, _ := benchharness.ReadUsage(kubePID)
-	return memoryRow{Moment: moment, Plinth: p, Kube: k}
+	m := memoryRow{Moment: moment}
+	m.Plinth, _ = benchharness.ReadUsage(plinthPID)
+	m.Kube, _ = benchharness.ReadUsage(kubePID)
+	var err error
+	if m.PlinthHeap, err = liveHeap(ctx, b.plinthREST); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale: plinth-apiserver's live heap:", err)
+	}
+	if m.KubeHeap, err = liveHeap(ctx, b.kubeREST); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale: kube-apiserver's live heap:", err)
+	}
+	return m
 }
 
 // layout creates the layout's objects of both kinds, times every operation on them and, unless
@@ -256,7 +278,7 @@ func (b *bench) layout(ctx context.Context, l layout, r *report) (layoutResult, 
 	if err := settle(ctx); err != nil {
 		return res, err
 	}
-	r.Memory = append(r.Memory, b.memory("after the creates, "+l.short))
+	r.Memory = append(r.Memory, b.memory(ctx, "after the creates, "+l.short))
 	// kubectl's discovery and a CRD's handler are built on first use: one untimed pass of each
 	// kind keeps them out of the figures.
 	for _, k := range b.kinds {
@@ -294,7 +316,7 @@ func (b *bench) layout(ctx context.Context, l layout, r *report) (layoutResult, 
 	for _, op := range order {
 		res.Rows = append(res.Rows, *rows[op])
 	}
-	r.Memory = append(r.Memory, b.memory("after the lists, "+l.short))
+	r.Memory = append(r.Memory, b.memory(ctx, "after the lists, "+l.short))
 	if !l.last {
 		for _, k := range b.kinds {
 			for _, ns := range l.namespaces() {
@@ -306,7 +328,7 @@ func (b *bench) layout(ctx context.Context, l layout, r *report) (layoutResult, 
 		if err := settle(ctx); err != nil {
 			return res, err
 		}
-		r.Memory = append(r.Memory, b.memory("after the deletes, "+l.short))
+		r.Memory = append(r.Memory, b.memory(ctx, "after the deletes, "+l.short))
 	}
 	return res, nil
 }

@@ -232,8 +232,10 @@ func TestMarkdown(t *testing.T) {
 				"Plinth": d(100, 110, 400), "CRD": d(220, 200, 230)}}},
 		}},
 		Memory: []memoryRow{
-			{Moment: "at start", Plinth: benchharness.Usage{RSSKiB: 100 * 1024, PeakRSSKiB: 100 * 1024}, Kube: benchharness.Usage{RSSKiB: 300 * 1024, PeakRSSKiB: 300 * 1024}},
-			{Moment: "after the creates, one namespace", Plinth: benchharness.Usage{RSSKiB: 100*1024 + 5000, PeakRSSKiB: 120 * 1024}, Kube: benchharness.Usage{RSSKiB: 300*1024 + 8000, PeakRSSKiB: 320 * 1024}},
+			{Moment: "at start", Plinth: benchharness.Usage{RSSKiB: 100 * 1024, PeakRSSKiB: 100 * 1024}, Kube: benchharness.Usage{RSSKiB: 300 * 1024, PeakRSSKiB: 300 * 1024},
+				PlinthHeap: 50 << 20, KubeHeap: 200 << 20},
+			{Moment: "after the creates, one namespace", Plinth: benchharness.Usage{RSSKiB: 100*1024 + 5000, PeakRSSKiB: 120 * 1024}, Kube: benchharness.Usage{RSSKiB: 300*1024 + 8000, PeakRSSKiB: 320 * 1024},
+				PlinthHeap: 50<<20 + 2000<<10, KubeHeap: 200<<20 + 3000<<10},
 		},
 	}
 	md := r.markdown()
@@ -242,16 +244,20 @@ func TestMarkdown(t *testing.T) {
 		"Creates: Plinth 600/s, CRD 700/s", "Plinth 1,120 bytes, CRD 1,085 bytes",
 		"| operation | Plinth | CRD | speed |",
 		"| list, JSON, in full, one namespace (1,000) | 110 | 220 | 2.00 |",
-		"| after the creates, one namespace | 105 · 120 | 308 · 320 |",
-		"grew by 5.0 KiB per Workload", "by 8.0 KiB per pair",
+		"| after the creates, one namespace | 105 · 120 · 52 | 308 · 320 · 203 |",
+		"live heap grew by 2.0 KiB per Workload and its resident memory by 5.0 KiB", "grew by 3.0 KiB per object",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}
 	}
-	r.Memory[1].Plinth = benchharness.Usage{}
-	if strings.Contains(r.markdown(), "per Workload") {
+	r.Memory[1].KubeHeap = 0
+	md = r.markdown()
+	if strings.Contains(md, "per Workload") {
 		t.Error("a growth per Workload from a failed reading")
+	}
+	if !strings.Contains(md, "| after the creates, one namespace | 105 · 120 · 52 | 308 · 320 · — |") {
+		t.Errorf("a failed heap reading is not a dash:\n%s", md)
 	}
 }
 
@@ -265,5 +271,22 @@ func TestBusyCountsThePlatformNotTheBenchmark(t *testing.T) {
 	}
 	if got := busy(benchharness.Counts{}, time.Second); got != 0 {
 		t.Errorf("busy of nothing = %v", got)
+	}
+}
+
+func TestGauge(t *testing.T) {
+	text := "# HELP go_memstats_heap_alloc_bytes Bytes allocated.\n# TYPE go_memstats_heap_alloc_bytes gauge\n" +
+		"go_memstats_heap_alloc_bytes_total 9\ngo_memstats_heap_alloc_bytes 1.2345e+08\n"
+	if v, err := gauge(text, "go_memstats_heap_alloc_bytes"); err != nil || v != 1.2345e+08 {
+		t.Errorf("gauge = %v, %v", v, err)
+	}
+	for name, bad := range map[string]string{
+		"absent":       "other 1\n",
+		"no value":     "go_memstats_heap_alloc_bytes \n",
+		"not a number": "go_memstats_heap_alloc_bytes many\n",
+	} {
+		if _, err := gauge(bad, "go_memstats_heap_alloc_bytes"); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

@@ -37,10 +37,12 @@ type row struct {
 	Latency map[string]benchharness.Durations
 }
 
-// memoryRow is plinth-apiserver's and kube-apiserver's memory at a moment of the run.
+// memoryRow is plinth-apiserver's and kube-apiserver's memory at a moment of the run: their
+// resident memory and its peak, and their live heaps in bytes (zero: not read).
 type memoryRow struct {
-	Moment       string
-	Plinth, Kube benchharness.Usage
+	Moment               string
+	Plinth, Kube         benchharness.Usage
+	PlinthHeap, KubeHeap int64
 }
 
 // markdown renders the run: per layout the creates and a table of median latencies with the
@@ -69,13 +71,13 @@ func (r *report) markdown() string {
 			fmt.Fprintf(&b, " %s |\n", speed(row.Latency[r.Kinds[len(r.Kinds)-1]], row.Latency[r.Kinds[0]]))
 		}
 	}
-	b.WriteString("\n| moment | plinth-apiserver RSS · peak (MiB) | kube-apiserver RSS · peak (MiB) |\n| --- | ---: | ---: |\n")
+	b.WriteString("\n| moment | plinth-apiserver RSS · peak · live heap (MiB) | kube-apiserver RSS · peak · live heap (MiB) |\n| --- | ---: | ---: |\n")
 	for _, m := range r.Memory {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", m.Moment, memCell(m.Plinth), memCell(m.Kube))
+		fmt.Fprintf(&b, "| %s | %s · %s | %s · %s |\n", m.Moment, memCell(m.Plinth), heapCell(m.PlinthHeap), memCell(m.Kube), heapCell(m.KubeHeap))
 	}
 	if grown, ok := r.perObjectKiB(); ok {
-		fmt.Fprintf(&b, "\nplinth-apiserver's resident memory grew by %.1f KiB per Workload over the creates in one namespace "+
-			"(kube-apiserver's, which holds the CRD's objects and proxies Plinth's, by %.1f KiB per pair).\n", grown[0], grown[1])
+		fmt.Fprintf(&b, "\nOver the creates in one namespace, plinth-apiserver's live heap grew by %.1f KiB per Workload and its resident memory by %.1f KiB; "+
+			"kube-apiserver's live heap, which holds the CRD's objects (Plinth's only pass through it), grew by %.1f KiB per object.\n", grown[0], grown[1], grown[2])
 	}
 	return b.String()
 }
@@ -89,16 +91,25 @@ func (r *report) perKind(phrase func(kind string) string) string {
 	return strings.Join(parts, ", ")
 }
 
-// perObjectKiB is how much plinth-apiserver's and kube-apiserver's resident memory grew per
-// object from the start to after the first layout's creates; false without both readings.
-func (r *report) perObjectKiB() ([2]float64, bool) {
-	if len(r.Memory) < 2 || r.Workloads == 0 || r.Memory[0].Plinth.RSSKiB == 0 || r.Memory[1].Plinth.RSSKiB == 0 {
-		return [2]float64{}, false
+// perObjectKiB is how much plinth-apiserver's live heap and resident memory and
+// kube-apiserver's live heap grew per object from the start to after the first layout's
+// creates; false without all readings.
+func (r *report) perObjectKiB() ([3]float64, bool) {
+	if len(r.Memory) < 2 || r.Workloads == 0 {
+		return [3]float64{}, false
+	}
+	start, created := r.Memory[0], r.Memory[1]
+	for _, v := range []int64{start.PlinthHeap, created.PlinthHeap, start.KubeHeap, created.KubeHeap,
+		int64(start.Plinth.RSSKiB), int64(created.Plinth.RSSKiB)} {
+		if v == 0 {
+			return [3]float64{}, false
+		}
 	}
 	n := float64(r.Workloads)
-	return [2]float64{
-		float64(r.Memory[1].Plinth.RSSKiB-r.Memory[0].Plinth.RSSKiB) / n,
-		float64(r.Memory[1].Kube.RSSKiB-r.Memory[0].Kube.RSSKiB) / n,
+	return [3]float64{
+		float64(created.PlinthHeap-start.PlinthHeap) / 1024 / n,
+		float64(created.Plinth.RSSKiB-start.Plinth.RSSKiB) / n,
+		float64(created.KubeHeap-start.KubeHeap) / 1024 / n,
 	}, true
 }
 
@@ -136,6 +147,14 @@ func memCell(u benchharness.Usage) string {
 	return fmt.Sprintf("%.0f · %.0f", float64(u.RSSKiB)/1024, u.PeakRSSMiB())
 }
 
+// heapCell is a live heap in MiB, or a dash when it was not read.
+func heapCell(bytes int64) string {
+	if bytes == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", float64(bytes)/(1<<20))
+}
+
 // The markers of the section the report owns in docs/benchmarks.md, and the heading it is
 // added under when it is not there yet.
 const (
@@ -153,8 +172,9 @@ evenly over many. For each kind and scope, one namespace and all namespaces: a l
 its last byte; the same list in pages of 500 as kubectl and client-go's pager fetch it; a watch opened from that list's
 resourceVersion (time to its response headers) and the time from sending an update of one object to its event; a watch
 without a resourceVersion, timed until its last initial ADDED event; and the real ` + "`kubectl get`" + ` (v1.37, server-side
-table, pages of 500, from the process's start to its exit). Memory is VmRSS and VmHWM from /proc; Go keeps freed heap
-for a while, so the figures after the deletes and the peaks are upper bounds. ` + "`make bench-scale`" + ` (and ` + "`make bench`" + `, after
+table, pages of 500, from the process's start to its exit). Memory is VmRSS and VmHWM from /proc, and the live heap: go_memstats_heap_alloc_bytes right
+after a heap profile with gc=1, which collects the garbage first (Go keeps freed memory resident for a while, so RSS after
+the deletes and the peaks are upper bounds). ` + "`make bench-scale`" + ` (and ` + "`make bench`" + `, after
 bench-api) writes this section.`
 
 // section is the Markdown between the markers.
