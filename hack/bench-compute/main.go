@@ -152,7 +152,7 @@ func run(o options) error {
 			return err
 		}
 		// Object times are whole seconds: start from the second the first apply was in.
-		tl := floorTimeline(list.Items, floorStart.Truncate(time.Second))
+		tl := benchfloor.DeploymentTimeline(list.Items, floorStart.Truncate(time.Second))
 		if err := os.WriteFile(filepath.Join(o.diagnose, "timeline.floor.txt"), []byte(tl), 0o644); err != nil {
 			return err
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plinth-dev/plinth/internal/benchfloor"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 )
@@ -85,7 +84,7 @@ func (t timeline) String() string {
 				offsets = append(offsets, times[i].Sub(start).Seconds())
 			}
 		}
-		fmt.Fprintf(&b, "%-30s %8d %s\n", stage, len(offsets), quantiles(offsets))
+		fmt.Fprintf(&b, "%-30s %8d %s\n", stage, len(offsets), benchfloor.Quantiles(offsets))
 	}
 	var lags []float64
 	for _, times := range t {
@@ -93,39 +92,6 @@ func (t timeline) String() string {
 			lags = append(lags, times[4].Sub(times[3]).Seconds())
 		}
 	}
-	fmt.Fprintf(&b, "%-30s %8d %s\n", "Available → Ready (s)", len(lags), quantiles(lags))
-	return b.String()
-}
-
-// quantiles formats the median, 90th percentile and maximum (nearest rank).
-func quantiles(v []float64) string {
-	if len(v) == 0 {
-		return fmt.Sprintf("%8s %8s %8s", "-", "-", "-")
-	}
-	sort.Float64s(v)
-	at := func(q float64) float64 {
-		i := int(math.Ceil(q*float64(len(v)))) - 1
-		return v[min(max(i, 0), len(v)-1)]
-	}
-	return fmt.Sprintf("%8.0f %8.0f %8.0f", at(0.5), at(0.9), v[len(v)-1])
-}
-
-// floorTimeline summarizes when the floor's Deployments were created and became Available,
-// in seconds after the floor's first apply, as String does for the tenants.
-func floorTimeline(deployments []appsv1.Deployment, start time.Time) string {
-	var created, available []float64
-	for i := range deployments {
-		d := &deployments[i]
-		created = append(created, d.CreationTimestamp.Sub(start).Seconds())
-		for _, c := range d.Status.Conditions {
-			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
-				available = append(available, c.LastTransitionTime.Sub(start).Seconds())
-			}
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-30s %8s %8s %8s %8s\n", "stage (s after the first apply)", "tenants", "p50", "p90", "last")
-	fmt.Fprintf(&b, "%-30s %8d %s\n", "Deployment created", len(created), quantiles(created))
-	fmt.Fprintf(&b, "%-30s %8d %s\n", "Deployment Available", len(available), quantiles(available))
+	fmt.Fprintf(&b, "%-30s %8d %s\n", "Available → Ready (s)", len(lags), benchfloor.Quantiles(lags))
 	return b.String()
 }

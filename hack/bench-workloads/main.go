@@ -60,7 +60,8 @@ func main() {
 	flag.StringVar(&o.binDir, "bin-dir", filepath.Join("_output", "bin"), "directory of the component binaries")
 	flag.BoolVar(&o.minimal, "minimal", false, "Workloads with one container only: no resource, no service port")
 	flag.BoolVar(&o.floor, "floor", true, "after the Plinth run, apply what Plinth made as the floor and compare")
-	flag.StringVar(&o.diagnose, "diagnose", "", "directory for a 30 s kube-apiserver CPU profile taken after the creates, and kube-apiserver's requests and the processes' CPU time in each run")
+	flag.StringVar(&o.diagnose, "diagnose", "", "directory for a 30 s CPU profile of kube-apiserver and plinth-apiserver taken after the creates, "+
+		"kube-apiserver's requests and the processes' CPU time in each run, and when Workloads and floor Deployments reached each stage")
 	flag.StringVar(&controllerArgs, "controller-args", "", "extra plinth-controller flags, space-separated")
 	flag.Parse()
 	o.controllerArgs = strings.Fields(controllerArgs)
@@ -157,6 +158,15 @@ func run(o options) error {
 		return nil
 	}
 
+	if o.diagnose != "" {
+		tl, err := readTimeline(ctx, clientset.NewForConfigOrDie(cfg), kube)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(o.diagnose, "timeline.plinth.txt"), []byte(tl.String()), 0o644); err != nil {
+			return err
+		}
+	}
 	items, err := capture(ctx, kube, dyn, workloadNamespace)
 	if err != nil {
 		return err
@@ -182,6 +192,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	floorStart := time.Now()
 	floorIn, err := floorRun(ctx, kube, set, o.clients)
 	if err != nil {
 		return err
@@ -220,6 +231,15 @@ func run(o options) error {
 	fmt.Print(writesTable(o.workloads, afterPlinth.audit.Sub(beforePlinth.audit), kubeWrites(kubePlinth), kubeWrites(kubeFloor)))
 
 	if o.diagnose != "" {
+		list, err := kube.AppsV1().Deployments(floorNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		// Object times are whole seconds: start from the second the first apply was in.
+		tl := benchfloor.DeploymentTimeline(list.Items, floorStart.Truncate(time.Second))
+		if err := os.WriteFile(filepath.Join(o.diagnose, "timeline.floor.txt"), []byte(tl), 0o644); err != nil {
+			return err
+		}
 		return writeDiagnosis(o.diagnose, kubePlinth, kubeFloor, beforePlinth, afterPlinth, beforeFloor, afterFloor)
 	}
 	return nil
