@@ -1,7 +1,7 @@
 // Package writecount counts the writes plinth-apiserver's audit log records, by resource,
 // subresource, verb and response code: how many writes a controller makes per object is read
-// from the log, with no change to the controller (test/integration's write-count test and
-// hack/bench-workloads use it).
+// from the log, with no change to the controller (test/integration's TestWritesPerWorkload
+// asserts on it).
 package writecount
 
 import (
@@ -69,7 +69,8 @@ type event struct {
 }
 
 // FromAuditLog counts the writes in the audit log at path (the log backend's format: one JSON
-// event per line) made by user, or by anyone when user is empty. Only ResponseComplete events
+// event per line) made by user, or by anyone when user is empty. user is the authenticated name
+// the log records: plinth-controller is localplatform.ControllerUser on the local platform. Only ResponseComplete events
 // count, so that a request is counted once whatever stages the policy keeps, and only those with
 // an object reference and a response code.
 //
