@@ -90,8 +90,10 @@ bench-scale: build tools
 bench-go: build tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... ./test/integration/...
 
-# The controller end to end on a fresh local platform: time to all-Ready and controller CPU and
-# memory for 100 and 1000 Workloads.
+# The controller end to end on a fresh local platform, against the floor: time to all-Ready of
+# 100 and 1000 Workloads, then of exactly the objects Plinth made for them applied straight to
+# kube-apiserver (all Available), the ratio, controller CPU and memory, and the writes per
+# Workload of both runs (docs/benchmarks.md, "plinth-controller end to end").
 bench-controller: build tools
 	$(GO) run ./hack/bench-workloads --workloads 100
 	$(GO) run ./hack/bench-workloads --workloads 1000
