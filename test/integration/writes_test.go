@@ -187,10 +187,10 @@ func TestWritesPerWorkload(t *testing.T) {
 	bad := c.read().sub(before)
 	t.Logf("2 Workloads whose resource cannot bind; writes per Workload:\n%s", bad.table(2))
 	t.Run("a resource that cannot bind costs a bounded number of writes", func(t *testing.T) {
-		// Unknown type: accepted with the resource pending, and nothing more. Failing route:
-		// accepted, then the failure.
-		if n := bad.plinth[statusUpdate("workloads", 200)]; n > 3 {
-			t.Errorf("%d Workload status writes for the two, want at most 3", n)
+		// Each: accepted with its resource pending, then where the binding rests (Pending with
+		// the unprovided type named, Failed with the route's param named).
+		if n := bad.plinth[statusUpdate("workloads", 200)]; n > 4 {
+			t.Errorf("%d Workload status writes for the two, want at most 4", n)
 		}
 		if n := bad.plinth[statusUpdate("resourcebindings", 200)]; n > 2 {
 			t.Errorf("%d binding status writes for the two, want at most 2", n)

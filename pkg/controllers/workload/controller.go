@@ -530,10 +530,11 @@ func summarizeBindings(status *v1b1.WorkloadStatus, resolved *scorespec.Workload
 	for _, key := range sets.List(sets.KeySet(resolved.Resources)) {
 		b := bindings[key]
 		summary := v1b1.BindingSummary{Key: key, Phase: v1b1.BindingPhasePending, Reason: v1b1.ReasonBindingPending, Message: "The resource is waiting to be provisioned."}
-		// Only the outcomes are copied: a binding's way there (Pending, then Binding with its
-		// provisioner's progress messages) would be a Workload status write per step, and the
-		// Workload's owner learns nothing from it that "waiting to be provisioned" does not say.
-		if b != nil && (b.Status.Phase == v1b1.BindingPhaseBound || b.Status.Phase == v1b1.BindingPhaseFailed) {
+		// Only where a binding rests is copied: Bound, Failed, or Pending with no provisioner
+		// for its type (the message names the type). Binding, the provisioner at work with its
+		// progress messages, would be a Workload status write per step, and the Workload's owner
+		// learns nothing from it that "waiting to be provisioned" does not say.
+		if b != nil && b.Status.Phase != "" && b.Status.Phase != v1b1.BindingPhaseBinding {
 			summary.Phase = b.Status.Phase
 			if ready := meta.FindStatusCondition(b.Status.Conditions, "Ready"); ready != nil {
 				summary.Reason, summary.Message = ready.Reason, ready.Message

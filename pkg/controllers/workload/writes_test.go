@@ -136,6 +136,26 @@ func TestOneStatusWritePerTransition(t *testing.T) {
 	}
 }
 
+// A binding that rests Pending because no provisioner handles its type is shown with its
+// message, which names the type: that is where it stays, not a step on its way.
+func TestPendingBindingWithoutProvisionerIsShown(t *testing.T) {
+	h := newWrites(t, newWorkload("hello", "registry.example.com/hello:1.0"))
+	h.sync()
+	h.catchUp()
+	const message = `No provisioner handles resource type "postgres" yet; an external resolver may claim it.`
+	h.binding(v1b1.BindingPhasePending, metav1.ConditionFalse, v1b1.ReasonBindingPending, message)
+	h.sync()
+	h.expect("binding Pending without a provisioner", 2)
+	actions := h.f.plinth.Actions()
+	written := actions[len(actions)-1].(clienttesting.UpdateAction).GetObject().(*v1b1.Workload)
+	if s := written.Status.Bindings; len(s) != 1 || s[0].Phase != v1b1.BindingPhasePending || s[0].Message != message {
+		t.Errorf("binding summary: %+v", s)
+	}
+	h.catchUp()
+	h.sync()
+	h.expect("nothing changed", 2)
+}
+
 // A reconcile woken before the controller's own status write reached the cache neither
 // conflicts with that write nor repeats it; a real change in that window is written on top of
 // it without a conflict.
