@@ -81,7 +81,7 @@ bench: build tools
 
 # 10,000 Workloads in one namespace, then in 100 namespaces, next to the same CRD objects on a
 # fresh local platform without plinth-controller: list (in full and in pages of 500), watch and
-# kubectl get latency, and plinth-apiserver's memory (docs/benchmarks.md, "Scale"; about ten
+# kubectl get latency, and plinth-apiserver's memory (docs/benchmarks.md, "Scale"; about four
 # minutes). make bench runs it after bench-api.
 bench-scale: build tools
 	$(GO) run ./hack/bench-scale --docs docs/benchmarks.md

@@ -167,15 +167,16 @@ const (
 // that it changes with them.
 const about = `Plinth's Workloads (through kube-apiserver's aggregator to plinth-apiserver) next to a CRD of the same schema
 (test/bench/workload-crd.yaml, served by the same kube-apiserver), on one fresh local platform without plinth-controller:
-the objects are only stored and served. First every object is in one namespace, then (after deleting them) they are spread
-evenly over many. For each kind and scope, one namespace and all namespaces: a list as JSON in one response, timed to
-its last byte; the same list in pages of 500 as kubectl and client-go's pager fetch it; a watch opened from that list's
-resourceVersion (time to its response headers) and the time from sending an update of one object to its event; a watch
-without a resourceVersion, timed until its last initial ADDED event; and the real ` + "`kubectl get`" + ` (v1.37, server-side
-table, pages of 500, from the process's start to its exit). Memory is VmRSS and VmHWM from /proc, and the live heap: go_memstats_heap_alloc_bytes right
-after a heap profile with gc=1, which collects the garbage first (Go keeps freed memory resident for a while, so RSS after
-the deletes and the peaks are upper bounds). ` + "`make bench-scale`" + ` (and ` + "`make bench`" + `, after
-bench-api) writes this section.`
+the objects are only stored and served. First every object is in one namespace, then (after deleting them) they are
+spread evenly over many. For each kind and scope, one namespace and all namespaces: a list as JSON in one response, timed
+to its last byte; the same list in pages of 500 as kubectl and client-go's pager fetch it; a watch opened from that
+list's resourceVersion (time to its response headers) and the time from sending an update of one object to its event; a
+watch without a resourceVersion, timed until its last initial ADDED event; and the real ` + "`kubectl get`" + ` (v1.37,
+server-side table, pages of 500, from the process's start to its exit). Memory is VmRSS and VmHWM from /proc, and the
+live heap: go_memstats_heap_alloc_bytes right after a heap profile with gc=1, which collects the garbage first. Go keeps
+freed memory resident for a while, so RSS and the peaks are upper bounds; and the watch caches keep their recent events
+(a DELETED event holds the object) for a while, so the live heap after the deletes is higher, not lower.
+` + "`make bench-scale`" + ` (and ` + "`make bench`" + `, after bench-api) writes this section.`
 
 // section is the Markdown between the markers.
 func (r *report) section() string { return about + "\n\n" + r.markdown() }
