@@ -174,8 +174,8 @@ list's resourceVersion (time to its response headers) and the time from sending 
 watch without a resourceVersion, timed until its last initial ADDED event; and the real ` + "`kubectl get`" + ` (v1.37,
 server-side table, pages of 500, from the process's start to its exit). Memory is VmRSS and VmHWM from /proc, and the
 live heap: go_memstats_heap_alloc_bytes right after a heap profile with gc=1, which collects the garbage first. Go keeps
-freed memory resident for a while, so RSS and the peaks are upper bounds; and the watch caches keep their recent events
-(a DELETED event holds the object) for a while, so the live heap after the deletes is higher, not lower.
+freed memory resident for a while, so RSS and the peaks are upper bounds. The live heap after the deletes is higher,
+not lower; the likely cause (not verified) is the watch caches' recent events, a DELETED event holding the object.
 ` + "`make bench-scale`" + ` (and ` + "`make bench`" + `, after bench-api) writes this section.`
 
 // section is the Markdown between the markers.
