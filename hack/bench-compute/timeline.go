@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -65,33 +63,8 @@ func buildTimeline(tcs []v1alpha1.TenantCompute, deployments []appsv1.Deployment
 	return out
 }
 
-// String summarizes the timeline: for each stage, when the tenants reached it (seconds after
-// the first TenantCompute was created: median, 90th percentile, last), and how long the
+// String summarizes the timeline: when the tenants reached each stage, and how long the
 // controller took from an Available Deployment to a Ready TenantCompute.
 func (t timeline) String() string {
-	var start time.Time
-	for _, times := range t {
-		if start.IsZero() || times[0].Before(start) {
-			start = times[0]
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-30s %8s %8s %8s %8s\n", "stage (s after the first create)", "tenants", "p50", "p90", "last")
-	for i, stage := range stages {
-		var offsets []float64
-		for _, times := range t {
-			if !times[i].IsZero() {
-				offsets = append(offsets, times[i].Sub(start).Seconds())
-			}
-		}
-		fmt.Fprintf(&b, "%-30s %8d %s\n", stage, len(offsets), benchfloor.Quantiles(offsets))
-	}
-	var lags []float64
-	for _, times := range t {
-		if !times[3].IsZero() && !times[4].IsZero() {
-			lags = append(lags, times[4].Sub(times[3]).Seconds())
-		}
-	}
-	fmt.Fprintf(&b, "%-30s %8d %s\n", "Available → Ready (s)", len(lags), benchfloor.Quantiles(lags))
-	return b.String()
+	return benchfloor.StageTable(stages, t, [][2]int{{3, 4}})
 }

@@ -47,7 +47,7 @@ func TestTimeline(t *testing.T) {
 		"TenantCompute created                 3        1        1        1",
 		"Deployment Available                  2        7       19       19",
 		"TenantCompute Ready                   3       29       39       39",
-		"Available → Ready (s)                 2        2       10       10",
+		"Deployment Available → TenantCompute Ready 2 2 10 10",
 	} {
 		found := false
 		for _, l := range lines {

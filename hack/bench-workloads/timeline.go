@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -105,36 +103,8 @@ func buildTimeline(workloads []v1b1.Workload, bindings []v1b1.ResourceBinding, p
 	return out
 }
 
-// String summarizes the timeline: for each stage, when the Workloads reached it (seconds
-// after the first Workload was created: median, 90th percentile, last), then the time each
+// String summarizes the timeline: when the Workloads reached each stage, then the time each
 // step took per Workload.
 func (t timeline) String() string {
-	var start time.Time
-	for _, times := range t {
-		if start.IsZero() || times[0].Before(start) {
-			start = times[0]
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-44s %8s %8s %8s %8s\n", "stage (s after the first create)", "count", "p50", "p90", "last")
-	for i, stage := range stages {
-		var offsets []float64
-		for _, times := range t {
-			if !times[i].IsZero() {
-				offsets = append(offsets, times[i].Sub(start).Seconds())
-			}
-		}
-		fmt.Fprintf(&b, "%-44s %8d %s\n", stage, len(offsets), benchfloor.Quantiles(offsets))
-	}
-	fmt.Fprintf(&b, "%-44s %8s %8s %8s %8s\n", "step (s per Workload)", "count", "p50", "p90", "max")
-	for _, step := range [][2]int{{0, 4}, {4, 5}, {0, 5}, {5, 6}, {6, 7}} {
-		var d []float64
-		for _, times := range t {
-			if !times[step[0]].IsZero() && !times[step[1]].IsZero() {
-				d = append(d, times[step[1]].Sub(times[step[0]]).Seconds())
-			}
-		}
-		fmt.Fprintf(&b, "%-44s %8d %s\n", stages[step[0]]+" → "+strings.TrimSuffix(stages[step[1]], " (last)"), len(d), benchfloor.Quantiles(d))
-	}
-	return b.String()
+	return benchfloor.StageTable(stages, t, [][2]int{{0, 4}, {4, 5}, {0, 5}, {5, 6}, {6, 7}})
 }

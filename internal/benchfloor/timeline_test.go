@@ -38,3 +38,34 @@ func TestQuantiles(t *testing.T) {
 		t.Errorf("Quantiles(nil) = %q", got)
 	}
 }
+
+func TestStageTable(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	stages := []string{"created", "children made (last)", "ready"}
+	times := map[string][]time.Time{
+		"a": {at(10), at(12), at(20)},
+		"b": {at(11), {}, at(40)}, // no child stage: left out of that stage and of its steps
+		"c": {at(12)},             // a short record (bad input) counts for the stages it has
+	}
+	got := StageTable(stages, times, [][2]int{{0, 1}, {1, 2}, {0, 2}})
+	lines := map[string]bool{}
+	for _, l := range strings.Split(got, "\n") {
+		lines[strings.Join(strings.Fields(l), " ")] = true
+	}
+	for _, want := range []string{
+		"created 3 1 2 2",
+		"children made (last) 1 2 2 2",
+		"ready 2 10 30 30",
+		"created → children made 1 2 2 2",
+		"children made → ready 1 8 8 8",
+		"created → ready 2 10 29 29",
+	} {
+		if !lines[want] {
+			t.Errorf("no line %q in\n%s", want, got)
+		}
+	}
+	if empty := StageTable(stages, nil, nil); strings.Count(empty, "\n") != 1+len(stages) || !strings.Contains(strings.Join(strings.Fields(empty), " "), "created 0 - - -") {
+		t.Errorf("no objects:\n%s", empty)
+	}
+}
