@@ -16,11 +16,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -327,26 +325,13 @@ func takeSnapshot(ctx context.Context, cfg *rest.Config) snapshot {
 // writeDiagnosis writes kube-apiserver's requests during each run, where each run spent the
 // machine's CPU, and plinth-controller's reconciles so far into dir, beside the CPU profiles.
 func writeDiagnosis(ctx context.Context, platform *localplatform.Platform, dir string, beforePlinth, afterPlinth, beforeFloor, afterFloor snapshot) error {
-	if err := afterPlinth.requests.Sub(beforePlinth.requests).WriteFile(filepath.Join(dir, "kube-apiserver.requests.plinth.txt")); err != nil {
-		return err
-	}
-	if err := afterFloor.requests.Sub(beforeFloor.requests).WriteFile(filepath.Join(dir, "kube-apiserver.requests.floor.txt")); err != nil {
-		return err
-	}
-	cpu := benchfloor.CPUReport(afterPlinth.cpu.Sub(beforePlinth.cpu), afterPlinth.at.Sub(beforePlinth.at),
-		afterFloor.cpu.Sub(beforeFloor.cpu), afterFloor.at.Sub(beforeFloor.at), goruntime.NumCPU())
-	if err := os.WriteFile(filepath.Join(dir, "cpu.txt"), []byte(cpu), 0o644); err != nil {
-		return err
-	}
-	reconciles, err := benchharness.Reconciles(ctx, platform.ControllerURL())
-	if err != nil {
-		return err
-	}
-	seconds, err := benchharness.ReconcileSeconds(ctx, platform.ControllerURL())
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "plinth-controller.reconciles.txt"), []byte(reconcileReport(reconciles, seconds)), 0o644)
+	return benchfloor.Diagnosis{
+		PlinthRequests: afterPlinth.requests.Sub(beforePlinth.requests),
+		FloorRequests:  afterFloor.requests.Sub(beforeFloor.requests),
+		CPU: benchfloor.CPUReport(afterPlinth.cpu.Sub(beforePlinth.cpu), afterPlinth.at.Sub(beforePlinth.at),
+			afterFloor.cpu.Sub(beforeFloor.cpu), afterFloor.at.Sub(beforeFloor.at), goruntime.NumCPU()),
+		ControllerURL: platform.ControllerURL(),
+	}.Write(ctx, dir)
 }
 
 // eventReasons counts events by the run whose namespaces they are in (tenant-* for Plinth's,
@@ -369,24 +354,4 @@ func eventReasons(events []corev1.Event) benchharness.Counts {
 		out[run+" "+e.InvolvedObject.Kind+" "+e.Reason] += float64(max(n, 1))
 	}
 	return out
-}
-
-// reconcileReport lists the reconciles by controller and result, then each controller's
-// reconcile time: in all and per reconcile.
-func reconcileReport(reconciles, seconds benchharness.Counts) string {
-	perController := map[string]float64{}
-	for key, n := range reconciles {
-		controller, _, _ := strings.Cut(key, " ")
-		perController[controller] += n
-	}
-	var b strings.Builder
-	b.WriteString(reconciles.String())
-	for _, controller := range slices.Sorted(maps.Keys(seconds)) {
-		mean := 0.0
-		if n := perController[controller]; n > 0 {
-			mean = seconds[controller] / n
-		}
-		fmt.Fprintf(&b, "%s: %.1f s in reconciles, %.0f ms each\n", controller, seconds[controller], mean*1000)
-	}
-	return b.String()
 }

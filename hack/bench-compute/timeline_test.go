@@ -64,17 +64,6 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
-func TestReconcileReport(t *testing.T) {
-	got := reconcileReport(benchharness.Counts{"tenantcompute success": 900, "tenantcompute conflict": 100, "cluster success": 4},
-		benchharness.Counts{"tenantcompute": 250, "cluster": 0.2, "idle": 1})
-	for _, want := range []string{"     900 tenantcompute success\n", "tenantcompute: 250.0 s in reconciles, 250 ms each\n",
-		"cluster: 0.2 s in reconciles, 50 ms each\n", "idle: 1.0 s in reconciles, 0 ms each\n"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no %q in\n%s", want, got)
-		}
-	}
-}
-
 func TestEventReasons(t *testing.T) {
 	ev := func(namespace, kind, reason string, count int32, series *corev1.EventSeries) corev1.Event {
 		return corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, InvolvedObject: corev1.ObjectReference{Kind: kind},

@@ -298,34 +298,15 @@ type workloadClient interface {
 
 // writeDiagnosis writes kube-apiserver's requests (every verb) and the processes' CPU time in
 // each run, and plinth-controller's reconciles (count by controller and result, and time by
-// controller: with --workers W, a controller whose reconcile time approaches W × the run's
-// wall time is short of workers) into dir, beside the CPU profiles.
+// controller) into dir, beside the CPU profiles.
 func writeDiagnosis(ctx context.Context, platform *localplatform.Platform, dir string, kubePlinth, kubeFloor benchharness.Counts, beforePlinth, afterPlinth, beforeFloor, afterFloor reading) error {
-	if err := kubePlinth.WriteFile(filepath.Join(dir, "kube-apiserver.requests.plinth.txt")); err != nil {
-		return err
-	}
-	if err := kubeFloor.WriteFile(filepath.Join(dir, "kube-apiserver.requests.floor.txt")); err != nil {
-		return err
-	}
-	cpu := benchfloor.CPUReport(afterPlinth.cpu.Sub(beforePlinth.cpu), afterPlinth.at.Sub(beforePlinth.at),
-		afterFloor.cpu.Sub(beforeFloor.cpu), afterFloor.at.Sub(beforeFloor.at), goruntime.NumCPU())
-	if err := os.WriteFile(filepath.Join(dir, "cpu.txt"), []byte(cpu), 0o644); err != nil {
-		return err
-	}
-	reconciles, err := benchharness.Reconciles(ctx, platform.ControllerURL())
-	if err != nil {
-		return err
-	}
-	seconds, err := benchharness.ReconcileSeconds(ctx, platform.ControllerURL())
-	if err != nil {
-		return err
-	}
-	ms := benchharness.Counts{}
-	for controller, v := range seconds {
-		ms[controller] = v * 1000
-	}
-	return os.WriteFile(filepath.Join(dir, "plinth-controller.reconciles.txt"),
-		[]byte(reconciles.String()+"milliseconds in reconciles, by controller:\n"+ms.String()), 0o644)
+	return benchfloor.Diagnosis{
+		PlinthRequests: kubePlinth,
+		FloorRequests:  kubeFloor,
+		CPU: benchfloor.CPUReport(afterPlinth.cpu.Sub(beforePlinth.cpu), afterPlinth.at.Sub(beforePlinth.at),
+			afterFloor.cpu.Sub(beforeFloor.cpu), afterFloor.at.Sub(beforeFloor.at), goruntime.NumCPU()),
+		ControllerURL: platform.ControllerURL(),
+	}.Write(ctx, dir)
 }
 
 // workload is the i-th benchmark Workload.
