@@ -366,9 +366,12 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	// The internal-API authorizer runs first: it can only deny, so RBAC still decides for
 	// platform identities and for every public API.
 	internal := authorization.NewInternalAPIAuthorizer(authorization.InternalAPIs, o.PlatformUsers, o.PlatformGroups)
+	// Requests ask kube-apiserver without the object's name first, so that the delegated
+	// authorizer's cache answers for every object of a kind (issue 21); admission keeps the
+	// undecorated authorizer above.
 	chained, err := union.New(
 		union.NamedAuthorizer{AuthorizerName: "plinth-internal-api", Authorizer: internal},
-		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: delegated},
+		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: authorization.NewNameFreeFirst(delegated)},
 	)
 	if err != nil {
 		return nil, err
