@@ -123,16 +123,6 @@ func SpecOrDeletionChanged(oldObj, obj interface{}) bool {
 	return err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 }
 
-// Resynced says whether an update is an informer's periodic replay of an object it already had
-// (the same resourceVersion). A controller that skips the updates it does not read still takes
-// a resync: it is the controller's periodic look at everything, as it is for one that skips
-// nothing.
-func Resynced(oldObj, obj interface{}) bool {
-	o, err1 := meta.Accessor(oldObj)
-	n, err2 := meta.Accessor(obj)
-	return err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion()
-}
-
 // WatchMappedIf is WatchMapped that enqueues on updates only when changed says the update
 // matters, for controllers that follow a few fields of a busy object. toKeys always gets the
 // object itself: a deletion the informer saw only as a tombstone is unwrapped first.

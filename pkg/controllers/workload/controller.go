@@ -68,7 +68,7 @@ type Controller struct {
 // NewController returns the Workload controller. It reads Workloads, their bindings and plan,
 // the platform policies, the ConfigMaps Score sources live in, the Secrets that name a
 // binding's secret outputs and the Namespaces' labels policies select on, and waits for all of
-// those caches. It is woken by each of them: Workloads (not by its own status writes), the bindings and plans they own, every
+// those caches. It is woken by each of them: Workloads, the bindings and plans they own, every
 // policy change (for every workload), the ConfigMaps their sources name, their bindings'
 // Secrets and their namespace's labels. defaultRuntimeClass
 // is used for workloads that set none after admission (normally a PlatformPolicy sets it).
@@ -86,11 +86,9 @@ func NewController(ctx context.Context, client clientset.Interface, recorder eve
 	logger := klog.FromContext(ctx)
 	owners := loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "Workload")
 	for _, err := range []error{
-		// Not on the Workload's status writes: this controller is their only writer, and the
-		// reconcile after its own write would compute the same status again.
-		c.WatchMappedIf(workloads.Informer(), loop.Self, workloadChanged),
+		c.Watch(workloads.Informer()),
 		c.WatchMapped(bindings.Informer(), owners),
-		c.WatchMappedIf(plans.Informer(), owners, planChanged),
+		c.WatchMapped(plans.Informer(), owners),
 		// One handler refreshes the compiled policies and then re-queues every workload, so no
 		// reconcile can see the change's event before the snapshot has it.
 		c.WatchMapped(policies.Informer(), func(interface{}) []cache.ObjectName {
@@ -118,17 +116,6 @@ func NewController(ctx context.Context, client clientset.Interface, recorder eve
 		}
 	}
 	return c, nil
-}
-
-// workloadChanged says whether an update of a Workload can change what a reconcile does: its
-// spec or deletion, its labels (policies select workloads by label), or an informer resync.
-func workloadChanged(oldObj, obj interface{}) bool {
-	if loop.SpecOrDeletionChanged(oldObj, obj) || loop.Resynced(oldObj, obj) {
-		return true
-	}
-	o, ok1 := oldObj.(*v1b1.Workload)
-	n, ok2 := obj.(*v1b1.Workload)
-	return !ok1 || !ok2 || !labels.Equals(o.Labels, n.Labels)
 }
 
 // workloadsUsingSecret maps a Secret owned by ResourceBindings to the workloads that use
@@ -638,46 +625,24 @@ func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClas
 
 // runtimeCondition copies the runtime's report on the current plan into RuntimeReady.
 func (c *Controller) runtimeCondition(status *v1b1.WorkloadStatus, plan *v1b1.WorkloadPlan, gen int64) bool {
-	ready, reason, message := runtimeReport(plan)
-	setCondition(status, v1b1.ConditionRuntimeReady, ready, reason, message, gen)
-	return ready
-}
-
-// runtimeReport is what RuntimeReady says of a plan: whether it is ready, the reason and the
-// message. It is all a Workload reads of its plan's status.
-func runtimeReport(plan *v1b1.WorkloadPlan) (bool, string, string) {
 	ready := meta.FindStatusCondition(plan.Status.Conditions, "Ready")
 	switch {
 	case plan.Status.ObservedGeneration != plan.Generation || ready == nil:
-		return false, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized."
+		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized.", gen)
+		return false
 	case ready.Status == metav1.ConditionTrue:
-		return true, v1b1.ReasonSucceeded, "The workload is running."
+		setCondition(status, v1b1.ConditionRuntimeReady, true, v1b1.ReasonSucceeded, "The workload is running.", gen)
+		return true
 	case ready.Reason == v1b1.ReasonRuntimeProvisioning:
 		// One message while provisioning, whatever step the runtime reports (materialized,
 		// rolling out, starting): each step would be a Workload status write and an event
 		// for the same reason. The plan's runtimeInfo.state keeps the detail.
-		return false, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized."
+		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized.", gen)
+		return false
 	default:
-		return false, ready.Reason, ready.Message
+		setCondition(status, v1b1.ConditionRuntimeReady, false, ready.Reason, ready.Message, gen)
+		return false
 	}
-}
-
-// planChanged says whether an update of a plan can change what its Workload's reconcile does:
-// its spec (which the reconcile keeps as the Workload wants it) or deletion, its owners (which
-// map it to its Workload), what RuntimeReady would say of it, or an informer resync. The plan's
-// first status write, RuntimeProvisioning as before, and its runtimeInfo's progress do not.
-func planChanged(oldObj, obj interface{}) bool {
-	if loop.SpecOrDeletionChanged(oldObj, obj) || loop.Resynced(oldObj, obj) {
-		return true
-	}
-	o, ok1 := oldObj.(*v1b1.WorkloadPlan)
-	n, ok2 := obj.(*v1b1.WorkloadPlan)
-	if !ok1 || !ok2 || !apiequality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) {
-		return true
-	}
-	oldReady, oldReason, oldMessage := runtimeReport(o)
-	ready, reason, message := runtimeReport(n)
-	return oldReady != ready || oldReason != reason || oldMessage != message
 }
 
 // setReady derives Ready from the other three: the first that is not True gives the reason.

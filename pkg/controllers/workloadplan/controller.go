@@ -1,9 +1,8 @@
 // Package workloadplan is the controller that hands each WorkloadPlan to the runtime of its
 // class and writes the plan's status (phase, Ready condition, runtimeInfo) from the runtime's
 // report; when a plan moves to another runtime class, the runtime that materialized it before
-// removes what it made for it (compute.Withdrawer). It is woken by plans (not by its own status
-// writes), by the changes the kubernetes runtime reads of the Deployments it makes for them
-// and by the bindings a plan uses (shared ones included).
+// removes what it made for it (compute.Withdrawer). It is woken by plans, by the Deployments the
+// kubernetes runtime makes for them and by the bindings a plan uses (shared ones included).
 package workloadplan
 
 import (
@@ -28,7 +27,6 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
-	k8sruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
@@ -71,12 +69,8 @@ func New(client clientset.Interface, recorder events.EventRecorder, runtimes *co
 	}
 	c.Loop = loop.New(Name, c.reconcile, reads...)
 	errs := []error{
-		// Not on the plan's status writes: this controller is their only writer, and the
-		// reconcile after its own write would report the same status again.
-		c.WatchMappedIf(plans.Informer(), loop.Self, planChanged),
-		// Only when a field the kubernetes runtime reads moved, not on each of
-		// kube-controller-manager's status writes.
-		c.WatchMappedIf(deployments.Informer(), loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "WorkloadPlan"), k8sruntime.DeploymentChanged),
+		c.Watch(plans.Informer()),
+		c.WatchMapped(deployments.Informer(), loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "WorkloadPlan")),
 		c.WatchMapped(bindings.Informer(), plansOfBinding),
 	}
 	for _, n := range notifiers {
@@ -90,12 +84,6 @@ func New(client clientset.Interface, recorder events.EventRecorder, runtimes *co
 		}
 	}
 	return c, nil
-}
-
-// planChanged says whether an update of a plan is more than a status write (its spec or its
-// deletion changed) or is an informer resync.
-func planChanged(oldObj, obj interface{}) bool {
-	return loop.SpecOrDeletionChanged(oldObj, obj) || loop.Resynced(oldObj, obj)
 }
 
 // plansOfBinding maps a binding to the plans of the workloads that use it: a shared binding
