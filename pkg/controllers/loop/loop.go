@@ -123,6 +123,19 @@ func SpecOrDeletionChanged(oldObj, obj interface{}) bool {
 	return err1 != nil || err2 != nil || o.GetGeneration() != n.GetGeneration() || !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 }
 
+// SpecDeletionOrResync is SpecOrDeletionChanged, and also true for the informer's periodic
+// resync, which replays every object with its resourceVersion unchanged. A controller that
+// repairs objects it does not watch needs the resync to do it, but not the wake-up of its own
+// status writes.
+func SpecDeletionOrResync(oldObj, obj interface{}) bool {
+	if SpecOrDeletionChanged(oldObj, obj) {
+		return true
+	}
+	o, _ := meta.Accessor(oldObj)
+	n, _ := meta.Accessor(obj)
+	return o.GetResourceVersion() == n.GetResourceVersion()
+}
+
 // WatchMappedIf is WatchMapped that enqueues on updates only when changed says the update
 // matters, for controllers that follow a few fields of a busy object. toKeys always gets the
 // object itself: a deletion the informer saw only as a tombstone is unwrapped first.

@@ -98,11 +98,13 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 		secrets.Informer(), services.Informer(), statefulSets.Informer(), deployments.Informer(), ingresses.Informer())
 	owners := loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "ResourceBinding")
 	for _, err := range []error{
-		// Not on status updates: this controller is the only writer of a binding's status, so
-		// its own write would only wake it to find nothing to do (and a route to apply its
-		// Ingress again). The informer's resyncs are no wake-ups either: what the provisioners
-		// make is watched below, so drift wakes its binding.
-		c.WatchGenerations(bindings.Informer()),
+		// On spec changes, deletions and resyncs, not on status-only updates: the controller's
+		// own status write would only wake it to find nothing to do, or a route to apply its
+		// Ingress again before the Ingress reached the cache. The resync is needed: not all
+		// that the provisioners make is watched (a database's Secret and Service, a template's
+		// objects of any kind), so it is what repairs them, and what writes back a status
+		// someone else edited.
+		c.WatchMappedIf(bindings.Informer(), loop.Self, loop.SpecDeletionOrResync),
 		c.WatchMapped(statefulSets.Informer(), owners),
 		c.WatchMapped(deployments.Informer(), owners),
 		// A route's Ingress edited or deleted by someone else is applied again.
