@@ -147,7 +147,7 @@ type fluxAddrs struct {
 // run in a cluster (their Leases in flux-system are how plinth-controller finds them), on
 // free loopback ports. It does not wait: fluxReady tells when they serve.
 func (p *Platform) startFlux() error {
-	ports, err := FreePorts(len(FluxControllers) + 1)
+	ports, err := FreePorts(len(FluxControllers)+1, p.configuredPorts()...)
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	// A port still held (say, by a platform that is still shutting down) would make the
 	// readiness checks below talk to the wrong process.
 	if p.cfg.RegistryPort == 0 {
-		ports, err := FreePorts(1)
+		ports, err := FreePorts(1, p.configuredPorts()...)
 		if err != nil {
 			return nil, err
 		}
@@ -140,11 +140,7 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	}
 	// The registry's port too: plinth-controller starts the registry later, and a port held by
 	// something else would only show as the OCIRegistry's Error then.
-	ports := []int{cfg.EtcdPort, cfg.EtcdPeerPort, cfg.KubePort, cfg.KwokPort}
-	if !cfg.KubernetesOnly {
-		ports = append(ports, cfg.PlinthPort, cfg.ControllerPort, p.cfg.RegistryPort)
-	}
-	for _, port := range ports {
+	for _, port := range p.configuredPorts() {
 		if err := portFree(port); err != nil {
 			return nil, err
 		}
@@ -259,3 +255,18 @@ func (p *Platform) step(format string, args ...interface{}) {
 }
 
 func (p *Platform) bin(name string) string { return filepath.Join(p.cfg.BinDir, name) }
+
+// configuredPorts are the ports the platform's components are given (the registry's once it
+// is chosen). Each stays free until its component binds it, possibly late in the start: ports
+// the platform chooses itself (Flux's) must avoid them, or a component started later finds
+// its port taken, and a readiness check of the earlier one talks to the later one.
+func (p *Platform) configuredPorts() []int {
+	ports := []int{p.cfg.EtcdPort, p.cfg.EtcdPeerPort, p.cfg.KubePort, p.cfg.KwokPort}
+	if !p.cfg.KubernetesOnly {
+		ports = append(ports, p.cfg.PlinthPort, p.cfg.ControllerPort)
+		if p.cfg.RegistryPort != 0 {
+			ports = append(ports, p.cfg.RegistryPort)
+		}
+	}
+	return ports
+}

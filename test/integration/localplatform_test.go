@@ -169,7 +169,18 @@ func startLocalUp(t *testing.T, bin string, args []string) *localUp {
 			t.Logf("plinth-local-up's output:\n%s", l.out)
 		}
 	})
-	l.out.WaitFor(t, "plinth is ready in", 5*time.Minute)
+	// A plinth-local-up that gave up fails the test at once, not after the timeout.
+	deadline := time.After(5 * time.Minute)
+	for !strings.Contains(l.out.String(), "plinth is ready in") {
+		select {
+		case err := <-l.exited:
+			l.exited <- err
+			t.Fatalf("plinth-local-up exited before it was ready: %v", err)
+		case <-deadline:
+			t.Fatalf("no line with %q within 5m", "plinth is ready in")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	l.children = childProcesses(l.cmd.Process.Pid)
 	names := make([]string, 0, len(l.children))
 	for _, name := range l.children {

@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,8 +143,10 @@ func (p *Process) supervise(cmd *exec.Cmd) {
 		pid := cmd.Process.Pid
 		p.mu.Lock()
 		p.cmd = nil
+		// Read before the next incarnation writes: the line that says why this one ended.
+		where := p.logAndLastLine()
 		if p.died == nil {
-			p.died = fmt.Errorf("%s exited: %s (log: %s)", p.spec.Name, exitStatus(err), p.LogPath())
+			p.died = fmt.Errorf("%s exited: %s (%s)", p.spec.Name, exitStatus(err), where)
 		}
 		stopping := p.stopping
 		p.mu.Unlock()
@@ -154,8 +158,8 @@ func (p *Process) supervise(cmd *exec.Cmd) {
 			backoff = p.spec.Backoff
 		}
 		delay := backoff.Step()
-		p.spec.Report(fmt.Sprintf("%s (pid %d) died: %s; restarting in %s (log: %s)",
-			p.spec.Name, pid, exitStatus(err), delay.Round(time.Millisecond), p.LogPath()))
+		p.spec.Report(fmt.Sprintf("%s (pid %d) died: %s; restarting in %s (%s)",
+			p.spec.Name, pid, exitStatus(err), delay.Round(time.Millisecond), where))
 		for {
 			select {
 			case <-p.halted:
@@ -227,6 +231,60 @@ func (p *Process) PID() int {
 		return 0
 	}
 	return p.cmd.Process.Pid
+}
+
+// logAndLastLine names the log and quotes its last line, if the incarnation that just ended
+// wrote one: a report of a death then says why without a look into the log, which matters
+// most where the log is gone by the time anyone reads the report (a CI run's temp dirs).
+func (p *Process) logAndLastLine() string {
+	where := "log: " + p.LogPath()
+	if line := lastLine(p.LogPath()); line != "" {
+		where += ", last line: " + line
+	}
+	return where
+}
+
+// tailBytes is how much of a log's end lastLine reads, and maxLineRunes how much of the line
+// it quotes: a controller's JSON log line carries its error near the end, within a few hundred
+// bytes.
+const (
+	tailBytes    = 4096
+	maxLineRunes = 400
+)
+
+// lastLine is the last non-empty line of the log at path written since the last incarnation
+// started (spawn writes a "==== " header before each), shortened to maxLineRunes; "" if there is
+// none.
+func lastLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	offset := max(info.Size()-tailBytes, 0)
+	buf := make([]byte, info.Size()-offset)
+	if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	lines := strings.Split(string(buf), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(line, "==== ") {
+			return ""
+		}
+		if line == "" || (i == 0 && offset > 0) { // a line cut by the read is not quoted
+			continue
+		}
+		if runes := []rune(line); len(runes) > maxLineRunes {
+			line = string(runes[:maxLineRunes]) + "…"
+		}
+		return line
+	}
+	return ""
 }
 
 // LogPath is the child's log file.

@@ -344,3 +344,46 @@ func TestWaitBackIgnoresAnEarlierIncarnation(t *testing.T) {
 		t.Fatalf("WaitBack = %d, %v; killed %d and %d, running %d", back, err, second, third, p.PID())
 	}
 }
+
+// A death's report quotes the last line the dead incarnation wrote, so that it says why
+// where the log itself is gone by the time anyone reads the report; an incarnation that wrote
+// nothing is not given an earlier one's line.
+func TestADeathsReportQuotesTheLastLineOfTheLog(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran-once")
+	// The first incarnation explains itself; the ones after it die silently.
+	script := `if [ -e ` + marker + ` ]; then exit 1; fi; touch ` + marker + `; echo starting; ` +
+		`echo '{"level":"error","msg":"problem running manager","error":"listen tcp 127.0.0.1:40467: bind: address already in use"}' >&2; exit 1`
+	p, r := start(t, Spec{Name: "crasher", Path: "sh", Args: []string{"-c", script},
+		Backoff: wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: 100}})
+	first := r.next(t, 5*time.Second)
+	if !strings.HasSuffix(first, `, last line: {"level":"error","msg":"problem running manager","error":"listen tcp 127.0.0.1:40467: bind: address already in use"})`) {
+		t.Errorf("first death's report: %s", first)
+	}
+	if died := p.Died(); died == nil || !strings.Contains(died.Error(), "bind: address already in use") {
+		t.Errorf("Died() = %v, want the log's last line in it", died)
+	}
+	if second := r.next(t, 5*time.Second); strings.Contains(second, "last line") || !strings.HasSuffix(second, "crasher.log)") {
+		t.Errorf("second death's report quotes a line the incarnation did not write: %s", second)
+	}
+}
+
+func TestLastLineIsShortenedAndSkipsACutLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	long := strings.Repeat("x", tailBytes+10)
+	if err := os.WriteFile(path, []byte("==== header\n"+long+"\n"+strings.Repeat("é", maxLineRunes+5)+"\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastLine(path); got != strings.Repeat("é", maxLineRunes)+"…" {
+		t.Errorf("lastLine = %q", got)
+	}
+	// Only a line cut by the read: nothing to quote.
+	if err := os.WriteFile(path, []byte(long+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastLine(path); got != "" {
+		t.Errorf("lastLine of a log whose only line is cut = %q", got)
+	}
+	if got := lastLine(filepath.Join(t.TempDir(), "missing")); got != "" {
+		t.Errorf("lastLine of a missing log = %q", got)
+	}
+}
