@@ -53,6 +53,8 @@ type options struct {
 	profile                   string
 	// cpuWindow is how long the CPU per get is read in each round, after a 2 s warm-up.
 	cpuWindow time.Duration
+	// plinthArgs are extra plinth-apiserver flags, to measure a setting's effect on the ratios.
+	plinthArgs []string
 }
 
 func main() {
@@ -65,6 +67,10 @@ func main() {
 	flag.StringVar(&o.docs, "docs", "", "Markdown file whose bench-api section is replaced by the results (docs/benchmarks.md)")
 	flag.StringVar(&o.jsonOut, "json", "", "file to write the results to as JSON")
 	flag.DurationVar(&o.cpuWindow, "cpu-window", 10*time.Second, "how long, per target and round, the servers' CPU is read under a get load")
+	flag.Func("plinth-arg", "an extra plinth-apiserver flag, such as --consistent-get-from-cache (repeatable)", func(v string) error {
+		o.plinthArgs = append(o.plinthArgs, v)
+		return nil
+	})
 	flag.StringVar(&o.profile, "profile", "", "directory for CPU profiles of kube-apiserver and plinth-apiserver under a get load through the aggregator, taken after the rounds")
 	flag.Parse()
 	if err := o.validate(); err != nil {
@@ -111,7 +117,7 @@ func run(o options) error {
 		Dir: dir, BinDir: o.binDir, ArtifactsDir: filepath.Join("artifacts", "deploy"),
 		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
 		EtcdUnsafeNoFsync: true, NoController: true, Progress: os.Stderr,
-		PlinthArgs: []string{"--feature-gates=CBORServingAndStorage=true"},
+		PlinthArgs: append([]string{"--feature-gates=CBORServingAndStorage=true"}, o.plinthArgs...),
 	})
 	if err != nil {
 		return err

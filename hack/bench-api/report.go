@@ -29,12 +29,14 @@ func operations() []string {
 
 // report is one run's medians.
 type report struct {
-	Date        string                       `json:"date"`
-	Commit      string                       `json:"commit"`
-	Machine     string                       `json:"machine"`
-	Objects     int                          `json:"objects"`
-	Workers     int                          `json:"workers"`
-	Rounds      int                          `json:"rounds"`
+	Date    string `json:"date"`
+	Commit  string `json:"commit"`
+	Machine string `json:"machine"`
+	Objects int    `json:"objects"`
+	Workers int    `json:"workers"`
+	Rounds  int    `json:"rounds"`
+	// PlinthArgs are the extra plinth-apiserver flags of the run (--plinth-arg).
+	PlinthArgs  []string                     `json:"plinthArgs,omitempty"`
 	ObjectBytes int                          `json:"objectBytes"`
 	Targets     []string                     `json:"targets"`
 	Results     map[string]map[string]Result `json:"results"` // target → operation → median
@@ -73,7 +75,7 @@ func medianCPU(rounds []CPUPerGet) CPUPerGet {
 func newReport(o options, targets []target, rounds map[string]map[string][]Result, rss map[string][]float64, cpu map[string][]CPUPerGet, objectBytes int) *report {
 	r := &report{
 		Date: time.Now().UTC().Format("2006-01-02"), Commit: commit(), Machine: machine(),
-		Objects: o.n, Workers: o.workers, Rounds: o.rounds, ObjectBytes: objectBytes,
+		Objects: o.n, Workers: o.workers, Rounds: o.rounds, ObjectBytes: objectBytes, PlinthArgs: o.plinthArgs,
 		Results: map[string]map[string]Result{}, RSSMiB: map[string]float64{}, CPUPerGet: map[string]CPUPerGet{},
 	}
 	for name, c := range cpu {
@@ -108,7 +110,11 @@ func commit() string {
 func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run of %s, commit %s, %s. %d objects of %d bytes, %d workers, median of %d rounds; "+
-		"cells are throughput (objects/s) · p50 · p99 latency (ms).\n\n", r.Date, r.Commit, r.Machine, r.Objects, r.ObjectBytes, r.Workers, r.Rounds)
+		"cells are throughput (objects/s) · p50 · p99 latency (ms).", r.Date, r.Commit, r.Machine, r.Objects, r.ObjectBytes, r.Workers, r.Rounds)
+	if len(r.PlinthArgs) > 0 {
+		fmt.Fprintf(&b, " plinth-apiserver ran with `%s`.", strings.Join(r.PlinthArgs, " "))
+	}
+	b.WriteString("\n\n")
 	header := "| operation |"
 	rule := "| --- |"
 	for i, t := range r.Targets {

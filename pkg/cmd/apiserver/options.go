@@ -56,6 +56,7 @@ import (
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	plinthopenapi "github.com/plinth-dev/plinth/pkg/generated/openapi"
 	"github.com/plinth-dev/plinth/pkg/keyring"
+	"github.com/plinth-dev/plinth/pkg/registry/cachedget"
 	"github.com/plinth-dev/plinth/pkg/standalone"
 )
 
@@ -81,6 +82,10 @@ type Options struct {
 	// EncryptionKeyFile holds the AES-256 keys that seal target clusters' kubeconfigs; the
 	// first key encrypts, all decrypt. --standalone creates one under StandaloneDir.
 	EncryptionKeyFile string
+	// ConsistentGetFromCache answers GETs without a resourceVersion from the watch cache once
+	// it has caught up with etcd's current revision (pkg/registry/cachedget), instead of
+	// reading and decoding the object from etcd.
+	ConsistentGetFromCache bool
 
 	Out io.Writer
 
@@ -178,6 +183,7 @@ func (o *Options) AddFlags(flags *pflag.FlagSet) {
 	flags.StringVar(&o.StandaloneDir, "standalone-dir", o.StandaloneDir, "Directory of the standalone CA, certificates and admin.kubeconfig.")
 	flags.StringSliceVar(&o.PlatformGroups, "platform-groups", o.PlatformGroups, "Groups that may use the internal APIs (PlatformPolicy, Provisioner, ResourceBinding, WorkloadPlan), subject to RBAC. Everyone else is denied whatever RBAC grants.")
 	flags.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "Key file (YAML: keys: [{id, secret: base64 of 32 bytes}]) whose first key encrypts target clusters' kubeconfigs and whose every key decrypts them. Without it, Clusters cannot be created. With --standalone, a file is created under --standalone-dir when none is given.")
+	flags.BoolVar(&o.ConsistentGetFromCache, "consistent-get-from-cache", false, "Answer a GET without a resourceVersion from the watch cache once it has caught up with etcd's current revision, as fresh as a read from etcd. Off by default; docs/benchmarks.md has what it saves.")
 	flags.StringSliceVar(&o.PlatformUsers, "platform-users", o.PlatformUsers, "Users (such as the controller's service account) that may use the internal APIs, subject to RBAC.")
 }
 
@@ -346,6 +352,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	if err := o.Recommended.ApplyTo(cfg); err != nil {
 		return nil, err
+	}
+	if o.ConsistentGetFromCache {
+		cfg.RESTOptionsGetter = cachedget.RESTOptionsGetter(cfg.RESTOptionsGetter)
 	}
 	if rh := cfg.Authentication.RequestHeaderConfig; rh != nil && cfg.Authentication.Authenticator != nil {
 		// The aggregator's certificate chain is verified once, not on every proxied request.

@@ -178,6 +178,9 @@ func (p *Plinth) Stop() {
 	}
 }
 
+// PID is the server's process id, for benchmarks that read its CPU time from /proc.
+func (p *Plinth) PID() int { return p.cmd.Process.Pid }
+
 // Logs returns what the server printed so far.
 func (p *Plinth) Logs() string { return p.logs.String() }
 
