@@ -53,11 +53,7 @@ func TestRestartKeepsData(t *testing.T) {
 func TestExternalEtcd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer etcd.Close()
+	etcd := startExternalEtcd(ctx, t)
 
 	p := framework.StartPlinth(t, framework.Options{EtcdServers: etcd.ClientURL})
 	if _, err := p.Client.ScoreV1b1().Workloads("ext").Create(ctx, newWorkload("web", "kubernetes"), metav1.CreateOptions{}); err != nil {
@@ -90,11 +86,7 @@ func TestExternalEtcd(t *testing.T) {
 func TestConsistentGetFromCache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer etcd.Close()
+	etcd := startExternalEtcd(ctx, t)
 	writer := framework.StartPlinth(t, framework.Options{EtcdServers: etcd.ClientURL})
 	reader := framework.StartPlinth(t, framework.Options{EtcdServers: etcd.ClientURL, ExtraArgs: []string{"--consistent-get-from-cache"}})
 	written, read := writer.Client.ScoreV1b1().Workloads("ha"), reader.Client.ScoreV1b1().Workloads("ha")
@@ -171,4 +163,16 @@ func etcdRequests(ctx context.Context, t *testing.T, p *framework.Plinth) map[st
 		t.Fatal("no etcd_requests_total for score.dev workloads in the reader's metrics")
 	}
 	return counts
+}
+
+// startExternalEtcd starts an etcd for servers started with --etcd-servers; it is closed when
+// the test ends, after the servers (cleanups run last-registered first).
+func startExternalEtcd(ctx context.Context, t *testing.T) *embeddedetcd.Etcd {
+	t.Helper()
+	etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(etcd.Close)
+	return etcd
 }
