@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,7 +152,7 @@ func BenchmarkConsistentGet(b *testing.B) {
 					b.Fatal(err)
 				}
 				var next atomic.Int64
-				b.SetParallelism(8) // 16 clients on two cores
+				b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0))) // 16 clients
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {

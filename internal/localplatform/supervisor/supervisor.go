@@ -65,6 +65,8 @@ type Process struct {
 	stopping bool      // set by Stop, Kill or Hold: no restart from now on
 	died     error     // set when the first incarnation ends, for callers waiting on start
 	backPID  int       // the last restarted incarnation reported back, for WaitBack
+	// outputStart is the log's size when the running (or last) incarnation started.
+	outputStart int64
 
 	halted chan struct{} // closed with stopping set, to cut a pending backoff short
 	done   chan struct{} // closed when supervision has ended and no incarnation runs
@@ -104,6 +106,11 @@ func Start(spec Spec) (*Process, error) {
 // spawn starts one incarnation, unless the process is being stopped.
 func (p *Process) spawn() (*exec.Cmd, error) {
 	fmt.Fprintf(p.log, "\n==== %s %s %v\n", time.Now().Format(time.RFC3339), p.spec.Path, p.spec.Args)
+	// Where this incarnation's output begins: a death's report quotes from there on only.
+	var outputStart int64
+	if info, err := p.log.Stat(); err == nil {
+		outputStart = info.Size()
+	}
 	cmd := exec.Command(p.spec.Path, p.spec.Args...)
 	if len(p.spec.Env) > 0 {
 		// exec uses the last value of a key given twice.
@@ -122,6 +129,7 @@ func (p *Process) spawn() (*exec.Cmd, error) {
 		return nil, fmt.Errorf("starting %s: %w", p.spec.Name, err)
 	}
 	p.cmd = cmd
+	p.outputStart = outputStart
 	return cmd, nil
 }
 
@@ -141,10 +149,10 @@ func (p *Process) supervise(cmd *exec.Cmd) {
 		err := cmd.Wait()
 		cancel()
 		pid := cmd.Process.Pid
-		p.mu.Lock()
-		p.cmd = nil
 		// Read before the next incarnation writes: the line that says why this one ended.
 		where := p.logAndLastLine()
+		p.mu.Lock()
+		p.cmd = nil
 		if p.died == nil {
 			p.died = fmt.Errorf("%s exited: %s (%s)", p.spec.Name, exitStatus(err), where)
 		}
@@ -237,8 +245,11 @@ func (p *Process) PID() int {
 // wrote one: a report of a death then says why without a look into the log, which matters
 // most where the log is gone by the time anyone reads the report (a CI run's temp dirs).
 func (p *Process) logAndLastLine() string {
+	p.mu.Lock()
+	from := p.outputStart
+	p.mu.Unlock()
 	where := "log: " + p.LogPath()
-	if line := lastLine(p.LogPath()); line != "" {
+	if line := lastLine(p.LogPath(), from); line != "" {
 		where += ", last line: " + line
 	}
 	return where
@@ -252,20 +263,19 @@ const (
 	maxLineRunes = 400
 )
 
-// lastLine is the last non-empty line of the log at path written since the last incarnation
-// started (spawn writes a "==== " header before each), shortened to maxLineRunes; "" if there is
-// none.
-func lastLine(path string) string {
+// lastLine is the last non-empty line of the log at path from offset from on (where the last
+// incarnation's output begins), shortened to maxLineRunes; "" if there is none.
+func lastLine(path string, from int64) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
 	info, err := f.Stat()
-	if err != nil {
+	if err != nil || info.Size() <= from {
 		return ""
 	}
-	offset := max(info.Size()-tailBytes, 0)
+	offset := max(info.Size()-tailBytes, from)
 	buf := make([]byte, info.Size()-offset)
 	if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
 		return ""
@@ -273,10 +283,7 @@ func lastLine(path string) string {
 	lines := strings.Split(string(buf), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := strings.TrimSpace(lines[i])
-		if strings.HasPrefix(line, "==== ") {
-			return ""
-		}
-		if line == "" || (i == 0 && offset > 0) { // a line cut by the read is not quoted
+		if line == "" || (i == 0 && offset > from) { // a line cut by the read is not quoted
 			continue
 		}
 		if runes := []rune(line); len(runes) > maxLineRunes {

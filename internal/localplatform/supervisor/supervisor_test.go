@@ -369,21 +369,37 @@ func TestADeathsReportQuotesTheLastLineOfTheLog(t *testing.T) {
 
 func TestLastLineIsShortenedAndSkipsACutLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log")
+	header := "==== an earlier incarnation\nits last words\n==== this incarnation\n"
 	long := strings.Repeat("x", tailBytes+10)
-	if err := os.WriteFile(path, []byte("==== header\n"+long+"\n"+strings.Repeat("é", maxLineRunes+5)+"\n\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(header+long+"\n"+strings.Repeat("é", maxLineRunes+5)+"\n\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastLine(path); got != strings.Repeat("é", maxLineRunes)+"…" {
+	from := int64(len(header))
+	if got := lastLine(path, from); got != strings.Repeat("é", maxLineRunes)+"…" {
 		t.Errorf("lastLine = %q", got)
 	}
 	// Only a line cut by the read: nothing to quote.
-	if err := os.WriteFile(path, []byte(long+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(header+long+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastLine(path); got != "" {
+	if got := lastLine(path, from); got != "" {
 		t.Errorf("lastLine of a log whose only line is cut = %q", got)
 	}
-	if got := lastLine(filepath.Join(t.TempDir(), "missing")); got != "" {
+	// Nothing written since the incarnation started: an earlier incarnation's line is not quoted.
+	if err := os.WriteFile(path, []byte(header), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastLine(path, from); got != "" {
+		t.Errorf("lastLine of a silent incarnation = %q", got)
+	}
+	// A line of the child's own that looks like the header is quoted like any other.
+	if err := os.WriteFile(path, []byte(header+"==== banner of the child\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastLine(path, from); got != "==== banner of the child" {
+		t.Errorf("lastLine = %q", got)
+	}
+	if got := lastLine(filepath.Join(t.TempDir(), "missing"), 0); got != "" {
 		t.Errorf("lastLine of a missing log = %q", got)
 	}
 }

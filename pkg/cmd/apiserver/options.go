@@ -183,7 +183,7 @@ func (o *Options) AddFlags(flags *pflag.FlagSet) {
 	flags.StringVar(&o.StandaloneDir, "standalone-dir", o.StandaloneDir, "Directory of the standalone CA, certificates and admin.kubeconfig.")
 	flags.StringSliceVar(&o.PlatformGroups, "platform-groups", o.PlatformGroups, "Groups that may use the internal APIs (PlatformPolicy, Provisioner, ResourceBinding, WorkloadPlan), subject to RBAC. Everyone else is denied whatever RBAC grants.")
 	flags.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "Key file (YAML: keys: [{id, secret: base64 of 32 bytes}]) whose first key encrypts target clusters' kubeconfigs and whose every key decrypts them. Without it, Clusters cannot be created. With --standalone, a file is created under --standalone-dir when none is given.")
-	flags.BoolVar(&o.ConsistentGetFromCache, "consistent-get-from-cache", false, "Answer a GET without a resourceVersion from the watch cache once it has caught up with etcd's current revision, as fresh as a read from etcd. Off by default; docs/benchmarks.md has what it saves.")
+	flags.BoolVar(&o.ConsistentGetFromCache, "consistent-get-from-cache", false, "Answer a client's GET without a resourceVersion from the watch cache once it has caught up with etcd's current revision, as fresh as a read from etcd. Off by default; it waits about 50 ms per GET while other kinds are written (docs/benchmarks.md).")
 	flags.StringSliceVar(&o.PlatformUsers, "platform-users", o.PlatformUsers, "Users (such as the controller's service account) that may use the internal APIs, subject to RBAC.")
 }
 

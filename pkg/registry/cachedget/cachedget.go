@@ -1,8 +1,8 @@
-// Package cachedget serves consistent GETs from the watch cache: a GET without a
-// resourceVersion asks etcd for its current revision (a count-only range, no value travels
-// or is decoded) and is answered from the watch cache once the cache has caught up with that
-// revision. The answer is as fresh as a read from etcd, which is what a GET without a
-// resourceVersion promises, but the object is not fetched, decrypted or decoded again.
+// Package cachedget serves consistent GETs from the watch cache: a client's GET without a
+// resourceVersion asks etcd for its current revision (a read of a key that does not exist, so
+// no object travels) and is answered from the watch cache once the cache has caught up with
+// that revision. The answer is as fresh as a read from etcd, which is what a GET without a
+// resourceVersion promises, but the object is not fetched and decoded again.
 //
 // k8s.io/apiserver does this for lists (ConsistentListFromCache) but sends every GET without
 // a resourceVersion to etcd. Whether serving them from the cache pays is measured in
@@ -11,13 +11,16 @@ package cachedget
 
 import (
 	"context"
+	"reflect"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/cacher"
+	"k8s.io/apiserver/pkg/storage/cacher/delegator"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/client-go/tools/cache"
@@ -53,14 +56,18 @@ func (g optionsGetter) GetRESTOptions(resource schema.GroupResource, example run
 	return opts, nil
 }
 
-// Storage answers GETs without a resourceVersion from s at etcd's current revision. s must
-// serve a GET with a resourceVersion from a cache that waits until it is that fresh.
+// Storage answers clients' GETs without a resourceVersion from s at etcd's current revision.
+// s must serve a GET with a resourceVersion from a cache that waits until it is that fresh.
 func Storage(s storage.Interface) storage.Interface { return cachedGet{s} }
 
 type cachedGet struct{ storage.Interface }
 
+// consistentReadSupported tells whether etcd answers progress requests, without which a cache
+// behind etcd's revision waits for the next event of its own kind; tests replace it.
+var consistentReadSupported = delegator.ConsistentReadSupported
+
 func (s cachedGet) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
-	if opts.ResourceVersion != "" {
+	if opts.ResourceVersion != "" || !clientGet(ctx) || !consistentReadSupported() {
 		return s.Interface.Get(ctx, key, opts, out)
 	}
 	rv, err := s.Interface.GetCurrentResourceVersion(ctx)
@@ -69,6 +76,27 @@ func (s cachedGet) Get(ctx context.Context, key string, opts storage.GetOptions,
 		// is the one the client sees.
 		return s.Interface.Get(ctx, key, opts, out)
 	}
-	opts.ResourceVersion = strconv.FormatUint(rv, 10)
-	return s.Interface.Get(ctx, key, opts, out)
+	cached := opts
+	cached.ResourceVersion = strconv.FormatUint(rv, 10)
+	err = s.Interface.Get(ctx, key, cached, out)
+	if storage.IsTooLargeResourceVersion(err) {
+		// The cache did not catch up within its wait (3 s): etcd answers instead, as it does
+		// for a consistent list.
+		return s.Interface.Get(ctx, key, opts, out)
+	}
+	if err != nil {
+		return err
+	}
+	// The cache hands out its own object's maps and slices; the copy keeps whatever handles
+	// the answer from changing what the cache holds.
+	reflect.ValueOf(out).Elem().Set(reflect.ValueOf(out.DeepCopyObject()).Elem())
+	return nil
+}
+
+// clientGet tells whether ctx is a client's GET of an object or its subresource. The storage's
+// other readers (the update, patch and delete paths, dry runs) read the object to change it:
+// they keep reading from etcd, so no change they make in place can reach the cache.
+func clientGet(ctx context.Context) bool {
+	info, ok := request.RequestInfoFrom(ctx)
+	return ok && info.IsResourceRequest && info.Verb == "get"
 }
