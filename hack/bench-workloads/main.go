@@ -12,7 +12,9 @@
 //     by as many clients into namespace floor-team-a, until every Deployment is Available.
 //
 // It prints both times, their ratio, and the writes per Workload of each run: plinth-apiserver's
-// (its audit log) and kube-apiserver's (apiserver_request_total) by resource and verb.
+// (its audit log) and kube-apiserver's (apiserver_request_total) by resource and verb. With
+// --diagnose, kube-apiserver also audits Deployment status updates, and a last table says how
+// many of them wrote a new status and why the refused ones were refused, in each run.
 // `make bench-controller` runs it for N=100 and N=1000; docs/benchmarks.md quotes its tables.
 package main
 
@@ -61,7 +63,8 @@ func main() {
 	flag.BoolVar(&o.minimal, "minimal", false, "Workloads with one container only: no resource, no service port")
 	flag.BoolVar(&o.floor, "floor", true, "after the Plinth run, apply what Plinth made as the floor and compare")
 	flag.StringVar(&o.diagnose, "diagnose", "", "directory for a 30 s CPU profile of kube-apiserver and plinth-apiserver taken after the creates, "+
-		"kube-apiserver's requests and the processes' CPU time in each run, and when Workloads and floor Deployments reached each stage")
+		"kube-apiserver's requests and the processes' CPU time in each run, when Workloads and floor Deployments reached each stage, "+
+		"and kube-apiserver's audit log of Deployment status updates")
 	flag.StringVar(&controllerArgs, "controller-args", "", "extra plinth-controller flags, space-separated")
 	flag.Parse()
 	o.controllerArgs = strings.Fields(controllerArgs)
@@ -103,7 +106,19 @@ func run(o options) error {
 	}
 	ctx, cancel := benchharness.Context(o.timeout)
 	defer cancel()
-	platform, stop, err := benchharness.StartPlatform(ctx, benchharness.PlatformOptions{BinDir: o.binDir, Nodes: o.nodes, ControllerArgs: o.controllerArgs})
+	var kubeArgs []string
+	var kubeAudit string
+	if o.diagnose != "" {
+		if err := os.MkdirAll(o.diagnose, 0o755); err != nil {
+			return err
+		}
+		var err error
+		if kubeArgs, kubeAudit, err = kubeAuditArgs(o.diagnose); err != nil {
+			return err
+		}
+	}
+	platform, stop, err := benchharness.StartPlatform(ctx, benchharness.PlatformOptions{BinDir: o.binDir, Nodes: o.nodes,
+		ControllerArgs: o.controllerArgs, KubeAPIServerArgs: kubeArgs})
 	if err != nil {
 		return err
 	}
@@ -119,11 +134,6 @@ func run(o options) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
-	}
-	if o.diagnose != "" {
-		if err := os.MkdirAll(o.diagnose, 0o755); err != nil {
-			return err
-		}
 	}
 	pause := func() error {
 		select {
@@ -242,6 +252,12 @@ func run(o options) error {
 		if err := os.WriteFile(filepath.Join(o.diagnose, "timeline.floor.txt"), []byte(tl), 0o644); err != nil {
 			return err
 		}
+		statusWrites, err := writecount.StatusWritesFromAuditLog(kubeAudit, "deployments.apps")
+		if err != nil {
+			return fmt.Errorf("kube-apiserver's audit log: %w", err)
+		}
+		fmt.Println()
+		fmt.Print(deploymentStatusTable(statusWrites[workloadNamespace], statusWrites[floorNamespace]))
 		return writeDiagnosis(ctx, platform, o.diagnose, kubePlinth, kubeFloor, beforePlinth, afterPlinth, beforeFloor, afterFloor)
 	}
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -100,5 +101,54 @@ func writesTable(n int, plinth writecount.Counts, kubePlinth, kubeFloor benchhar
 		fmt.Fprintf(&b, "| kube-apiserver %s | %s | %s |\n", label, per(kubePlinth[key]), per(kubeFloor[key]))
 	}
 	fmt.Fprintf(&b, "| **kube-apiserver, stored** | **%s** | **%s** |\n", per(stored(kubePlinth)), per(stored(kubeFloor)))
+	return b.String()
+}
+
+// deploymentAuditPolicy keeps the request bodies of Deployment status updates in
+// kube-apiserver's audit log, and nothing else: with --diagnose, the log tells how many of
+// kube-controller-manager's updates said something new and why the refused ones were refused.
+const deploymentAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Request
+  verbs: ["update"]
+  resources:
+  - group: apps
+    resources: ["deployments/status"]
+- level: None
+`
+
+// kubeAuditArgs writes deploymentAuditPolicy into dir and returns the kube-apiserver flags that
+// log by it to <dir>/kube-apiserver-audit.log.
+func kubeAuditArgs(dir string) (args []string, log string, err error) {
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, "", err
+	}
+	policy := filepath.Join(dir, "kube-apiserver-audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(deploymentAuditPolicy), 0o644); err != nil {
+		return nil, "", err
+	}
+	log = filepath.Join(dir, "kube-apiserver-audit.log")
+	return []string{"--audit-policy-file", policy, "--audit-log-path", log}, log, nil
+}
+
+// deploymentStatusTable compares the Deployment status updates of both runs, per Deployment.
+func deploymentStatusTable(plinth, floor writecount.StatusWrites) string {
+	var b strings.Builder
+	b.WriteString("| Deployment status updates (kube-apiserver's audit log) | Plinth run | floor run |\n| --- | --- | --- |\n")
+	fmt.Fprintf(&b, "| Deployments updated | %d | %d |\n", plinth.Objects, floor.Objects)
+	for _, row := range []struct {
+		label string
+		value func(writecount.StatusWrites) int
+	}{
+		{"succeeded, per Deployment", func(w writecount.StatusWrites) int { return w.Written }},
+		{"of them a new status (condition times aside)", func(w writecount.StatusWrites) int { return w.Distinct }},
+		{"409, built from a version already updated (a cache behind)", func(w writecount.StatusWrites) int { return w.Stale }},
+		{"409, otherwise", func(w writecount.StatusWrites) int { return w.Conflicts }},
+	} {
+		per := func(w writecount.StatusWrites) float64 { return float64(row.value(w)) / float64(max(w.Objects, 1)) }
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f |\n", row.label, per(plinth), per(floor))
+	}
 	return b.String()
 }

@@ -82,3 +82,45 @@ func TestAuditWritesReadsTheRotatedFileToo(t *testing.T) {
 		t.Error("no error for a log that is no audit log")
 	}
 }
+
+func TestDeploymentStatusTable(t *testing.T) {
+	got := deploymentStatusTable(writecount.StatusWrites{Objects: 4, Written: 14, Distinct: 14, Stale: 8, Conflicts: 1},
+		writecount.StatusWrites{Objects: 2, Written: 4, Distinct: 4, Stale: 2})
+	for _, want := range []string{
+		"| Deployments updated | 4 | 2 |",
+		"| succeeded, per Deployment | 3.50 | 2.00 |",
+		"| of them a new status (condition times aside) | 3.50 | 2.00 |",
+		"| 409, built from a version already updated (a cache behind) | 2.00 | 1.00 |",
+		"| 409, otherwise | 0.25 | 0.00 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	// A run without Deployments divides by nothing.
+	if empty := deploymentStatusTable(writecount.StatusWrites{}, writecount.StatusWrites{}); !strings.Contains(empty, "| succeeded, per Deployment | 0.00 | 0.00 |") {
+		t.Errorf("empty runs:\n%s", empty)
+	}
+}
+
+// The policy kube-apiserver is given keeps the request bodies StatusWritesFromAuditLog needs,
+// and the flags name the files it was written to.
+func TestKubeAuditArgs(t *testing.T) {
+	dir := t.TempDir()
+	args, log, err := kubeAuditArgs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(dir, "kube-apiserver-audit-policy.yaml")
+	if want := []string{"--audit-policy-file", policy, "--audit-log-path", log}; strings.Join(args, " ") != strings.Join(want, " ") ||
+		log != filepath.Join(dir, "kube-apiserver-audit.log") {
+		t.Errorf("args %q, log %q", args, log)
+	}
+	b, err := os.ReadFile(policy)
+	if err != nil || !strings.Contains(string(b), "level: Request\n") || !strings.Contains(string(b), `resources: ["deployments/status"]`) {
+		t.Errorf("policy %q, %v", b, err)
+	}
+	if _, _, err := kubeAuditArgs(filepath.Join(dir, "missing", "dir")); err == nil {
+		t.Error("no error for a directory that does not exist")
+	}
+}

@@ -18,6 +18,8 @@ type PlatformOptions struct {
 	ControllerArgs []string
 	// NoController leaves plinth-controller out, for benchmarks of the API servers alone.
 	NoController bool
+	// KubeAPIServerArgs are extra kube-apiserver flags.
+	KubeAPIServerArgs []string
 }
 
 // StartPlatform starts a fresh local platform in a temporary directory on free ports, with
@@ -42,7 +44,7 @@ func StartPlatform(ctx context.Context, opts PlatformOptions) (p *localplatform.
 		Dir: dir, BinDir: opts.BinDir, ArtifactsDir: filepath.Join("artifacts", "deploy"),
 		EtcdPort: ports[0], EtcdPeerPort: ports[1], KubePort: ports[2], PlinthPort: ports[3], ControllerPort: ports[4], KwokPort: ports[5],
 		Nodes: opts.Nodes, EtcdUnsafeNoFsync: true, Progress: os.Stderr, ControllerArgs: opts.ControllerArgs,
-		NoController: opts.NoController,
+		NoController: opts.NoController, KubeAPIServerArgs: opts.KubeAPIServerArgs,
 	})
 	if err != nil {
 		return nil, nil, err

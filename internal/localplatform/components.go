@@ -62,7 +62,7 @@ func (p *Platform) startEtcd(ctx context.Context) error {
 func (p *Platform) startKubeAPIServer(ctx context.Context) error {
 	path := func(name string) string { return filepath.Join(p.pkiDir, name) }
 	var err error
-	p.kube, err = p.run("kube-apiserver", p.kubeReady,
+	p.kube, err = p.run("kube-apiserver", p.kubeReady, append([]string{
 		"--etcd-servers", p.EtcdURL(),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.KubePort),
 		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
@@ -81,7 +81,7 @@ func (p *Platform) startKubeAPIServer(ctx context.Context) error {
 		"--requestheader-group-headers", "X-Remote-Group",
 		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
 		"--proxy-client-cert-file", path("front-proxy-client.crt"), "--proxy-client-key-file", path("front-proxy-client.key"),
-	)
+	}, p.cfg.KubeAPIServerArgs...)...)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,9 @@ type Config struct {
 	ControllerArgs []string
 	// PlinthArgs are extra plinth-apiserver flags (the API benchmark serves CBOR with them).
 	PlinthArgs []string
+	// KubeAPIServerArgs are extra kube-apiserver flags (bench-workloads --diagnose audits
+	// Deployment status writes with them).
+	KubeAPIServerArgs []string
 	// NoController leaves plinth-controller out: the API benchmark measures the servers alone.
 	NoController bool
 	// KubernetesOnly starts a bare target cluster: etcd, kube-apiserver, kube-controller-manager,
