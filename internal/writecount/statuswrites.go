@@ -1,13 +1,8 @@
 package writecount
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 )
 
@@ -67,46 +62,18 @@ type history struct {
 // must keep requests for the resource's status. The log's order is taken as each object's order
 // of updates, which holds for a writer that updates one object at a time.
 func StatusWritesFromAuditLog(path, resource string) (map[string]StatusWrites, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out, err := readStatusWrites(f, resource)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return out, nil
-}
-
-func readStatusWrites(r io.Reader, resource string) (map[string]StatusWrites, error) {
 	out := map[string]StatusWrites{}
 	objects := map[[2]string]*history{}
-	in := bufio.NewReaderSize(r, 1<<16)
-	for n := 1; ; n++ {
-		line, err := in.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			return out, nil // as in read: a last line without a break is half written
-		}
-		if err != nil {
-			return nil, err
-		}
-		if line = bytes.TrimSpace(line); len(line) == 0 {
-			continue
-		}
-		var e statusEvent
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("line %d is not an audit event: %w", n, err)
-		}
+	err := eachEvent(path, func(e *statusEvent) error {
 		ref := e.ObjectRef
 		if e.Stage != "ResponseComplete" || e.Verb != "update" || ref == nil || ref.Subresource != "status" || e.ResponseStatus == nil {
-			continue
+			return nil
 		}
 		if name := ref.Resource + strings.TrimSuffix("."+ref.APIGroup, "."); name != resource {
-			continue
+			return nil
 		}
 		if e.RequestObject == nil {
-			return nil, fmt.Errorf("line %d: the update of %s/%s has no request body; the audit policy must keep requests", n, ref.Namespace, ref.Name)
+			return fmt.Errorf("the update of %s/%s has no request body; the audit policy must keep requests", ref.Namespace, ref.Name)
 		}
 		key := [2]string{ref.Namespace, ref.Name}
 		h := objects[key]
@@ -122,7 +89,7 @@ func readStatusWrites(r io.Reader, resource string) (map[string]StatusWrites, er
 			counts.Written++
 			status, err := withoutTimestamps(e.RequestObject.Status)
 			if err != nil {
-				return nil, fmt.Errorf("line %d: status: %w", n, err)
+				return fmt.Errorf("status: %w", err)
 			}
 			if status != h.last {
 				counts.Distinct++
@@ -134,7 +101,12 @@ func readStatusWrites(r io.Reader, resource string) (map[string]StatusWrites, er
 			counts.Conflicts++
 		}
 		out[ref.Namespace] = counts
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // withoutTimestamps is a status in a canonical form without its conditions' last*Time fields,

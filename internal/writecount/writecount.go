@@ -79,52 +79,58 @@ type event struct {
 // a JSON event is an error naming its line. The counts are those of the current file only: the
 // log backend rotates it at --audit-log-maxsize, and counts read across a rotation are short.
 func FromAuditLog(path, user string) (Counts, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	counts, err := read(f, user)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return counts, nil
-}
-
-// read counts the writes of an audit log read from r; see FromAuditLog.
-func read(r io.Reader, user string) (Counts, error) {
 	counts := Counts{}
-	// A Reader rather than a Scanner: a RequestResponse event of a large object is longer
-	// than any fixed line limit would be.
-	in := bufio.NewReaderSize(r, 1<<16)
-	for n := 1; ; n++ {
-		line, err := in.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			// No line break: empty, or an event the server has not finished writing.
-			return counts, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var e event
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("line %d is not an audit event: %w", n, err)
-		}
+	err := eachEvent(path, func(e *event) error {
 		if e.Stage != "ResponseComplete" || !writeVerbs[e.Verb] || e.ObjectRef == nil || e.ResponseStatus == nil {
-			continue
+			return nil
 		}
 		if user != "" && e.User.Username != user {
-			continue
+			return nil
 		}
 		resource := e.ObjectRef.Resource
 		if e.ObjectRef.APIGroup != "" {
 			resource += "." + e.ObjectRef.APIGroup
 		}
 		counts[Key{Resource: resource, Subresource: e.ObjectRef.Subresource, Verb: e.Verb, Code: e.ResponseStatus.Code}]++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+// eachEvent decodes the events of the audit log at path into T, one line at a time, and hands
+// each to fn; an error of fn, or a line that is not an event, names the file and the line. A
+// last line without its line break is a half written event and is left out.
+func eachEvent[T any](path string, fn func(*T) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// A Reader rather than a Scanner: a RequestResponse event of a large object is longer
+	// than any fixed line limit would be.
+	in := bufio.NewReaderSize(f, 1<<16)
+	for n := 1; ; n++ {
+		line, err := in.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			// No line break: empty, or an event the server has not finished writing.
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if line = bytes.TrimSpace(line); len(line) == 0 {
+			continue
+		}
+		var e T
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("%s: line %d is not an audit event: %w", path, n, err)
+		}
+		if err := fn(&e); err != nil {
+			return fmt.Errorf("%s: line %d: %w", path, n, err)
+		}
 	}
 }
 
