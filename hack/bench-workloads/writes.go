@@ -104,23 +104,25 @@ func writesTable(n int, plinth writecount.Counts, kubePlinth, kubeFloor benchhar
 	return b.String()
 }
 
-// deploymentAuditPolicy keeps the request bodies of Deployment status updates in
-// kube-apiserver's audit log, and nothing else: with --diagnose, the log tells how many of
-// kube-controller-manager's updates said something new and why the refused ones were refused.
+// deploymentAuditPolicy keeps the request bodies of every write to a Deployment in
+// kube-apiserver's audit log, and nothing else: with --diagnose, the log tells who wrote the
+// Deployments, how many of kube-controller-manager's status updates said something new and why
+// the refused ones were refused.
 const deploymentAuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
 - level: Request
-  verbs: ["update"]
+  verbs: ["create", "update", "patch", "delete"]
   resources:
   - group: apps
-    resources: ["deployments/status"]
+    resources: ["deployments", "deployments/status"]
 - level: None
 `
 
 // kubeAuditArgs writes deploymentAuditPolicy into dir and returns the kube-apiserver flags that
-// log by it to <dir>/kube-apiserver-audit.log.
+// log by it to <dir>/kube-apiserver-audit.log, never rotated (a rotated file's events would be
+// missing from the counts).
 func kubeAuditArgs(dir string) (args []string, log string, err error) {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, "", err
@@ -130,25 +132,41 @@ func kubeAuditArgs(dir string) (args []string, log string, err error) {
 		return nil, "", err
 	}
 	log = filepath.Join(dir, "kube-apiserver-audit.log")
-	return []string{"--audit-policy-file", policy, "--audit-log-path", log}, log, nil
+	return []string{"--audit-policy-file", policy, "--audit-log-path", log, "--audit-log-maxsize", "0"}, log, nil
 }
 
-// deploymentStatusTable compares the Deployment status updates of both runs, per Deployment.
+// deploymentStatusTable compares the writes to the Deployments of both runs, per Deployment.
 func deploymentStatusTable(plinth, floor writecount.StatusWrites) string {
 	var b strings.Builder
-	b.WriteString("| Deployment status updates (kube-apiserver's audit log) | Plinth run | floor run |\n| --- | --- | --- |\n")
-	fmt.Fprintf(&b, "| Deployments updated | %d | %d |\n", plinth.Objects, floor.Objects)
+	b.WriteString("| Deployment writes (kube-apiserver's audit log) | Plinth run | floor run |\n| --- | --- | --- |\n")
+	fmt.Fprintf(&b, "| Deployments with a status update | %d | %d |\n", plinth.Objects, floor.Objects)
+	per := func(v int, w writecount.StatusWrites) string {
+		return fmt.Sprintf("%.2f", float64(v)/float64(max(w.Objects, 1)))
+	}
+	writers := map[string]bool{}
+	for _, w := range []writecount.StatusWrites{plinth, floor} {
+		for name := range w.Writers {
+			writers[name] = true
+		}
+	}
+	names := make([]string, 0, len(writers))
+	for name := range writers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(&b, "| writes by %s, per Deployment | %s | %s |\n", name, per(plinth.Writers[name], plinth), per(floor.Writers[name], floor))
+	}
 	for _, row := range []struct {
 		label string
 		value func(writecount.StatusWrites) int
 	}{
-		{"succeeded, per Deployment", func(w writecount.StatusWrites) int { return w.Written }},
+		{"status updates that succeeded", func(w writecount.StatusWrites) int { return w.Written }},
 		{"of them a new status (condition times aside)", func(w writecount.StatusWrites) int { return w.Distinct }},
-		{"409, built from a version already updated (a cache behind)", func(w writecount.StatusWrites) int { return w.Stale }},
+		{"409, built from a version the same program had updated already", func(w writecount.StatusWrites) int { return w.Stale }},
 		{"409, otherwise", func(w writecount.StatusWrites) int { return w.Conflicts }},
 	} {
-		per := func(w writecount.StatusWrites) float64 { return float64(row.value(w)) / float64(max(w.Objects, 1)) }
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f |\n", row.label, per(plinth), per(floor))
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", row.label, per(row.value(plinth), plinth), per(row.value(floor), floor))
 	}
 	return b.String()
 }
