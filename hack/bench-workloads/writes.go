@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -143,18 +145,10 @@ func deploymentStatusTable(plinth, floor writecount.StatusWrites) string {
 	per := func(v int, w writecount.StatusWrites) string {
 		return fmt.Sprintf("%.2f", float64(v)/float64(max(w.Objects, 1)))
 	}
-	writers := map[string]bool{}
-	for _, w := range []writecount.StatusWrites{plinth, floor} {
-		for name := range w.Writers {
-			writers[name] = true
-		}
-	}
-	names := make([]string, 0, len(writers))
-	for name := range writers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	writers := map[string]int{} // the programs of either run: each gets a row
+	maps.Copy(writers, plinth.Writers)
+	maps.Copy(writers, floor.Writers)
+	for _, name := range slices.Sorted(maps.Keys(writers)) {
 		fmt.Fprintf(&b, "| writes by %s, per Deployment | %s | %s |\n", name, per(plinth.Writers[name], plinth), per(floor.Writers[name], floor))
 	}
 	for _, row := range []struct {

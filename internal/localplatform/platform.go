@@ -46,7 +46,7 @@ type Config struct {
 	// PlinthArgs are extra plinth-apiserver flags (the API benchmark serves CBOR with them).
 	PlinthArgs []string
 	// KubeAPIServerArgs are extra kube-apiserver flags (bench-workloads --diagnose audits
-	// Deployment status writes with them).
+	// Deployment writes with them).
 	KubeAPIServerArgs []string
 	// NoController leaves plinth-controller out: the API benchmark measures the servers alone.
 	NoController bool

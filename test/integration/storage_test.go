@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/plinth-dev/plinth/internal/benchharness"
 	"github.com/plinth-dev/plinth/pkg/embeddedetcd"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
@@ -145,20 +146,16 @@ func etcdRequests(ctx context.Context, t *testing.T, p *framework.Plinth) map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "etcd_requests_total{") || !strings.Contains(line, `group="score.dev"`) || !strings.Contains(line, `resource="workloads"`) {
-			continue
+	counts, err := benchharness.SumBy(string(body), "etcd_requests_total", func(l map[string]string) string {
+		if l["group"] != "score.dev" || l["resource"] != "workloads" {
+			return "" // another resource's, dropped below
 		}
-		op := line[strings.Index(line, `operation="`)+len(`operation="`):]
-		op = op[:strings.Index(op, `"`)]
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", line, err)
-		}
-		counts[op] += v
+		return l["operation"]
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	delete(counts, "")
 	if len(counts) == 0 {
 		t.Fatal("no etcd_requests_total for score.dev workloads in the reader's metrics")
 	}
