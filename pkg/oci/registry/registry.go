@@ -3,6 +3,10 @@
 // localhost:<port> and storing blobs and manifests on the filesystem, where they survive
 // restarts. Several registries may run in one process.
 //
+// Reads are anonymous; writes need the registry's credential (pkg/oci/registryauth), a token
+// kept in its data directory that only plinth-controller's user can read and that this
+// process's registry clients find in registryauth.Local while the registry runs.
+//
 // It builds the registry with handlers.NewApp behind its own listeners and http.Server rather
 // than with distribution's registry.NewRegistry, which listens itself, replaces logrus's
 // global level and the OpenTelemetry provider, and panics on a second call in one process.
@@ -28,6 +32,8 @@ import (
 	// registered".
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
 	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 )
 
 // ErrPortInUse is wrapped by Start's error when another process (or another registry) listens
@@ -53,7 +59,9 @@ type Server struct {
 	app    *handlers.App
 	client *http.Client
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// cred is the write credential, loaded (or created) by Start.
+	cred     registryauth.Credential
 	srv      *http.Server
 	started  bool
 	stopped  bool
@@ -154,10 +162,11 @@ func (s *Server) Endpoint() string { return s.cfg.Endpoint }
 // DataDir is the directory of the registry's data.
 func (s *Server) DataDir() string { return s.cfg.DataDir }
 
-// Start creates the data directory, checks that it can be written, and listens on the
-// endpoint's port on the loopback addresses. It returns once the registry listens (requests
-// are answered from then on) or with an error that says why it cannot: the directory cannot be
-// written, the disk is full, or the port is taken (wrapping ErrPortInUse).
+// Start creates the data directory, checks that it can be written, loads the write credential
+// from it (creating one the first time), and listens on the endpoint's port on the loopback
+// addresses. It returns once the registry listens (requests are answered from then on, and the
+// credential is in registryauth.Local) or with an error that says why it cannot: the directory
+// cannot be written, the disk is full, or the port is taken (wrapping ErrPortInUse).
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -170,13 +179,18 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.CheckStorage(); err != nil {
 		return err
 	}
+	cred, err := registryauth.LoadOrCreate(s.cfg.DataDir)
+	if err != nil {
+		return storageError(s.cfg.DataDir, err)
+	}
 	listeners, err := listenLoopback(ctx, s.port)
 	if err != nil {
 		return err
 	}
-	s.started = true
+	s.started, s.cred = true, cred
+	registryauth.Local.Set(s.cfg.Endpoint, cred)
 	s.srv = &http.Server{
-		Handler:           s.app,
+		Handler:           writeGate(s.app, cred),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          klog.NewStandardLogger("WARNING"),
 		BaseContext:       func(net.Listener) context.Context { return withInstanceID(s.cfg.Endpoint) },
@@ -275,6 +289,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	s.stopped = true
 	srv := s.srv
+	if s.started {
+		registryauth.Local.Delete(s.cfg.Endpoint, s.cred)
+	}
 	s.mu.Unlock()
 	if srv != nil {
 		if err := srv.Shutdown(ctx); err != nil {

@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/sirupsen/logrus"
 	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 )
 
 // freeEndpoint returns localhost:<port> for a port nothing listens on, on 127.0.0.1 nor ::1.
@@ -62,13 +64,16 @@ func start(t *testing.T, endpoint, dir string) *Server {
 	return s
 }
 
+// writer are the options of a client that writes: this process's registry credentials.
+var writer = []crane.Option{crane.Insecure, crane.WithAuthFromKeychain(registryauth.Local)}
+
 func push(t *testing.T, ref string) string {
 	t.Helper()
 	img, err := random.Image(2048, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := crane.Push(img, ref, crane.Insecure); err != nil {
+	if err := crane.Push(img, ref, writer...); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
 	d, err := img.Digest()
@@ -101,7 +106,7 @@ func TestDataSurvivesARestart(t *testing.T) {
 		t.Fatalf("after a restart: digest %q, %v; want %q", got, err, want)
 	}
 	// Deletes are enabled: retention and OCIArtifact deletion remove tags.
-	if err := crane.Delete(ref, crane.Insecure); err != nil {
+	if err := crane.Delete(ref, writer...); err != nil {
 		t.Fatalf("deleting the tag: %v", err)
 	}
 	if _, err := crane.Digest(ref, crane.Insecure); err == nil {
