@@ -269,10 +269,11 @@ func TestPushesAndDelivers(t *testing.T) {
 		t.Errorf("finalizers %v", art.Finalizers)
 	}
 	st := art.Status
-	digest, revision, found, err := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0")
+	tagged, found, err := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0")
 	if err != nil || !found {
 		t.Fatalf("tag 1.0.0 in the registry: %v %v", found, err)
 	}
+	digest, revision := tagged.Digest, tagged.Revision
 	if st.Digest != digest || st.Revision != revision || !strings.HasPrefix(revision, "1.0.0@sha256:") {
 		t.Errorf("status digest %s revision %s, registry %s %s", st.Digest, st.Revision, digest, revision)
 	}
@@ -506,8 +507,8 @@ func TestVersionImmutable(t *testing.T) {
 		t.Errorf("message %q", c.Message)
 	}
 	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonVersionImmutable)
-	if _, revision, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); revision != pushed.Revision {
-		t.Errorf("the tag moved to %s", revision)
+	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); tagged.Digest != pushed.Digest {
+		t.Errorf("the tag moved to %s", tagged.Digest)
 	}
 	if len(h.kubectl.took()) != 0 {
 		t.Error("the new content was delivered")
@@ -533,8 +534,8 @@ func TestVersionImmutable(t *testing.T) {
 	}
 	art = h.step()
 	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
-	if _, revision, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "latest"); revision != art.Status.Revision {
-		t.Errorf("latest holds %s, want %s", revision, art.Status.Revision)
+	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "latest"); tagged.Digest != art.Status.Digest {
+		t.Errorf("latest holds %s, want %s", tagged.Digest, art.Status.Digest)
 	}
 }
 
@@ -1067,7 +1068,7 @@ func TestDeletion(t *testing.T) {
 	if len(h.kubectl.removed) < 1 || len(h.flux.removed) < 1 {
 		t.Errorf("removed from Kubectl %d, Flux %d", len(h.kubectl.removed), len(h.flux.removed))
 	}
-	if _, _, found, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); found {
+	if _, found, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); found {
 		t.Error("the tag is still in the registry")
 	}
 	if art := h.get(); slices.Contains(art.Finalizers, gitopsv1alpha1.ArtifactFinalizer) {
@@ -1126,7 +1127,7 @@ func TestDeletionWaitsForRemoval(t *testing.T) {
 	if !slices.Contains(art.Finalizers, gitopsv1alpha1.ArtifactFinalizer) || !strings.Contains(art.Status.Targets[0].Message, "does not answer") {
 		t.Errorf("finalizers %v, targets %+v", art.Finalizers, art.Status.Targets)
 	}
-	if _, _, found, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); !found {
+	if _, found, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); !found {
 		t.Error("the tag went before the targets")
 	}
 }

@@ -373,7 +373,8 @@ func find(targets []gitopsv1alpha1.ArtifactTargetStatus, cluster string) *gitops
 }
 
 // deleteTag deletes the pushed tag from the registry when the artifact is deleted, unless it
-// no longer holds what this artifact pushed (latest, pushed since by another artifact).
+// no longer points to the manifest this artifact pushed (latest, pushed since by another
+// artifact).
 func (p *pass) deleteTag(ctx context.Context) error {
 	st := p.status
 	if st.URL == "" {
@@ -398,11 +399,11 @@ func (p *pass) deleteTag(ctx context.Context) error {
 	defer p.c.repositories.lock(endpoint + "/" + repository)()
 	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
 	defer cancel()
-	_, revision, found, err := artifact.Lookup(opCtx, endpoint, repository, tag)
+	tagged, found, err := artifact.Lookup(opCtx, endpoint, repository, tag)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", st.URL, err)
 	}
-	if !found || revision != st.Revision {
+	if !found || tagged.Digest != st.Digest {
 		return nil
 	}
 	return artifact.DeleteTag(opCtx, endpoint, repository, tag)

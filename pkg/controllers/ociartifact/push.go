@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -62,6 +63,18 @@ const (
 	// ReasonAdopted: the version's tag already held the same content (pushed before the
 	// status recorded it), which is kept rather than pushed again (an event only).
 	ReasonAdopted = "Adopted"
+	// ReasonTagMoved: the pushed version's tag pointed to another manifest than the one
+	// pushed (the event of the TagMoved condition).
+	ReasonTagMoved = "TagMoved"
+	// ReasonRestored: the pushed manifest was put back under its moved tag, the same digest
+	// (TagMoved's reason).
+	ReasonRestored = "Restored"
+	// ReasonPushedAgain: the registry no longer had the pushed manifest, so the version was
+	// pushed again under its moved tag, as a new digest (TagMoved's reason).
+	ReasonPushedAgain = "PushedAgain"
+	// ReasonRestoreFailed: putting the pushed version back under its moved tag failed;
+	// retried with backoff (TagMoved's reason).
+	ReasonRestoreFailed = "RestoreFailed"
 	// ReasonPruneFailed: retention could not delete old versions (an event only).
 	ReasonPruneFailed = "PruneFailed"
 	// ReasonPruned: retention deleted old versions (an event only).
@@ -125,18 +138,18 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	st := p.status
 	key := cache.NewObjectName(p.art.Namespace, p.art.Name)
 	running := registry.Status.Phase == gitopsv1alpha1.RegistryPhaseRunning
-	// recheck: the status says the version is pushed, but the registry was not looked at for
-	// a resync period (or not since this process started): the tag may have been deleted by
-	// hand or lost with the registry's data, and nothing else would ever push it again.
-	recheck := false
-	if st.PushedVersion == spec.Version && st.Revision == revision && st.URL == url && st.Digest != "" {
-		if !running || !p.c.registryCheckDue(key, url, st.Digest, p.now) {
-			// Pushed already and found there lately (or the registry is not running to look:
-			// its phase change wakes the artifact); the registry is not needed.
-			p.stillPushed(url)
-			return &pushed{endpoint: endpoint, objects: objects}, nil
-		}
-		recheck = true
+	// recorded: the status says the version is pushed, as st.Digest. The registry is looked
+	// at again once a resync period (or when asked to reconcile, or once after this process
+	// started): the tag may have been deleted by hand, lost with the registry's data, or moved
+	// to other content by whoever could write to the registry, and nothing else would ever
+	// put it right.
+	recorded := st.PushedVersion == spec.Version && st.Revision == revision && st.URL == url && st.Digest != ""
+	request := p.art.Annotations[gitopsv1alpha1.ReconcileRequestAnnotation]
+	if recorded && (!running || !p.c.registryCheckDue(key, url, st.Digest, request, p.now)) {
+		// Pushed already and found there lately (or the registry is not running to look:
+		// its phase change wakes the artifact); the registry is not needed.
+		p.stillPushed(url)
+		return &pushed{endpoint: endpoint, objects: objects}, nil
 	}
 	if !running {
 		msg := fmt.Sprintf("OCIRegistry %s is not running (phase %s).", registry.Name, phaseOf(registry))
@@ -154,11 +167,11 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	defer p.c.repositories.lock(endpoint + "/" + spec.Repository)()
 	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
 	defer cancel()
-	var adopted bool
-	digest, existing, found, err := artifact.Lookup(opCtx, endpoint, spec.Repository, spec.Tag)
-	if err != nil && recheck {
+	tagged, found, err := artifact.Lookup(opCtx, endpoint, spec.Repository, spec.Tag)
+	if err != nil && recorded {
 		// Not known to be gone: the version stays pushed for this pass (delivering it needs
-		// no registry for the Kubectl engine), and the next reconcile looks again.
+		// no registry for the Kubectl engine, and Flux pulls it by digest), and the next
+		// reconcile looks again.
 		klog.FromContext(ctx).V(2).Info("Checking the pushed version in the registry failed", "url", url, "err", err)
 		p.stillPushed(url)
 		return &pushed{endpoint: endpoint, objects: objects}, nil
@@ -167,36 +180,94 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, message.Error(err)))
 		return nil, err
 	}
+	md := artifact.Metadata{Source: artifact.Source(p.art.Namespace, p.art.Name), Revision: revision, Created: p.now.UTC().Format(time.RFC3339)}
+	var digest string
+	var adopted bool
+	var outcome func() // records the event of what this pass did, once the status is set
 	switch {
-	case found && existing != revision && spec.Version != gitopsv1alpha1.LatestVersion:
-		p.notPushed(ReasonVersionImmutable, fmt.Sprintf(
-			"Version %s is already pushed to %s with other content (revision %s); a pushed version never changes, so push the new content as a new version.",
-			spec.Version, url, existing))
-		return nil, nil
-	case found && existing == revision && recheck && digest == st.Digest:
+	case recorded && found && tagged.Digest == st.Digest:
 		// Still there as pushed: nothing to do until the next check.
-		p.c.registryChecked(key, url, digest, p.now)
+		p.c.registryChecked(key, url, st.Digest, request, p.now)
 		p.stillPushed(url)
 		return &pushed{endpoint: endpoint, objects: objects}, nil
-	case found && existing == revision:
-		// Pushed before this status recorded it (a restart after the push, or an artifact
-		// deleted and created again): the same content, kept as it is.
-		adopted = true
-	default:
-		digest, err = artifact.Push(opCtx, endpoint, spec.Repository, spec.Tag, files, artifact.Metadata{
-			Source: artifact.Source(p.art.Namespace, p.art.Name), Revision: revision, Created: p.now.UTC().Format(time.RFC3339),
-		})
+	case recorded:
+		// The tag is gone or points elsewhere. Whatever it points to now, and whatever its
+		// annotations claim, it is not what was pushed: the pushed manifest goes back under
+		// the tag, the same bytes and digest, so Flux (which pulls by that digest) and the
+		// registry agree again; only a registry that lost the manifest gets a new push.
+		var restored bool
+		restored, err = artifact.Restore(opCtx, endpoint, spec.Repository, spec.Tag, st.Digest)
+		digest = st.Digest
+		if err == nil && !restored {
+			digest, err = artifact.Push(opCtx, endpoint, spec.Repository, spec.Tag, files, md)
+		}
+		if found {
+			outcome = p.tagMoved(url, tagged.Digest, digest, restored, err)
+		}
+		if err != nil {
+			p.notPushed(ReasonPushFailed, fmt.Sprintf("Putting version %s back under %s in OCIRegistry %s failed: %s", spec.Version, url, registry.Name, message.Error(err)))
+			if outcome != nil {
+				outcome()
+			}
+			return nil, err
+		}
+		if outcome == nil {
+			how := "put back as " + digest
+			if !restored {
+				how = "pushed again as " + digest
+			}
+			outcome = func() {
+				transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push",
+					fmt.Sprintf("Version %s was missing from %s (deleted from the registry); %s.", spec.Version, url, how))
+			}
+		}
+		if restored {
+			// The same manifest as pushed then: pushedAt stays.
+			p.c.registryChecked(key, url, digest, request, p.c.clock.Now())
+			p.stillPushed(url)
+			outcome()
+			p.prune(opCtx, registry, endpoint)
+			return &pushed{endpoint: endpoint, objects: objects}, nil
+		}
+	case found:
+		// Not recorded: pushed by an earlier pass whose status was lost, or by someone else.
+		// Only the same files under the same revision are kept; the annotation alone proves
+		// nothing, since anyone who can push writes any annotation.
+		layer, err := artifact.LayerDigest(files)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case tagged.Holds(revision, layer):
+			digest, adopted = tagged.Digest, true
+			outcome = func() {
+				transition.Record(p.c.recorder, p.stored, ReasonAdopted, "Push",
+					fmt.Sprintf("Version %s was found in %s with the same content as %s; adopted, not pushed again.", spec.Version, url, digest))
+			}
+		case spec.Version != gitopsv1alpha1.LatestVersion:
+			p.notPushed(ReasonVersionImmutable, fmt.Sprintf(
+				"Version %s is already pushed to %s with other content (manifest %s); a pushed version never changes, so push the new content as a new version.",
+				spec.Version, url, tagged.Digest))
+			return nil, nil
+		}
+	}
+	if digest == "" {
+		digest, err = artifact.Push(opCtx, endpoint, spec.Repository, spec.Tag, files, md)
 		if err != nil {
 			p.notPushed(ReasonPushFailed, fmt.Sprintf("Pushing %s to OCIRegistry %s failed: %s", url, registry.Name, message.Error(err)))
 			return nil, err
 		}
+	}
+	if !recorded {
+		// Another version (or content) than the one whose tag had moved.
+		apimeta.RemoveStatusCondition(&st.Conditions, gitopsv1alpha1.ConditionTagMoved)
 	}
 
 	// When the push completed, not when the pass began: packaging and pushing a large
 	// artifact takes a while. An adopted tag keeps the time this status recorded for its
 	// version, if any (it was pushed then, or before).
 	done := p.c.clock.Now()
-	p.c.registryChecked(key, url, digest, done)
+	p.c.registryChecked(key, url, digest, request, done)
 	result := &pushed{endpoint: endpoint, objects: objects}
 	if st.Revision != "" && st.Revision != revision {
 		result.previousRevision = st.Revision
@@ -207,18 +278,32 @@ func (p *pass) push(ctx context.Context) (*pushed, error) {
 	st.RegistryEndpoint, st.URL, st.Digest, st.Revision, st.PushedVersion = endpoint, url, digest, revision, spec.Version
 	msg := fmt.Sprintf("Version %s is pushed to %s as %s.", spec.Version, url, digest)
 	setCondition(st, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed, msg)
-	switch {
-	case adopted:
-		transition.Record(p.c.recorder, p.stored, ReasonAdopted, "Push",
-			fmt.Sprintf("Version %s was found in %s with the same content as %s; adopted, not pushed again.", spec.Version, url, digest))
-	case recheck && !found:
-		transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push",
-			fmt.Sprintf("Version %s was missing from %s (deleted from the registry); pushed again as %s.", spec.Version, url, digest))
-	default:
+	if outcome != nil {
+		outcome()
+	} else {
 		transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push", msg)
 	}
 	p.prune(opCtx, registry, endpoint)
 	return result, nil
+}
+
+// tagMoved sets the TagMoved condition for a tag found pointing to foreign instead of the
+// pushed manifest, and returns the recording of its Warning event: the pushed manifest was put
+// back (restored), pushed again as digest, or putting it back failed (err).
+func (p *pass) tagMoved(url, foreign, digest string, restored bool, err error) func() {
+	found := fmt.Sprintf("Tag %s in %s pointed to %s instead of the pushed %s", p.art.Spec.Tag, url, foreign, p.status.Digest)
+	var reason, msg string
+	switch {
+	case err != nil:
+		reason, msg = ReasonRestoreFailed, fmt.Sprintf("%s; putting the pushed version back failed: %s", found, message.Error(err))
+	case restored:
+		reason, msg = ReasonRestored, found+"; the pushed version is back under the tag."
+	default:
+		reason, msg = ReasonPushedAgain, fmt.Sprintf("%s, which the registry no longer has; the version is pushed again as %s.", found, digest)
+	}
+	msg = message.Sentence(msg)
+	setCondition(p.status, p.art.Generation, p.now, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, reason, msg)
+	return func() { transition.Record(p.c.recorder, p.stored, ReasonTagMoved, "Push", msg) }
 }
 
 // stillPushed says the version the status records is pushed, as it was.
@@ -228,31 +313,33 @@ func (p *pass) stillPushed(url string) {
 }
 
 // registryCheck is when an artifact's pushed version was last found in (or pushed to) its
-// registry, and as what.
+// registry, as what, and under which reconcile request.
 type registryCheck struct {
-	url, digest string
-	at          time.Time
+	url, digest, request string
+	at                   time.Time
 }
 
 // registryCheckDue says whether the registry should be looked at for the pushed version url
-// with digest: not since a resync period, or never in this process, or as something else.
-// At most once a resync period, not on the polls while a target is on its way: the lookup
-// holds the repository's lock and costs the registry a request.
-func (c *Controller) registryCheckDue(key cache.ObjectName, url, digest string, now time.Time) bool {
+// with digest: not since a resync period, or never in this process, or as something else, or
+// not since the artifact was asked to reconcile (request, its reconcile.fluxcd.io/requestedAt).
+// At most once a resync period otherwise, not on the polls while a target is on its way: the
+// lookup holds the repository's lock and costs the registry a request.
+func (c *Controller) registryCheckDue(key cache.ObjectName, url, digest, request string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	last, ok := c.checked[key]
-	return !ok || last.url != url || last.digest != digest || now.Sub(last.at) >= c.resync
+	return !ok || last.url != url || last.digest != digest || last.request != request || now.Sub(last.at) >= c.resync
 }
 
-// registryChecked records that the registry holds url as digest at the time given.
-func (c *Controller) registryChecked(key cache.ObjectName, url, digest string, at time.Time) {
+// registryChecked records that the registry holds url as digest at the time given, under the
+// reconcile request given.
+func (c *Controller) registryChecked(key cache.ObjectName, url, digest, request string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.checked == nil {
 		c.checked = map[cache.ObjectName]registryCheck{}
 	}
-	c.checked[key] = registryCheck{url: url, digest: digest, at: at}
+	c.checked[key] = registryCheck{url: url, digest: digest, request: request, at: at}
 }
 
 // prune applies the registry's retention to the artifact's repository, never deleting the

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/crane"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -21,13 +23,15 @@ func (h *harness) deleteTag(tag string) {
 	if err := artifact.DeleteTag(context.Background(), h.reg.Endpoint, "team-a/app", tag); err != nil {
 		h.t.Fatal(err)
 	}
-	if _, _, found, err := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", tag); err != nil || found {
+	if _, found, err := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", tag); err != nil || found {
 		h.t.Fatalf("tag %s still there: %v %v", tag, found, err)
 	}
 }
 
-// A pushed version whose tag disappears from the registry is pushed again at the next resync,
-// not on every poll: the status alone does not say the registry still holds it.
+// A pushed version whose tag disappears from the registry is put back at the next resync, not
+// on every poll: the status alone does not say the registry still holds it. The pushed
+// manifest goes back under the tag, the same digest; a registry that lost the manifest too
+// gets the version pushed again.
 func TestPushesAgainWhatTheRegistryLost(t *testing.T) {
 	h := newHarness(t, newArtifact(t))
 	pushed := h.step().Status
@@ -43,38 +47,75 @@ func TestPushesAgainWhatTheRegistryLost(t *testing.T) {
 
 	h.clock.Step(time.Second)
 	art := h.step()
-	digest, revision, found, err := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0")
+	tagged, found, err := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0")
 	if err != nil || !found {
-		t.Fatalf("tag 1.0.0 not pushed again: %v %v", found, err)
+		t.Fatalf("tag 1.0.0 not put back: %v %v", found, err)
 	}
 	st := art.Status
-	if revision != pushed.Revision || st.Revision != pushed.Revision || st.Digest != digest {
-		t.Errorf("status revision %s digest %s, registry %s %s, pushed first %s", st.Revision, st.Digest, revision, digest, pushed.Revision)
+	if tagged.Digest != pushed.Digest || st.Digest != pushed.Digest || st.Revision != pushed.Revision {
+		t.Errorf("status digest %s revision %s, registry %s; pushed first %s", st.Digest, st.Revision, tagged.Digest, pushed.Digest)
 	}
-	if want := start.Add(DefaultResyncPeriod); st.PushedAt == nil || !st.PushedAt.Time.Equal(want) {
-		t.Errorf("pushedAt %v, want %v (the second push)", st.PushedAt, want)
+	if st.PushedAt == nil || !st.PushedAt.Equal(pushed.PushedAt) {
+		t.Errorf("pushedAt %v, want %v (the same manifest as pushed then)", st.PushedAt, pushed.PushedAt)
 	}
 	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed)
 	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
-	if evs := h.events(); !slices.ContainsFunc(evs, func(e string) bool {
-		return strings.HasPrefix(e, "Normal Pushed Version 1.0.0 was missing from oci://"+h.reg.Endpoint+"/team-a/app:1.0.0") &&
-			strings.HasSuffix(e, "pushed again as "+digest+".")
-	}) {
-		t.Errorf("events %v, want the push again", evs)
+	if meta.FindStatusCondition(art.Status.Conditions, gitopsv1alpha1.ConditionTagMoved) != nil {
+		t.Error("a deleted tag is reported as moved")
+	}
+	if evs := h.events(); !slices.Contains(evs, "Normal Pushed Version 1.0.0 was missing from oci://"+h.reg.Endpoint+
+		"/team-a/app:1.0.0 (deleted from the registry); put back as "+pushed.Digest+".") {
+		t.Errorf("events %v, want the tag put back", evs)
 	}
 
-	// After a start, the first reconcile looks (nothing in memory says when it last did).
+	// After a start, the first reconcile looks (nothing in memory says when it last did); a
+	// registry that lost the manifest itself gets the version pushed again, as a new digest.
 	h.deleteTag("1.0.0")
+	h.deleteManifest(pushed.Digest)
 	h.c.checked = nil
-	h.step()
+	art = h.step()
 	if tags := h.tags(); !slices.Equal(tags, []string{"1.0.0"}) {
 		t.Errorf("tags %v after a start, want 1.0.0 pushed again", tags)
 	}
+	tagged, _, _ = artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0")
+	if art.Status.Digest != tagged.Digest || art.Status.Digest == pushed.Digest || art.Status.Revision != pushed.Revision {
+		t.Errorf("status digest %s, registry %s, first push %s", art.Status.Digest, tagged.Digest, pushed.Digest)
+	}
+	if evs := h.events(); !slices.Contains(evs, "Normal Pushed Version 1.0.0 was missing from oci://"+h.reg.Endpoint+
+		"/team-a/app:1.0.0 (deleted from the registry); pushed again as "+art.Status.Digest+".") {
+		t.Errorf("events %v, want the push again", evs)
+	}
 }
 
-// A check that finds the tag as pushed changes nothing; one that finds other content under
-// the tag refuses it as a push would (VersionImmutable), and delivers nothing.
-func TestRecheckFindsOtherContent(t *testing.T) {
+// deleteManifest deletes a manifest by digest behind the controller's back, as a lost
+// registry volume would.
+func (h *harness) deleteManifest(digest string) {
+	h.t.Helper()
+	if err := crane.Delete(h.reg.Endpoint+"/team-a/app@"+digest); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// pushOver pushes files under tag straight to the registry, with the revision annotation
+// given, as any process that can write to the registry could.
+func (h *harness) pushOver(tag string, files map[string][]byte, revision string) string {
+	h.t.Helper()
+	digest, err := artifact.Push(context.Background(), h.reg.Endpoint, "team-a/app", tag, files,
+		artifact.Metadata{Source: artifact.Source("team-a", "app"), Revision: revision})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return digest
+}
+
+var evilFiles = map[string][]byte{"000-configmap-evil.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: evil\n  namespace: shop\n")}
+
+// A check that finds the tag as pushed changes nothing. One that finds the tag moved to
+// another manifest — here other files under the very revision annotation of the pushed
+// version, which anyone who can write to the registry can copy — never takes it for the
+// version: the pushed manifest goes back under the tag (the same digest), TagMoved says so,
+// a Warning event names the tag, and only the pushed version is delivered.
+func TestRecheckFindsTheTagMoved(t *testing.T) {
 	h := newHarness(t, newArtifact(t))
 	pushed := h.step().Status
 	h.kubectl.took()
@@ -93,23 +134,135 @@ func TestRecheckFindsOtherContent(t *testing.T) {
 	}
 	h.kubectl.took()
 
-	other := map[string][]byte{"000-configmap-other.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: shop\n")}
-	otherRevision := artifact.Revision("1.0.0", other)
-	if _, err := artifact.Push(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0", other,
-		artifact.Metadata{Source: "someone", Revision: otherRevision}); err != nil {
-		t.Fatal(err)
+	foreign := h.pushOver("1.0.0", evilFiles, pushed.Revision)
+	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); tagged.Revision != pushed.Revision {
+		t.Fatalf("the foreign push has revision %s, want the pushed %s", tagged.Revision, pushed.Revision)
 	}
 	h.clock.Step(DefaultResyncPeriod)
 	art = h.step()
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonVersionImmutable)
-	if !strings.Contains(c.Message, "with other content (revision "+otherRevision+")") {
+	if art.Status.Digest != pushed.Digest || art.Status.Revision != pushed.Revision || !art.Status.PushedAt.Equal(pushed.PushedAt) {
+		t.Errorf("status %s %s %v, want the pushed %s %s %v", art.Status.Digest, art.Status.Revision, art.Status.PushedAt,
+			pushed.Digest, pushed.Revision, pushed.PushedAt)
+	}
+	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); tagged.Digest != pushed.Digest {
+		t.Errorf("the tag points to %s, want the pushed %s back", tagged.Digest, pushed.Digest)
+	}
+	url := "oci://" + h.reg.Endpoint + "/team-a/app:1.0.0"
+	want := "Tag 1.0.0 in " + url + " pointed to " + foreign + " instead of the pushed " + pushed.Digest + "; the pushed version is back under the tag."
+	if c := expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestored); c.Message != want {
+		t.Errorf("TagMoved message %q, want %q", c.Message, want)
+	}
+	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	if evs := h.events(); !slices.Contains(evs, "Warning TagMoved "+want) || slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, "Adopted") }) {
+		t.Errorf("events %v, want the TagMoved warning and no adoption", evs)
+	}
+	for _, d := range h.kubectl.took() {
+		if d.Digest != pushed.Digest {
+			t.Errorf("delivered %s, want only the pushed %s", d.Digest, pushed.Digest)
+		}
+	}
+
+	// The condition stays while the version does (the report outlives the repair) and goes
+	// with the next version.
+	h.clock.Step(DefaultResyncPeriod)
+	art = h.step()
+	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestored)
+	h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) { a.Spec.Version, a.Spec.Tag = "1.1.0", "" })
+	art = h.step()
+	if c := meta.FindStatusCondition(art.Status.Conditions, gitopsv1alpha1.ConditionTagMoved); c != nil {
+		t.Errorf("TagMoved after another version was pushed: %+v", c)
+	}
+}
+
+// Asking the artifact to reconcile looks at the registry at once, without waiting for the
+// resync period.
+func TestReconcileRequestLooksAtTheRegistry(t *testing.T) {
+	h := newHarness(t, newArtifact(t))
+	pushed := h.step().Status
+	foreign := h.pushOver("1.0.0", evilFiles, pushed.Revision)
+	h.clock.Step(time.Minute)
+	h.step()
+	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); tagged.Digest != foreign {
+		t.Fatalf("looked at the registry before the resync period without a request")
+	}
+	h.edit(false, func(a *gitopsv1alpha1.OCIArtifact) {
+		a.Annotations = map[string]string{gitopsv1alpha1.ReconcileRequestAnnotation: "now"}
+	})
+	art := h.step()
+	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestored)
+	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); tagged.Digest != pushed.Digest {
+		t.Errorf("the tag points to %s, want the pushed %s back", tagged.Digest, pushed.Digest)
+	}
+}
+
+// A moved tag whose pushed manifest the registry no longer has gets the version pushed again
+// (a new digest, which the targets then get); one the registry refuses to put back is
+// PushFailed, retried, with TagMoved saying why.
+func TestMovedTagThatCannotBeRestored(t *testing.T) {
+	h := newHarness(t, newArtifact(t))
+	pushed := h.step().Status
+	h.kubectl.took()
+	h.events()
+	foreign := h.pushOver("1.0.0", evilFiles, pushed.Revision)
+	h.deleteManifest(pushed.Digest)
+	h.clock.Step(DefaultResyncPeriod)
+	art := h.step()
+	tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0")
+	if art.Status.Digest == pushed.Digest || art.Status.Digest == foreign || tagged.Digest != art.Status.Digest {
+		t.Errorf("status digest %s, registry %s; pushed %s, foreign %s", art.Status.Digest, tagged.Digest, pushed.Digest, foreign)
+	}
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonPushedAgain)
+	if !strings.HasSuffix(c.Message, "which the registry no longer has; the version is pushed again as "+art.Status.Digest+".") {
 		t.Errorf("message %q", c.Message)
 	}
-	if len(h.kubectl.took()) != 0 {
-		t.Error("delivered although the registry holds other content")
+	if d := h.kubectl.took(); len(d) != 1 || d[0].Digest != art.Status.Digest {
+		t.Errorf("delivered %+v, want the version pushed again", d)
 	}
-	if _, revision, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); revision != otherRevision {
-		t.Errorf("the tag was overwritten: %s", revision)
+	h.events()
+
+	h.pushOver("1.0.0", evilFiles, pushed.Revision)
+	h.reg.FailWrites(true)
+	h.clock.Step(DefaultResyncPeriod)
+	if err := h.reconcile(); err == nil {
+		t.Error("a failed restore is not retried")
+	}
+	art = h.get()
+	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestoreFailed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonPushFailed)
+	if evs := h.events(); !slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, "Warning TagMoved Tag 1.0.0 in") }) {
+		t.Errorf("events %v, want a TagMoved warning", evs)
+	}
+	if len(h.kubectl.took()) != 0 {
+		t.Error("delivered while the tag points elsewhere and could not be put back")
+	}
+	h.reg.FailWrites(false)
+	art = h.step()
+	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestored)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+}
+
+// A tag found holding the version's revision annotation before any status recorded a push
+// (a lost status write, or someone else first) is adopted only when it holds the version's
+// files: other files under the same annotation are refused as other content, never adopted.
+func TestNoAdoptionByAnnotation(t *testing.T) {
+	h := newHarness(t, newArtifact(t))
+	objects, files, err := newPass(h.c, h.get()).gather()
+	if err != nil || len(objects) != 2 {
+		t.Fatal(err)
+	}
+	revision := artifact.Revision("1.0.0", files)
+	foreign := h.pushOver("1.0.0", evilFiles, revision)
+	art := h.step()
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonVersionImmutable)
+	if !strings.Contains(c.Message, "with other content (manifest "+foreign+")") {
+		t.Errorf("message %q", c.Message)
+	}
+	if art.Status.Digest != "" || len(h.kubectl.took()) != 0 {
+		t.Errorf("recorded %q, delivered anyway", art.Status.Digest)
+	}
+	if evs := h.events(); slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, "Adopted") }) {
+		t.Errorf("events %v: adopted by its annotation", evs)
 	}
 }
 
@@ -153,5 +306,20 @@ func TestPushedAtIsWhenThePushCompleted(t *testing.T) {
 	began := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed).LastTransitionTime
 	if art.Status.PushedAt == nil || !art.Status.PushedAt.After(began.Time) {
 		t.Errorf("pushedAt %v, want after the reconcile began (%v)", art.Status.PushedAt, began)
+	}
+}
+
+// Deleting the artifact deletes its tag only while it points to the pushed manifest: a tag
+// that points to another manifest, whatever its annotation says, is not the artifact's.
+func TestDeletionLeavesAForeignTag(t *testing.T) {
+	h := newHarness(t, newArtifact(t))
+	pushed := h.step().Status
+	foreign := h.pushOver("1.0.0", evilFiles, pushed.Revision)
+	h.markDeleted()
+	if err := h.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	if tagged, found, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); !found || tagged.Digest != foreign {
+		t.Errorf("tag found %v as %s, want the foreign %s left alone", found, tagged.Digest, foreign)
 	}
 }

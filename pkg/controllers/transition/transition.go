@@ -26,6 +26,7 @@ var warnings = sets.New(
 	"InvalidManifests", "RegistryNotReady", "RegistryUnavailable", "VersionImmutable", "PushFailed", "PruneFailed",
 	"DeliveryFailed", "DeleteFailed", "FluxNotAvailable", "LeftBehind", "FluxInstallFailed", "FluxInstallUnavailable",
 	"RenderFailed", "FetchFailed", "RevisionNotFound", "RevisionUnavailable", "Drifted", "DependencyBlocked", "DriftCheckFailed",
+	"TagMoved",
 )
 
 // Type is the event type of a reason: Warning for the reasons that need attention.

@@ -10,7 +10,11 @@
 // and that Flux's client pulls what Push pushed.
 //
 // Registries Plinth runs listen on localhost and speak plain HTTP; the registry client uses
-// HTTP for loopback hosts and HTTPS for any other.
+// HTTP for loopback hosts and HTTPS for any other. It presents the credential this process
+// holds for the registry (registryauth.Local), which the registries require for writes.
+//
+// What a tag holds is judged by its manifest's digest and its content layer's digest, never by
+// its annotations: whoever can push can write any annotation.
 package artifact
 
 import (
@@ -42,6 +46,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 )
 
 // pushBackoff retries a request the registry failed or a connection it dropped (a registry
@@ -50,9 +55,10 @@ import (
 // retried here at all.
 var pushBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 3, Jitter: 0.1, Steps: 3}
 
-// client is Flux's OCI client with Plinth's user agent and retries; every request uses its
-// options.
-var client = oci.NewClient([]crane.Option{crane.WithUserAgent("plinth-controller"), oci.WithRetryBackOff(pushBackoff)})
+// client is Flux's OCI client with Plinth's user agent, retries and this process's registry
+// credentials; every request uses its options.
+var client = oci.NewClient([]crane.Option{crane.WithUserAgent("plinth-controller"), oci.WithRetryBackOff(pushBackoff),
+	crane.WithAuthFromKeychain(registryauth.Local)})
 
 // Metadata is what the artifact's annotations record.
 type Metadata struct {
@@ -266,29 +272,117 @@ func isNotFound(err error) bool {
 	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
 }
 
-// Lookup reads the manifest a tag points to and returns its digest and revision annotation;
-// found is false when the repository or tag does not exist.
-func Lookup(ctx context.Context, endpoint, repository, tag string) (digest, revision string, found bool, err error) {
+// Tagged is what a tag points to.
+type Tagged struct {
+	// Digest is the manifest's digest, sha256:<hex>, computed from the manifest as read.
+	Digest string
+	// Revision is the manifest's revision annotation: what its pusher wrote, which proves
+	// nothing about the content.
+	Revision string
+	// Layer is the digest of the manifest's content layer, the one layer Flux extracts, when
+	// the manifest is in Flux's format (Flux's config media type, exactly one layer, of Flux's
+	// content media type); empty for anything else.
+	Layer string
+}
+
+// Holds says whether the tag holds the files of revision as Push packages them: its content
+// layer is theirs (layer, from LayerDigest) and its revision annotation is revision. The
+// layer decides what Flux would apply; the annotation only tells two versions of the same
+// files apart.
+func (t Tagged) Holds(revision, layer string) bool {
+	return t.Layer != "" && t.Layer == layer && t.Revision == revision
+}
+
+// Lookup reads the manifest a tag points to; found is false when the repository or tag does
+// not exist.
+func Lookup(ctx context.Context, endpoint, repository, tag string) (tagged Tagged, found bool, err error) {
 	ref, err := reference(endpoint, repository, tag)
 	if err != nil {
-		return "", "", false, err
+		return Tagged{}, false, err
 	}
 	raw, err := crane.Manifest(ref.String(), remoteOptions(ctx)...)
 	if isNotFound(err) {
-		return "", "", false, nil
+		return Tagged{}, false, nil
 	}
 	if err != nil {
-		return "", "", false, fmt.Errorf("reading %s: %w", ref, err)
+		return Tagged{}, false, fmt.Errorf("reading %s: %w", ref, err)
 	}
 	m, err := gcrv1.ParseManifest(bytes.NewReader(raw))
 	if err != nil {
-		return "", "", false, fmt.Errorf("reading %s: %w", ref, err)
+		return Tagged{}, false, fmt.Errorf("reading %s: %w", ref, err)
 	}
 	h, _, err := gcrv1.SHA256(bytes.NewReader(raw))
 	if err != nil {
-		return "", "", false, err
+		return Tagged{}, false, err
 	}
-	return h.String(), m.Annotations[oci.RevisionAnnotation], true, nil
+	tagged = Tagged{Digest: h.String(), Revision: m.Annotations[oci.RevisionAnnotation]}
+	if m.Config.MediaType == oci.CanonicalConfigMediaType && len(m.Layers) == 1 && m.Layers[0].MediaType == oci.CanonicalContentMediaType {
+		tagged.Layer = m.Layers[0].Digest.String()
+	}
+	return tagged, true, nil
+}
+
+// LayerDigest is the digest of the content layer Push makes of the files, sha256:<hex>: the
+// archive is reproducible (no owners, no times), so the same files give the same layer.
+func LayerDigest(files map[string][]byte) (string, error) {
+	content, err := archive(files)
+	if err != nil {
+		return "", err
+	}
+	h, _, err := gcrv1.SHA256(bytes.NewReader(content))
+	if err != nil {
+		return "", err
+	}
+	return h.String(), nil
+}
+
+// Restore points the tag at the manifest digest (sha256:<hex>) again, the very bytes pushed
+// before, and says whether it could: false, with no error, when the registry no longer has that
+// manifest (or its blobs) in the repository. The manifest is read by digest, so what is put
+// back is verified to be what was pushed.
+func Restore(ctx context.Context, endpoint, repository, tag, digest string) (bool, error) {
+	ref, err := reference(endpoint, repository, tag)
+	if err != nil {
+		return false, err
+	}
+	src, err := name.NewDigest(endpoint+"/"+repository+"@"+digest, name.StrictValidation)
+	if err != nil {
+		return false, fmt.Errorf("%s is not a manifest digest: %w", digest, err)
+	}
+	desc, err := remote.Get(src, remoteOpts(ctx)...)
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", src, err)
+	}
+	if err := remote.Tag(ref.(name.Tag), desc, remoteOpts(ctx)...); err != nil {
+		if isBlobUnknown(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("restoring %s: %w", ref, err)
+	}
+	return true, nil
+}
+
+// remoteOpts are the remote options of the client's crane options, in ctx.
+func remoteOpts(ctx context.Context) []remote.Option {
+	return crane.GetOptions(remoteOptions(ctx)...).Remote
+}
+
+// isBlobUnknown says whether the registry refused a manifest because a blob it references is
+// gone.
+func isBlobUnknown(err error) bool {
+	var terr *transport.Error
+	if !errors.As(err, &terr) {
+		return false
+	}
+	for _, d := range terr.Errors {
+		if d.Code == transport.BlobUnknownErrorCode || d.Code == transport.ManifestBlobUnknownErrorCode {
+			return true
+		}
+	}
+	return false
 }
 
 // Tags lists a repository's tags; a repository that does not exist has none.

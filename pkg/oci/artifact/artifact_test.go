@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,10 @@ import (
 
 	"github.com/fluxcd/pkg/oci"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/crane"
+	gcrv1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
@@ -171,15 +176,114 @@ func TestLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotDigest, revision, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0")
-	if err != nil || !found || gotDigest != digest || revision != meta.Revision {
-		t.Errorf("Lookup = %s %s %v %v, want %s %s", gotDigest, revision, found, err, digest, meta.Revision)
+	layer, err := LayerDigest(testFiles)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, _, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "2.0.0"); found || err != nil {
+	tagged, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0")
+	if err != nil || !found || tagged != (Tagged{Digest: digest, Revision: meta.Revision, Layer: layer}) {
+		t.Errorf("Lookup = %+v %v %v, want %s %s %s", tagged, found, err, digest, meta.Revision, layer)
+	}
+	if !tagged.Holds(meta.Revision, layer) {
+		t.Error("the pushed tag does not hold its own files")
+	}
+	if _, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "2.0.0"); found || err != nil {
 		t.Errorf("unknown tag: found %v, %v", found, err)
 	}
-	if _, _, found, err := Lookup(ctx, reg.Endpoint, "plinth/other", "1.0.0"); found || err != nil {
+	if _, found, err := Lookup(ctx, reg.Endpoint, "plinth/other", "1.0.0"); found || err != nil {
 		t.Errorf("unknown repository: found %v, %v", found, err)
+	}
+}
+
+// The revision annotation proves nothing: other files pushed with the same annotation have
+// another layer, and Holds says so; an image not in Flux's format has no content layer.
+func TestLookupJudgesTheContentNotTheAnnotation(t *testing.T) {
+	reg := artifacttest.Start(t)
+	ctx := context.Background()
+	meta := testMeta(testFiles)
+	layer, err := LayerDigest(testFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := map[string][]byte{"000-configmap-evil.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: evil\n")}
+	if _, err := Push(ctx, reg.Endpoint, "plinth/app", "1.0.0", other, meta); err != nil {
+		t.Fatal(err)
+	}
+	tagged, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0")
+	if err != nil || !found {
+		t.Fatal(found, err)
+	}
+	if tagged.Revision != meta.Revision || tagged.Layer == layer || tagged.Holds(meta.Revision, layer) {
+		t.Errorf("other files under the same annotation: %+v holds %s", tagged, layer)
+	}
+
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = mutate.Annotations(img, map[string]string{oci.RevisionAnnotation: meta.Revision}).(gcrv1.Image)
+	if err := crane.Push(img, reg.Endpoint+"/plinth/app:1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	if tagged, _, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0"); err != nil || tagged.Layer != "" || tagged.Holds(meta.Revision, layer) {
+		t.Errorf("an image not in Flux's format: %+v, %v", tagged, err)
+	}
+}
+
+// The same files and metadata give the same manifest, byte for byte, every time: what makes a
+// version pushed again recognisable.
+func TestPushIsReproducible(t *testing.T) {
+	reg := artifacttest.Start(t)
+	ctx := context.Background()
+	first, err := Push(ctx, reg.Endpoint, "plinth/app", "1.0.0", testFiles, testMeta(testFiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Push(ctx, reg.Endpoint, "plinth/elsewhere", "1.0.0", testFiles, testMeta(testFiles))
+	if err != nil || again != first {
+		t.Errorf("pushed again: %s, %v; first %s", again, err, first)
+	}
+	l1, err1 := LayerDigest(testFiles)
+	l2, err2 := LayerDigest(maps.Clone(testFiles))
+	if err1 != nil || err2 != nil || l1 != l2 {
+		t.Errorf("layer digests %s %s (%v %v)", l1, l2, err1, err2)
+	}
+}
+
+// Restore puts the pushed manifest back under a moved tag, byte for byte; a manifest the
+// registry no longer has cannot be restored.
+func TestRestore(t *testing.T) {
+	reg := artifacttest.Start(t)
+	ctx := context.Background()
+	pushed, err := Push(ctx, reg.Endpoint, "plinth/app", "1.0.0", testFiles, testMeta(testFiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := map[string][]byte{"000-configmap-evil.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: evil\n")}
+	moved, err := Push(ctx, reg.Endpoint, "plinth/app", "1.0.0", other, testMeta(testFiles))
+	if err != nil || moved == pushed {
+		t.Fatal(moved, err)
+	}
+	ok, err := Restore(ctx, reg.Endpoint, "plinth/app", "1.0.0", pushed)
+	if err != nil || !ok {
+		t.Fatalf("Restore: %v %v", ok, err)
+	}
+	if tagged, _, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0"); err != nil || tagged.Digest != pushed {
+		t.Errorf("after Restore the tag is %s (%v), want %s", tagged.Digest, err, pushed)
+	}
+	// Restoring a tag that was deleted works the same.
+	if err := DeleteTag(ctx, reg.Endpoint, "plinth/app", "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Restore(ctx, reg.Endpoint, "plinth/app", "1.0.0", pushed); err != nil || !ok {
+		t.Errorf("Restore of a deleted tag: %v %v", ok, err)
+	}
+	gone := "sha256:" + strings.Repeat("0", 64)
+	if ok, err := Restore(ctx, reg.Endpoint, "plinth/app", "1.0.0", gone); err != nil || ok {
+		t.Errorf("Restore of a manifest the registry never had: %v %v", ok, err)
+	}
+	if ok, err := Restore(ctx, reg.Endpoint, "plinth/app", "1.0.0", "sha256:nope"); err == nil || ok {
+		t.Errorf("Restore of a bad digest: %v %v", ok, err)
 	}
 }
 
@@ -201,7 +305,7 @@ func TestTagsAndDeleteTag(t *testing.T) {
 	if err != nil || !slices.Equal(tags, []string{"1.1.0"}) {
 		t.Errorf("tags after the delete: %v %v", tags, err)
 	}
-	if _, _, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0"); found || err != nil {
+	if _, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0"); found || err != nil {
 		t.Errorf("deleted tag: found %v, %v", found, err)
 	}
 	// 1.1.0 has the same content, so the same layer: deleting a tag leaves the others whole.
@@ -252,10 +356,10 @@ func TestPrune(t *testing.T) {
 	if deleted, err := Prune(ctx, reg.Endpoint, "plinth/app", 1, "1.10.0"); err != nil || len(deleted) != 0 {
 		t.Errorf("prune with 1.10.0 protected deleted %v, %v", deleted, err)
 	}
-	if _, _, found, _ := Lookup(ctx, reg.Endpoint, "plinth/app", "1.10.0"); !found {
+	if _, found, _ := Lookup(ctx, reg.Endpoint, "plinth/app", "1.10.0"); !found {
 		t.Error("the protected tag was deleted")
 	}
-	if _, _, found, _ := Lookup(ctx, reg.Endpoint, "plinth/app", "2.0.0-rc.1"); !found {
+	if _, found, _ := Lookup(ctx, reg.Endpoint, "plinth/app", "2.0.0-rc.1"); !found {
 		t.Error("the newest tag was deleted")
 	}
 }
@@ -284,14 +388,14 @@ func TestPushWhileTheRegistryIsDown(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("a refused push took %s", took)
 	}
-	if _, _, _, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0"); err == nil {
+	if _, _, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0"); err == nil {
 		t.Error("a lookup on a stopped registry succeeded")
 	}
 	reg.Restart()
 	if _, err := Push(ctx, reg.Endpoint, "plinth/app", "1.1.0", testFiles, testMeta(testFiles)); err != nil {
 		t.Fatalf("push after the restart: %v", err)
 	}
-	if _, _, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0"); !found || err != nil {
+	if _, found, err := Lookup(ctx, reg.Endpoint, "plinth/app", "1.0.0"); !found || err != nil {
 		t.Errorf("the version pushed before the restart: found %v, %v", found, err)
 	}
 }
@@ -307,7 +411,7 @@ func TestBadReferences(t *testing.T) {
 		if _, err := Push(ctx, tc.endpoint, tc.repository, tc.tag, testFiles, Metadata{}); err == nil {
 			t.Errorf("Push %+v succeeded", tc)
 		}
-		if _, _, _, err := Lookup(ctx, tc.endpoint, tc.repository, tc.tag); err == nil {
+		if _, _, err := Lookup(ctx, tc.endpoint, tc.repository, tc.tag); err == nil {
 			t.Errorf("Lookup %+v succeeded", tc)
 		}
 		if err := DeleteTag(ctx, tc.endpoint, tc.repository, tc.tag); err == nil {

@@ -68,6 +68,11 @@ const (
 	ConditionPushed = "Pushed"
 	// ConditionDelivered is True when every target has applied the pushed version.
 	ConditionDelivered = "Delivered"
+	// ConditionTagMoved is True when the registry's tag of the pushed version was found
+	// pointing to another manifest than status.digest — written by something other than
+	// plinth-controller — and the pushed version was put back under it. It stays until
+	// another version is pushed.
+	ConditionTagMoved = "TagMoved"
 )
 
 // Annotations and labels of the GitOps subsystem.
