@@ -91,7 +91,7 @@ func TestPushesAgainWhatTheRegistryLost(t *testing.T) {
 // registry volume would.
 func (h *harness) deleteManifest(digest string) {
 	h.t.Helper()
-	if err := crane.Delete(h.reg.Endpoint+"/team-a/app@"+digest); err != nil {
+	if err := crane.Delete(h.reg.Endpoint + "/team-a/app@" + digest); err != nil {
 		h.t.Fatal(err)
 	}
 }
