@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/oci"
+	"github.com/google/go-containerregistry/pkg/crane"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,7 @@ import (
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	fluxdelivery "github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 )
 
 // artifactNamespace is where the Plinth side's OCIArtifacts go: the platform's GitOps
@@ -268,7 +270,17 @@ func (e *env) waitGitOps(ctx context.Context) error {
 			return false, nil
 		}
 		last = fmt.Sprintf("OCIRegistry: %+v", reg.Status)
-		return reg.Status.Phase == gitopsv1alpha1.RegistryPhaseRunning, nil
+		if reg.Status.Phase != gitopsv1alpha1.RegistryPhaseRunning {
+			return false, nil
+		}
+		// The floor pushes as plinth-controller does, with the registry's credential, which
+		// only the user plinth-controller runs as can read.
+		cred, err := registryauth.Read(reg.Status.StoragePath)
+		if err != nil {
+			return false, fmt.Errorf("reading OCIRegistry %s's credential: %w", name, err)
+		}
+		registryauth.Local.Set(e.registry, cred)
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("Cluster %s's Flux or registry is not ready (%s): %w", localplatform.LocalCluster, last, err)
@@ -363,7 +375,8 @@ func (e *env) floorRound(ctx context.Context, r int) (floorRound, error) {
 		}
 	}
 	repository := "bench/" + name
-	client := oci.NewClient(oci.DefaultOptions())
+	// The registry takes pushes only with its credential (waitGitOps put it in the keychain).
+	client := oci.NewClient(append(oci.DefaultOptions(), crane.WithAuthFromKeychain(registryauth.Local)))
 	var res floorRound
 	began := time.Now()
 	pushed, err := client.Push(ctx, e.registry+"/"+repository+":"+version, dir, oci.WithPushMetadata(oci.Metadata{
@@ -379,7 +392,7 @@ func (e *env) floorRound(ctx context.Context, r int) (floorRound, error) {
 	}
 	want := revisionOf(version, digest)
 
-	repo, kustomization := floorObjects(name, artifact.URL(e.registry, repository, ""), version, e.interval)
+	repo, kustomization := floorObjects(name, artifact.URL(e.registry, repository, ""), version, digest, e.interval)
 	repoBody, err := toUnstructured(repo)
 	if err != nil {
 		return floorRound{}, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
 )
 
@@ -102,16 +103,16 @@ func plinthArtifact(name, registry, cluster string, objs []map[string]interface{
 }
 
 // floorObjects are the floor's OCIRepository and Kustomization, written by hand with Flux's Go
-// types as a Flux user would: the repository pulls url at tag every interval over plain HTTP,
+// types as a Flux user would: the repository pulls url at digest (tag kept) every interval over plain HTTP,
 // the Kustomization applies all of it into targetNamespace and prunes. These are the fields
 // the Flux engine sets for an OCIArtifact's target (the test checks it).
-func floorObjects(name, url, tag string, interval time.Duration) (*sourcev1.OCIRepository, *kustomizev1.Kustomization) {
+func floorObjects(name, url, tag, digest string, interval time.Duration) (*sourcev1.OCIRepository, *kustomizev1.Kustomization) {
 	meta := metav1.ObjectMeta{Name: name, Namespace: fluxNamespace, Labels: map[string]string{benchLabel: "floor"}}
 	repo := &sourcev1.OCIRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: sourcev1.OCIRepositorySpec{
-			URL: url, Reference: &sourcev1.OCIRepositoryRef{Tag: tag},
+			URL: url, Reference: &sourcev1.OCIRepositoryRef{Tag: tag, Digest: digest},
 			Interval: metav1.Duration{Duration: interval}, Insecure: true,
 		},
 	}
@@ -166,7 +167,7 @@ func kustomizationApplied(revision string) func(*unstructured.Unstructured) bool
 			return false
 		}
 		return k.Status.ObservedGeneration == k.Generation && apimeta.IsStatusConditionTrue(k.Status.Conditions, fluxmeta.ReadyCondition) &&
-			k.Status.LastAppliedRevision != "" && (revision == "" || k.Status.LastAppliedRevision == revision)
+			k.Status.LastAppliedRevision != "" && (revision == "" || delivery.SameRevision(k.Status.LastAppliedRevision, revision))
 	}
 }
 

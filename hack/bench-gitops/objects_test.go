@@ -91,13 +91,14 @@ func TestPlinthArtifact(t *testing.T) {
 // the names, labels and annotations differ.
 func TestFloorObjectsAreWhatTheFluxEngineApplies(t *testing.T) {
 	url := artifact.URL("localhost:5000", "bench/x", "")
-	repo, k := floorObjects("floor-03", url, version, 45*time.Second)
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	repo, k := floorObjects("floor-03", url, version, digest, 45*time.Second)
 
 	target := gitopsv1alpha1.ArtifactTarget{Cluster: "local", TargetNamespace: targetNamespace}
 	gitopsv1alpha1.SetDefaults_ArtifactTarget(&target)
 	cluster := &platformv1alpha1.Cluster{Spec: platformv1alpha1.ClusterSpec{GitOps: platformv1alpha1.ClusterGitOps{
 		Engine: platformv1alpha1.GitOpsEngineFlux, FluxInterval: &metav1.Duration{Duration: 45 * time.Second}}}}
-	engineRepo, engineK := fluxdelivery.Objects(delivery.Artifact{Namespace: "plinth-system", Name: "x", URL: url, Tag: version},
+	engineRepo, engineK := fluxdelivery.Objects(delivery.Artifact{Namespace: "plinth-system", Name: "x", URL: url, Tag: version, Digest: digest},
 		delivery.Target{Spec: target, Cluster: cluster})
 
 	if !apiequality.Semantic.DeepEqual(repo.Spec, engineRepo.Spec) {

@@ -232,7 +232,7 @@ func (w *kustomizationWatches) wake(cluster string, obj interface{}) {
 	}
 	applied, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
 	if i := slices.IndexFunc(art.Status.Targets, func(t gitopsv1alpha1.ArtifactTargetStatus) bool { return t.Cluster == cluster }); i >= 0 {
-		if t := art.Status.Targets[i]; t.Ready && t.Revision == applied {
+		if t := art.Status.Targets[i]; t.Ready && delivery.SameRevision(t.Revision, applied) {
 			return
 		}
 	}

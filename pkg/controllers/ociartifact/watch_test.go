@@ -217,6 +217,8 @@ func TestKustomizationStatusWakesItsArtifact(t *testing.T) {
 	w.flux.ready = true
 	at := w.step()
 	w.update(withStatus(spec, metav1.ConditionFalse, at.Status.Targets[0].Revision))
+	// Flux pinned to the digest reports the digest alone: the same revision.
+	w.update(withStatus(spec, metav1.ConditionTrue, at.Status.Digest))
 	// A report of another revision than the one the target is Ready with does, and so does a
 	// failure.
 	w.update(withStatus(spec, metav1.ConditionFalse, "2.0.0@sha256:2"))

@@ -574,6 +574,44 @@ func TestTargetsMustReportTheRevision(t *testing.T) {
 	h.expectEvents("Normal Succeeded 2 targets handled the request made at " + value + " and are Ready.")
 }
 
+// TestTargetsPinnedToADigestReportIt: Flux objects pinned to a digest report the digest
+// alone; that is the revision <tag>@<digest> the request waits for, and a failure to apply it
+// is the request's.
+func TestTargetsPinnedToADigestReportIt(t *testing.T) {
+	repo, k := fluxTarget("OCIRepository"), fluxTarget("Kustomization")
+	repo.Revision, k.Revision = "1.1.0@sha256:bb", "1.1.0@sha256:bb"
+	h := newHarness(t, request(repo, k), nil, fluxObject("OCIRepository"), fluxObject("Kustomization"))
+	h.reconcile()
+	h.report(repoGVR, "team-a-app", value, metav1.ConditionTrue, "stored artifact", "sha256:bb")
+	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionTrue, "Applied revision: sha256:aa", "sha256:aa")
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || !got.Status.Targets[0].Ready || got.Status.Targets[1].Ready {
+		t.Fatalf("status while the Kustomization applied another digest: %+v", got.Status)
+	}
+	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionTrue, "Applied revision: sha256:bb", "sha256:bb")
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationSucceeded {
+		t.Fatalf("status once both report the digest: %+v", got.Status)
+	}
+
+	k2 := fluxTarget("Kustomization")
+	k2.Revision = "1.1.0@sha256:bb"
+	h = newHarness(t, request(k2), nil, fluxObject("Kustomization"))
+	h.reconcile()
+	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionFalse, "ConfigMap/apps/y dry-run failed", "sha256:99")
+	u, err := h.target.Resource(kustomizationGVR).Namespace("flux-system").Get(context.Background(), "team-a-app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, "sha256:bb", "status", "lastAttemptedRevision"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.target.Resource(kustomizationGVR).Namespace("flux-system").Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed {
+		t.Fatalf("status after the digest failed to apply: %+v", got.Status)
+	}
+}
+
 // TestTargetNotAtTheRevisionTimesOut: a target that never reports the revision fails the
 // request at its deadline, saying which revision it still reports.
 func TestTargetNotAtTheRevisionTimesOut(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
 	"github.com/plinth-dev/plinth/pkg/message"
 )
@@ -71,9 +72,10 @@ func (o observation) handled(value string) bool {
 }
 
 // at says whether the target reports the revision the request waits for (any revision when
-// the request names none).
+// the request names none): the same digest, with or without the tag (Flux pinned to a digest
+// reports the digest alone).
 func (o observation) at(revision string) bool {
-	return revision == "" || o.revision == revision
+	return revision == "" || delivery.SameRevision(o.revision, revision)
 }
 
 // failed says whether the target handled the request and the reconcile failed. When the
@@ -82,7 +84,7 @@ func (o observation) at(revision string) bool {
 // yet, and the Kustomization reconciles again when it does.
 func (o observation) failed(value, revision string) bool {
 	return o.final && o.ready == metav1.ConditionFalse && o.handled(value) &&
-		(revision == "" || o.attempted == "" || o.attempted == revision)
+		(revision == "" || o.attempted == "" || delivery.SameRevision(o.attempted, revision))
 }
 
 // fluxKinds are the Flux kinds a request may target, by spec.targets[].kind.

@@ -8,6 +8,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,6 +36,25 @@ type Artifact struct {
 // Revision is what a target reports once it applied the artifact, in Flux's form:
 // <tag>@<digest>.
 func (a Artifact) Revision() string { return a.Tag + "@" + a.Digest }
+
+// SameRevision says whether two revisions name the same pushed manifest: the same digest,
+// with or without a tag before it. Flux reports a revision as <tag>@<digest> for an
+// OCIRepository that follows a tag and as <digest> alone for one pinned to a digest, as the
+// Flux engine's are; a digest names one manifest whatever tag it was pushed under.
+func SameRevision(a, b string) bool {
+	da, db := digestOf(a), digestOf(b)
+	return a == b || (da != "" && da == db)
+}
+
+// digestOf is the digest a revision ends with (after its last '@', or all of it), or "" when
+// it does not end with one.
+func digestOf(revision string) string {
+	d := revision[strings.LastIndex(revision, "@")+1:]
+	if algorithm, hex, ok := strings.Cut(d, ":"); !ok || algorithm == "" || hex == "" {
+		return ""
+	}
+	return d
+}
 
 // Target is one Cluster to deliver to.
 type Target struct {

@@ -63,7 +63,7 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 		status.Message = message.Error(err)
 		return status, err
 	}
-	if errs := append(ValidateOCIRepository(repo, art.Tag), ValidateKustomization(kustomization, repo)...); len(errs) > 0 {
+	if errs := append(ValidateOCIRepository(repo, art.Tag, art.Digest), ValidateKustomization(kustomization, repo)...); len(errs) > 0 {
 		return fail(fmt.Errorf("the Flux objects for cluster %s are not valid: %w", target.Cluster.Name, errs.ToAggregate()))
 	}
 	owner := delivery.ArtifactAnnotation(art.Namespace, art.Name)
@@ -164,7 +164,8 @@ func Stalled(art delivery.Artifact, repo *sourcev1.OCIRepository, kustomization 
 	if failing(repo.Status.Conditions, repo.Generation) {
 		return true
 	}
-	return failing(kustomization.Status.Conditions, kustomization.Generation) && kustomization.Status.LastAttemptedRevision == art.Revision()
+	return failing(kustomization.Status.Conditions, kustomization.Generation) &&
+		delivery.SameRevision(kustomization.Status.LastAttemptedRevision, art.Revision())
 }
 
 // pending says whether a reconcile request on an object has not been handled yet.
@@ -270,10 +271,15 @@ func keepObjects(ctx context.Context, client dynamic.ResourceInterface, current 
 // Observe is the target's status from what Flux reports on the objects: Ready when the
 // Kustomization is Ready for its current generation with art's revision applied; otherwise
 // the message of the first Flux object that is not Ready, the OCIRepository first (a source
-// that cannot be pulled explains a Kustomization that cannot apply).
+// that cannot be pulled explains a Kustomization that cannot apply). Flux pinned to the
+// digest reports the revision as the digest alone; the status names it <tag>@<digest> as
+// every target does.
 func Observe(status gitopsv1alpha1.ArtifactTargetStatus, art delivery.Artifact, repo *sourcev1.OCIRepository, kustomization *kustomizev1.Kustomization) gitopsv1alpha1.ArtifactTargetStatus {
 	want := art.Revision()
 	status.Revision = kustomization.Status.LastAppliedRevision
+	if delivery.SameRevision(status.Revision, want) {
+		status.Revision = want
+	}
 	status.LastHandledReconcileAt = kustomization.Status.LastHandledReconcileAt
 	repoReady := apimeta.FindStatusCondition(repo.Status.Conditions, fluxmeta.ReadyCondition)
 	ready := apimeta.FindStatusCondition(kustomization.Status.Conditions, fluxmeta.ReadyCondition)

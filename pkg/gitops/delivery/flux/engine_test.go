@@ -104,11 +104,17 @@ func TestObserve(t *testing.T) {
 		k       *kustomizev1.Kustomization
 		ready   bool
 		message string
+		// revision is the status's revision when not Flux's own.
+		revision string
 	}{
-		"applied":         {readyRepo, applied(art.Revision()), true, "Flux applied revision " + art.Revision() + "."},
-		"older revision":  {readyRepo, applied("0.9.0@sha256:00"), false, "Flux has not applied revision " + art.Revision() + " yet; the last applied is 0.9.0@sha256:00."},
-		"nothing yet":     {&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}, false, "Flux has not applied revision " + art.Revision() + " yet."},
-		"stale condition": {readyRepo, func() *kustomizev1.Kustomization { k := applied(art.Revision()); k.Generation = 3; return k }(), false, "Flux has not applied revision " + art.Revision() + " yet."},
+		"applied": {readyRepo, applied(art.Revision()), true, "Flux applied revision " + art.Revision() + ".", ""},
+		// Pinned to the digest, Flux reports the digest alone; the status names the tag too.
+		"applied by digest": {readyRepo, applied(art.Digest), true, "Flux applied revision " + art.Revision() + ".", art.Revision()},
+		"another digest": {readyRepo, applied("sha256:" + strings.Repeat("0", 64)), false,
+			"Flux has not applied revision " + art.Revision() + " yet; the last applied is sha256:" + strings.Repeat("0", 64) + ".", ""},
+		"older revision":  {readyRepo, applied("0.9.0@sha256:00"), false, "Flux has not applied revision " + art.Revision() + " yet; the last applied is 0.9.0@sha256:00.", ""},
+		"nothing yet":     {&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}, false, "Flux has not applied revision " + art.Revision() + " yet.", ""},
+		"stale condition": {readyRepo, func() *kustomizev1.Kustomization { k := applied(art.Revision()); k.Generation = 3; return k }(), false, "Flux has not applied revision " + art.Revision() + " yet.", ""},
 		"pull failed": {func() *sourcev1.OCIRepository {
 			r := &sourcev1.OCIRepository{}
 			r.Status.Conditions = readyCondition(metav1.ConditionFalse, "OCIArtifactPullFailed", "failed to pull artifact: connection refused")
@@ -117,17 +123,21 @@ func TestObserve(t *testing.T) {
 			k := applied("0.9.0@sha256:00")
 			k.Status.Conditions = readyCondition(metav1.ConditionFalse, "ArtifactFailed", "Source is not ready")
 			return k
-		}(), false, "OCIRepository flux-system/x is not ready (OCIArtifactPullFailed): failed to pull artifact: connection refused."},
+		}(), false, "OCIRepository flux-system/x is not ready (OCIArtifactPullFailed): failed to pull artifact: connection refused.", ""},
 		"apply failed": {readyRepo, func() *kustomizev1.Kustomization {
 			k := applied("0.9.0@sha256:00")
 			k.Status.Conditions = readyCondition(metav1.ConditionFalse, "ReconciliationFailed", "ConfigMap/x dry-run failed")
 			return k
-		}(), false, "Kustomization flux-system/x is not ready (ReconciliationFailed): ConfigMap/x dry-run failed."},
+		}(), false, "Kustomization flux-system/x is not ready (ReconciliationFailed): ConfigMap/x dry-run failed.", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := Observe(base, art, c.repo, c.k)
-			if got.Ready != c.ready || got.Message != c.message || got.Revision != c.k.Status.LastAppliedRevision {
-				t.Errorf("ready %v message %q revision %q, want %v %q %q", got.Ready, got.Message, got.Revision, c.ready, c.message, c.k.Status.LastAppliedRevision)
+			revision := c.revision
+			if revision == "" {
+				revision = c.k.Status.LastAppliedRevision
+			}
+			if got.Ready != c.ready || got.Message != c.message || got.Revision != revision {
+				t.Errorf("ready %v message %q revision %q, want %v %q %q", got.Ready, got.Message, got.Revision, c.ready, c.message, revision)
 			}
 		})
 	}
@@ -499,6 +509,8 @@ func TestStalled(t *testing.T) {
 	}{
 		"apply failed":                 {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, ""), art.Revision()), true},
 		"apply failed, retrying later": {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, meta.ProgressingWithRetryReason), art.Revision()), true},
+		"apply failed, by digest":      {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, ""), art.Digest), true},
+		"failed another digest":        {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, ""), "sha256:"+strings.Repeat("0", 64)), false},
 		"reconciling":                  {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, meta.ProgressingReason), art.Revision()), false},
 		"ready unknown":                {readyRepo, kustomization(cond(metav1.ConditionUnknown, 3, ""), art.Revision()), false},
 		"failed an older revision":     {readyRepo, kustomization(cond(metav1.ConditionFalse, 3, ""), "0.9.0@sha256:00"), false},

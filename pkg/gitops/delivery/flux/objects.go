@@ -1,6 +1,6 @@
 // Package flux is the delivery engine of Clusters with spec.gitOps.engine Flux: for each
 // OCIArtifact it creates on the target an OCIRepository (source.toolkit.fluxcd.io/v1) that
-// pulls the pushed tag from the registry and a Kustomization (kustomize.toolkit.fluxcd.io/v1)
+// pulls the pushed manifest from the registry by its digest and a Kustomization (kustomize.toolkit.fluxcd.io/v1)
 // that applies and prunes what it contains, both from Flux's own API types, applied with
 // server-side apply. Flux does the rest; the engine reads back what Flux reports.
 package flux
@@ -48,7 +48,7 @@ func Namespace(target delivery.Target) string {
 }
 
 // Objects are the OCIRepository and the Kustomization that deliver art to target: the
-// repository pulls art.URL at art.Tag every target.Interval() (plain HTTP: the registry on
+// repository pulls art.URL at art.Digest every target.Interval() (plain HTTP: the registry on
 // localhost serves no TLS), and the Kustomization applies the target's path from it, into its
 // targetNamespace, pruning what a new version drops when the target prunes. Both carry the
 // artifact's label and annotation and, when the target has a reconcile request, Flux's
@@ -69,7 +69,10 @@ func Objects(art delivery.Artifact, target delivery.Target) (*sourcev1.OCIReposi
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: sourcev1.OCIRepositorySpec{
 			URL:       art.URL,
-			Reference: &sourcev1.OCIRepositoryRef{Tag: art.Tag},
+			// Pinned to the pushed digest, which Flux prefers to the tag: a tag moved in the
+			// registry by anyone but plinth-controller is never pulled. The tag stays for
+			// whoever reads the object.
+			Reference: &sourcev1.OCIRepositoryRef{Tag: art.Tag, Digest: art.Digest},
 			Interval:  interval,
 			Insecure:  true,
 		},

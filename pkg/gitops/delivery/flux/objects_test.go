@@ -52,8 +52,9 @@ func TestObjects(t *testing.T) {
 		k.APIVersion != "kustomize.toolkit.fluxcd.io/v1" || k.Kind != "Kustomization" {
 		t.Errorf("kinds %s %s and %s %s", repo.APIVersion, repo.Kind, k.APIVersion, k.Kind)
 	}
-	if repo.Spec.URL != art.URL || repo.Spec.Reference == nil || repo.Spec.Reference.Tag != "1.0.0" || !repo.Spec.Insecure {
-		t.Errorf("OCIRepository spec %+v, want the artifact's URL, ref.tag 1.0.0 and insecure", repo.Spec)
+	if repo.Spec.URL != art.URL || repo.Spec.Reference == nil || repo.Spec.Reference.Tag != "1.0.0" || repo.Spec.Reference.Digest != art.Digest ||
+		!repo.Spec.Insecure {
+		t.Errorf("OCIRepository spec %+v, want the artifact's URL, ref.tag 1.0.0, ref.digest %s and insecure", repo.Spec, art.Digest)
 	}
 	if repo.Spec.Interval.Duration != 30*time.Second || k.Spec.Interval.Duration != 30*time.Second {
 		t.Errorf("intervals %s and %s, want the Cluster's fluxInterval 30s", repo.Spec.Interval.Duration, k.Spec.Interval.Duration)

@@ -12,9 +12,10 @@ import (
 
 // ValidateOCIRepository checks the seed's rules for an OCIRepository before it is applied:
 // spec.url is oci://<endpoint>/<repository> (the endpoint localhost:<port>, no tag: the tag
-// is spec.ref.tag), spec.interval is greater than zero, and spec.ref.tag is the tag that was
-// pushed.
-func ValidateOCIRepository(repo *sourcev1.OCIRepository, pushedTag string) field.ErrorList {
+// is spec.ref.tag), spec.interval is greater than zero, spec.ref.tag is the tag that was
+// pushed, and spec.ref.digest the digest that was pushed (what Flux pulls: a tag can be moved
+// in the registry, a digest cannot).
+func ValidateOCIRepository(repo *sourcev1.OCIRepository, pushedTag, pushedDigest string) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if err := validation.ValidateOCIURL(repo.Spec.URL); err != nil {
@@ -30,6 +31,12 @@ func ValidateOCIRepository(repo *sourcev1.OCIRepository, pushedTag string) field
 		errs = append(errs, field.Required(ref, "must be the pushed tag "+pushedTag))
 	case repo.Spec.Reference.Tag != pushedTag:
 		errs = append(errs, field.Invalid(ref, repo.Spec.Reference.Tag, "must be the pushed tag "+pushedTag))
+	}
+	switch ref := spec.Child("ref", "digest"); {
+	case repo.Spec.Reference == nil || repo.Spec.Reference.Digest == "":
+		errs = append(errs, field.Required(ref, "must be the pushed digest "+pushedDigest))
+	case repo.Spec.Reference.Digest != pushedDigest:
+		errs = append(errs, field.Invalid(ref, repo.Spec.Reference.Digest, "must be the pushed digest "+pushedDigest))
 	}
 	return errs
 }

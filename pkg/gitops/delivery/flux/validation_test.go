@@ -1,6 +1,7 @@
 package flux
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,33 +11,51 @@ import (
 
 func TestValidateOCIRepository(t *testing.T) {
 	good, _ := Objects(testArtifact(), testTarget())
-	if errs := ValidateOCIRepository(good, "1.0.0"); len(errs) > 0 {
+	digest := testArtifact().Digest
+	if errs := ValidateOCIRepository(good, "1.0.0", digest); len(errs) > 0 {
 		t.Fatalf("the engine's own OCIRepository: %v", errs)
 	}
 	for name, c := range map[string]struct {
 		change func(*sourcev1.OCIRepository)
 		field  string
+		// also is a second field with an error, when the change makes two.
+		also string
 	}{
-		"url without oci://":       {func(r *sourcev1.OCIRepository) { r.Spec.URL = "https://localhost:5000/workloads/app" }, "spec.url"},
-		"url not on localhost":     {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://registry.example.com/workloads/app" }, "spec.url"},
-		"url without a repository": {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000" }, "spec.url"},
-		"url with a tag":           {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000/workloads/app:1.0.0" }, "spec.url"},
+		"url without oci://":       {func(r *sourcev1.OCIRepository) { r.Spec.URL = "https://localhost:5000/workloads/app" }, "spec.url", ""},
+		"url not on localhost":     {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://registry.example.com/workloads/app" }, "spec.url", ""},
+		"url without a repository": {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000" }, "spec.url", ""},
+		"url with a tag":           {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000/workloads/app:1.0.0" }, "spec.url", ""},
 		"url with a digest": {func(r *sourcev1.OCIRepository) {
 			r.Spec.URL = "oci://localhost:5000/workloads/app@sha256:" + strings.Repeat("a", 64)
-		}, "spec.url"},
-		"url with capitals": {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000/Workloads/App" }, "spec.url"},
-		"zero interval":     {func(r *sourcev1.OCIRepository) { r.Spec.Interval.Duration = 0 }, "spec.interval"},
-		"negative interval": {func(r *sourcev1.OCIRepository) { r.Spec.Interval.Duration = -1 }, "spec.interval"},
-		"no ref":            {func(r *sourcev1.OCIRepository) { r.Spec.Reference = nil }, "spec.ref.tag"},
-		"no tag":            {func(r *sourcev1.OCIRepository) { r.Spec.Reference = &sourcev1.OCIRepositoryRef{SemVer: ">=1.0.0"} }, "spec.ref.tag"},
-		"another tag":       {func(r *sourcev1.OCIRepository) { r.Spec.Reference.Tag = "1.0.1" }, "spec.ref.tag"},
+		}, "spec.url", ""},
+		"url with capitals": {func(r *sourcev1.OCIRepository) { r.Spec.URL = "oci://localhost:5000/Workloads/App" }, "spec.url", ""},
+		"zero interval":     {func(r *sourcev1.OCIRepository) { r.Spec.Interval.Duration = 0 }, "spec.interval", ""},
+		"negative interval": {func(r *sourcev1.OCIRepository) { r.Spec.Interval.Duration = -1 }, "spec.interval", ""},
+		"no ref":            {func(r *sourcev1.OCIRepository) { r.Spec.Reference = nil }, "spec.ref.tag", "spec.ref.digest"},
+		"no tag": {func(r *sourcev1.OCIRepository) {
+			r.Spec.Reference = &sourcev1.OCIRepositoryRef{SemVer: ">=1.0.0", Digest: digest}
+		}, "spec.ref.tag", ""},
+		"another tag": {func(r *sourcev1.OCIRepository) { r.Spec.Reference.Tag = "1.0.1" }, "spec.ref.tag", ""},
+		// Following the tag alone would pull whatever the tag points to when Flux looks.
+		"no digest": {func(r *sourcev1.OCIRepository) { r.Spec.Reference.Digest = "" }, "spec.ref.digest", ""},
+		"another digest": {func(r *sourcev1.OCIRepository) {
+			r.Spec.Reference.Digest = "sha256:" + strings.Repeat("f", 64)
+		}, "spec.ref.digest", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			repo := good.DeepCopy()
 			c.change(repo)
-			errs := ValidateOCIRepository(repo, "1.0.0")
-			if len(errs) != 1 || errs[0].Field != c.field {
-				t.Errorf("errors %v, want one for %s", errs, c.field)
+			errs := ValidateOCIRepository(repo, "1.0.0", digest)
+			want := []string{c.field}
+			if c.also != "" {
+				want = append(want, c.also)
+			}
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Field)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("errors %v, want one for each of %v", errs, want)
 			}
 		})
 	}
