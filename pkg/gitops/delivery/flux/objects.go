@@ -68,7 +68,7 @@ func Objects(art delivery.Artifact, target delivery.Target) (*sourcev1.OCIReposi
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: sourcev1.OCIRepositorySpec{
-			URL:       art.URL,
+			URL: art.URL,
 			// Pinned to the pushed digest, which Flux prefers to the tag: a tag moved in the
 			// registry by anyone but plinth-controller is never pulled. The tag stays for
 			// whoever reads the object.
