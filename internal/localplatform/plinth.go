@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 	"github.com/plinth-dev/plinth/pkg/pki"
 )
 
@@ -94,6 +95,16 @@ func (p *Platform) RegistryVolumeDir() string {
 		return abs
 	}
 	return dir
+}
+
+// RegistryCredential is the write credential of Cluster local's registry, which
+// plinth-controller creates in the registry's data directory when the registry first starts
+// (an error before): the registry takes pushes only with it. Cluster local's OCIRegistry is
+// named after the Cluster in plinth-system, and its volume is <namespace>-<name>. Tests and
+// tools that push to the registry as plinth-controller does use it; it is readable only by the
+// user the platform runs as.
+func (p *Platform) RegistryCredential() (registryauth.Credential, error) {
+	return registryauth.Read(filepath.Join(p.RegistryVolumeDir(), "plinth-system-"+LocalCluster))
 }
 
 // StopController stops plinth-controller.

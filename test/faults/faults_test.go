@@ -27,6 +27,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 	"github.com/plinth-dev/plinth/test/faults/check"
 	"github.com/plinth-dev/plinth/test/faults/load"
 	"github.com/plinth-dev/plinth/test/faults/watch"
@@ -161,6 +162,19 @@ func TestFaults(t *testing.T) {
 		RequestTimeout: 5 * time.Second, Recorder: rec}
 	if err := load.Setup(ctx, cfg); err != nil {
 		t.Fatal(err)
+	}
+	// The registry takes pushes only with its credential, which plinth-controller creates when
+	// it first starts the registry; the load pushes with it, as plinth-controller would.
+	var registryErr error
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		cred, err := p.RegistryCredential()
+		registryErr = err
+		if err == nil {
+			registryauth.Local.Set(p.RegistryEndpoint(), cred)
+		}
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("Cluster local's registry credential: %v", registryErr)
 	}
 	gen := load.New(cfg)
 

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +37,8 @@ import (
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
+	"github.com/plinth-dev/plinth/pkg/oci/artifact"
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
 
@@ -57,7 +61,10 @@ var (
 // has Flux and a registry that plinth-controller runs; an OCIArtifact with a Deployment and a
 // ConfigMap is pushed there in Flux's format (the digest readable through the registry's /v2
 // API) and Flux applies it; version 1.1.0 changes the ConfigMap and drops the Deployment, which
-// is pruned; Manual ReconciliationRequests complete with the handled time; the same through a
+// is pruned; Manual ReconciliationRequests complete with the handled time; a manifest pushed
+// under the pushed tag behind plinth-controller's back (refused without the registry's
+// credential, pushed with it) is never applied by Flux, which pulls the pushed digest, and the
+// OCIArtifact reports it and puts the pushed manifest back; the same through a
 // Cluster with engine Kubectl; the faults: two versions in quick succession, a version
 // applied while plinth-controller (and the registry in it) is down, plinth-controller killed
 // right after a version is applied, a registry whose disk is full; the registry's data
@@ -136,9 +143,15 @@ func TestGitOps(t *testing.T) {
 			target.OCIRepository != "flux-system/plinth-system-web" || target.Kustomization != "flux-system/plinth-system-web" {
 			t.Errorf("target: %+v, want Flux's revision 1.0.0@%s", target, web.Status.Digest)
 		}
+		// Flux pulls the pushed digest, not whatever the tag points to, and so reports the
+		// digest alone as the revision it applied.
+		repo := getOCIRepository(t, dyn, "flux-system", "plinth-system-web")
+		if ref := repo.Spec.Reference; ref == nil || ref.Digest != web.Status.Digest || ref.Tag != "1.0.0" {
+			t.Errorf("OCIRepository spec.ref %+v, want digest %s and tag 1.0.0", ref, web.Status.Digest)
+		}
 		k := getKustomization(t, dyn, "flux-system", "plinth-system-web")
-		if !apimeta.IsStatusConditionTrue(k.Status.Conditions, "Ready") || k.Status.LastAppliedRevision != target.Revision {
-			t.Errorf("Kustomization status: %+v", k.Status)
+		if !apimeta.IsStatusConditionTrue(k.Status.Conditions, "Ready") || k.Status.LastAppliedRevision != web.Status.Digest {
+			t.Errorf("Kustomization status: %+v, want %s applied", k.Status, web.Status.Digest)
 		}
 		expectObjects(t, kube, "gitops-flux", "hello", true)
 	})
@@ -167,7 +180,8 @@ func TestGitOps(t *testing.T) {
 			{Cluster: localplatform.LocalCluster, Kind: gitops.TargetKindOCIArtifact, Name: "web"},
 		})
 		for i, s := range done.Status.Targets {
-			if s.HandledAt == nil || !s.Ready || s.Revision != "1.1.0@"+web.Status.Digest {
+			// The Flux objects report the digest alone, the OCIArtifact <tag>@<digest>.
+			if s.HandledAt == nil || !s.Ready || !delivery.SameRevision(s.Revision, "1.1.0@"+web.Status.Digest) {
 				t.Errorf("target %d: %+v, want handled and Ready at 1.1.0@%s", i, s, web.Status.Digest)
 			}
 		}
@@ -175,6 +189,92 @@ func TestGitOps(t *testing.T) {
 		if k.Status.LastHandledReconcileAt != value {
 			t.Errorf("the Kustomization handled %q, want %q", k.Status.LastHandledReconcileAt, value)
 		}
+	})
+
+	t.Run("a manifest pushed under the pushed tag behind plinth-controller's back is never applied, is reported and put back", func(t *testing.T) {
+		endpoint := p.RegistryEndpoint()
+		// Other content under the very revision annotation of the pushed version: anyone who
+		// can push can copy an annotation.
+		swapped := map[string][]byte{"000-configmap-web-config.yaml": []byte(
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: swapped\n")}
+		meta := artifact.Metadata{Source: artifact.Source(gitopsNamespace, "web"), Revision: web.Status.Revision}
+
+		// Without the registry's credential a local process may read, as Flux does, but not push.
+		if tagged, found, err := artifact.Lookup(ctx, endpoint, "workloads/web", "1.1.0"); err != nil || !found || tagged.Digest != web.Status.Digest {
+			t.Fatalf("anonymous read of 1.1.0: %+v %v %v, want %s", tagged, found, err, web.Status.Digest)
+		}
+		var terr *transport.Error
+		if _, err := artifact.Push(ctx, endpoint, "workloads/web", "1.1.0", swapped, meta); !errors.As(err, &terr) || terr.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("anonymous push: %v, want 401", err)
+		}
+		if tagged, _, _ := artifact.Lookup(ctx, endpoint, "workloads/web", "1.1.0"); tagged.Digest != web.Status.Digest {
+			t.Fatalf("the refused push moved the tag to %s", tagged.Digest)
+		}
+
+		// With it — what any local process could do before the registry required one.
+		cred, err := p.RegistryCredential()
+		if err != nil {
+			t.Fatal(err)
+		}
+		registryauth.Local.Set(endpoint, cred)
+		foreign, err := artifact.Push(ctx, endpoint, "workloads/web", "1.1.0", swapped, meta)
+		registryauth.Local.Delete(endpoint, cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("tag 1.1.0 moved from %s to %s", web.Status.Digest, foreign)
+
+		// Flux, asked to reconcile now, pulls the pinned digest: nothing of the swap lands.
+		reconcileNow(t, dana, "web-after-swap", []gitops.ReconciliationTarget{
+			{Cluster: localplatform.LocalCluster, Kind: gitops.TargetKindOCIRepository, Name: "plinth-system-web", Namespace: "flux-system"},
+			{Cluster: localplatform.LocalCluster, Kind: gitops.TargetKindKustomization, Name: "plinth-system-web", Namespace: "flux-system"},
+		})
+		if k := getKustomization(t, dyn, "flux-system", "plinth-system-web"); k.Status.LastAppliedRevision != web.Status.Digest {
+			t.Errorf("Flux applied %s, want the pushed %s", k.Status.LastAppliedRevision, web.Status.Digest)
+		}
+		expectObjects(t, kube, "gitops-flux", "hello again", false)
+
+		// The OCIArtifact, asked to reconcile, looks at the registry: the tag moved, which it
+		// reports, and the pushed manifest is back under it.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			a, err := artifacts.Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if a.Annotations == nil {
+				a.Annotations = map[string]string{}
+			}
+			a.Annotations[gitops.ReconcileRequestAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+			_, err = artifacts.Update(ctx, a, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var a *gitops.OCIArtifact
+		waitForCondition(t, 30*time.Second, func() (bool, string) {
+			if a, err = artifacts.Get(ctx, "web", metav1.GetOptions{}); err != nil {
+				return false, err.Error()
+			}
+			c := apimeta.FindStatusCondition(a.Status.Conditions, gitops.ConditionTagMoved)
+			return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", a.Status.Conditions)
+		})
+		c := apimeta.FindStatusCondition(a.Status.Conditions, gitops.ConditionTagMoved)
+		want := fmt.Sprintf("Tag 1.1.0 in %s pointed to %s instead of the pushed %s; the pushed version is back under the tag.", a.Status.URL, foreign, web.Status.Digest)
+		if c.Reason != "Restored" || c.Message != want {
+			t.Errorf("TagMoved %s %q, want Restored %q", c.Reason, c.Message, want)
+		}
+		if a.Status.Digest != web.Status.Digest || a.Status.Revision != web.Status.Revision || !apimeta.IsStatusConditionTrue(a.Status.Conditions, gitops.ConditionReady) {
+			t.Errorf("status %+v, want still %s and Ready", a.Status, web.Status.Digest)
+		}
+		waitForCondition(t, 10*time.Second, func() (bool, string) {
+			note := artifactEvent(t, kube, "web", "TagMoved", "Tag 1.1.0 in ")
+			return note == want, fmt.Sprintf("TagMoved event %q, want %q", note, want)
+		})
+		if got := manifestDigest(t, endpoint, "workloads/web", "1.1.0"); got != web.Status.Digest {
+			t.Errorf("the registry's 1.1.0 is %s, want the pushed %s back", got, web.Status.Digest)
+		}
+		expectFluxManifest(t, endpoint, "workloads/web", "1.1.0", web.Status.Digest, web.Status.Revision)
+		expectObjects(t, kube, "gitops-flux", "hello again", false)
 	})
 
 	t.Run("the same through a Cluster with engine Kubectl", func(t *testing.T) {
@@ -825,4 +925,17 @@ func getKustomization(t *testing.T, dyn dynamic.Interface, namespace, name strin
 		t.Fatal(err)
 	}
 	return &k
+}
+
+func getOCIRepository(t *testing.T, dyn dynamic.Interface, namespace, name string) *sourcev1.OCIRepository {
+	t.Helper()
+	u, err := dyn.Resource(sourcev1.GroupVersion.WithResource("ocirepositories")).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("OCIRepository %s/%s: %v", namespace, name, err)
+	}
+	var r sourcev1.OCIRepository
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
 }

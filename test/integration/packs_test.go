@@ -529,7 +529,14 @@ func startPacksSuite(t *testing.T) *packsSuite {
 
 	s.repo = startChartRepository(t, webChart("0.1.0", true), webChart("0.2.0", false), brokenChart())
 	waitRegistryRunning(t, s.dana)
-	client, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(os.DevNull))
+	// The registry takes pushes only with its credential, as a person publishing charts there
+	// would use it (`helm registry login -u plinth-controller`).
+	cred, err := p.RegistryCredential()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(os.DevNull),
+		registry.ClientOptBasicAuth(cred.Username, cred.Password))
 	if err != nil {
 		t.Fatal(err)
 	}

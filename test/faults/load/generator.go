@@ -57,7 +57,8 @@ type Config struct {
 	// request or approval.
 	Interval, VMInterval time.Duration
 	// RegistryEndpoint, when set, is a registry (localhost:<port>) the generator pushes small
-	// artifacts to, to Repository with tags 1.0.<n>.
+	// artifacts to, to Repository with tags 1.0.<n>, with the credential registryauth.Local
+	// holds for it.
 	RegistryEndpoint, Repository string
 	// RequestTimeout bounds each push.
 	RequestTimeout time.Duration
