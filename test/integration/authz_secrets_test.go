@@ -26,6 +26,7 @@ import (
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
 
@@ -166,6 +167,17 @@ func registerCredentials(ctx context.Context, t *testing.T, p *localplatform.Pla
 	for _, c := range found {
 		add(c.what, []byte(c.value))
 	}
+	// Cluster local's registry write token, which plinth-controller creates in the registry's
+	// data directory when it first starts the registry: as the file holds it, and as the
+	// basic-auth header carries it (base64 of user:token).
+	var registryCred registryauth.Credential
+	waitForCondition(t, time.Minute, func() (bool, string) {
+		c, err := p.RegistryCredential()
+		registryCred = c
+		return err == nil, fmt.Sprintf("Cluster local's registry credential: %v", err)
+	})
+	add("Cluster local's registry token", []byte(registryCred.Password))
+	add("Cluster local's registry credential (user:token)", []byte(registryCred.Username+":"+registryCred.Password))
 	return canaries
 }
 
