@@ -30,6 +30,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/oci/registry"
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 )
 
 // freePort is a port nothing listens on, on 127.0.0.1 nor ::1.
@@ -205,13 +206,15 @@ func answers(port int) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
+// pushImage pushes a random image to ref with the credential of the registry this process runs
+// there, as plinth-controller's own pushes do.
 func pushImage(t *testing.T, ref string) string {
 	t.Helper()
 	img, err := random.Image(1024, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := crane.Push(img, ref, crane.Insecure); err != nil {
+	if err := crane.Push(img, ref, crane.Insecure, crane.WithAuthFromKeychain(registryauth.Local)); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := img.Digest()
