@@ -27,8 +27,9 @@ func writeGate(next http.Handler, cred registryauth.Credential) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// Who tried is worth a line at the verbosity of the registry's own 4xx answers; the
-		// credential a client sent is never logged.
+		// A write without the credential is someone trying: logged at the level of the
+		// registry's warnings (its other 4xx answers are at 4), never with what the client
+		// sent as credential.
 		klog.Background().WithName("registry").V(2).Info("Write refused without the registry's credential",
 			"method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
