@@ -254,7 +254,7 @@ type OCIArtifactStatus struct {
 	// handled, as Flux's objects report it.
 	LastHandledReconcileAt string
 	// Conditions are Pushed (the version is in the registry), Delivered (every target applied
-	// it) and Ready (both).
+	// it), Ready (both) and TagMoved (the tag was found on another manifest and put back).
 	Conditions []metav1.Condition
 }
 

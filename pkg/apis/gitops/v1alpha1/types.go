@@ -328,7 +328,9 @@ type OCIArtifactStatus struct {
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 	// Conditions are Pushed (the version is in the registry), Delivered (every target applied
-	// it) and Ready (both).
+	// it), Ready (both) and, when the tag was found pointing at another manifest than
+	// status.digest, TagMoved (the pushed manifest was put back; it stays until another
+	// version is pushed).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
