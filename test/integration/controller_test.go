@@ -21,6 +21,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	scoreclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 	"github.com/plinth-dev/plinth/test/integration/framework"
@@ -276,8 +277,14 @@ spec:
 		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/site", "-n", ns, "--timeout=60s"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
+		// The dns host names the namespace too (with a hash of it and the binding's name), so
+		// another namespace's site-dns gets a host of its own.
+		host := resourcebinding.DNSHost(ns, "site-dns", "plinth.local")
+		if !strings.HasPrefix(host, "site-dns-"+ns+"-") {
+			t.Errorf("dns host %q", host)
+		}
 		route, err := plinth.ResourceBindings(ns).Get(ctx, "site-route", metav1.GetOptions{})
-		if err != nil || !strings.Contains(string(route.Spec.Params.Raw), `"host":"site-dns.plinth.local"`) {
+		if err != nil || !strings.Contains(string(route.Spec.Params.Raw), `"host":"`+host+`"`) {
 			t.Errorf("route params were not resolved from the dns output: %v %v", err, route)
 		}
 		// The route is an Ingress to the workload's Service, owned by the binding.
@@ -285,7 +292,7 @@ spec:
 		if err != nil {
 			t.Fatalf("route ingress: %v", err)
 		}
-		if r := ing.Spec.Rules; len(r) != 1 || r[0].Host != "site-dns.plinth.local" || r[0].HTTP.Paths[0].Path != "/" ||
+		if r := ing.Spec.Rules; len(r) != 1 || r[0].Host != host || r[0].HTTP.Paths[0].Path != "/" ||
 			r[0].HTTP.Paths[0].Backend.Service.Name != "site" || r[0].HTTP.Paths[0].Backend.Service.Port.Number != 80 {
 			t.Errorf("ingress rules %+v", r)
 		}

@@ -3,9 +3,12 @@ package resourcebinding
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -86,11 +89,30 @@ func Builtins(env Env) map[string]Provisioner {
 			return map[string]string{"source": b.Name}, nil
 		}),
 		"dns": staticProvisioner(func(b *v1b1.ResourceBinding) (map[string]string, error) {
-			return map[string]string{"host": b.Name + "." + env.DNSDomain}, nil
+			return map[string]string{"host": DNSHost(b.Namespace, b.Name, env.DNSDomain)}, nil
 		}),
 		"route":        &route{env: env},
 		"service-port": staticProvisioner(servicePortOutputs),
 	}
+}
+
+// DNSHost is the host a dns resource gets: one DNS label under domain, so a wildcard record or
+// certificate for the domain covers it, made of the binding's name, its namespace and a hash of
+// the two. Binding names repeat across namespaces (web-dns in every team's), and joining the two
+// names alone is ambiguous (binding a-b in namespace c and binding a in namespace b-c), so the
+// hash is what keeps one namespace from getting, and then routing, another's host; the names are
+// there for people to read, cut when the label would pass 63 characters. It is stable: the same
+// binding in the same namespace always gets the same host.
+func DNSHost(namespace, binding, domain string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + binding))
+	// 64 bits: where names are cut, the rest of a long binding name is anyone's to vary, and
+	// finding a second name with the same short hash must stay out of reach.
+	hash := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:8]))
+	readable := binding + "-" + namespace
+	if max := validation.DNS1123LabelMaxLength - 1 - len(hash); len(readable) > max {
+		readable = strings.TrimRight(readable[:max], "-")
+	}
+	return readable + "-" + hash + "." + domain
 }
 
 // staticProvisioner is a type whose outputs are derived from the binding alone.
