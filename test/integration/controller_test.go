@@ -40,11 +40,14 @@ spec:
         DB_PASSWORD: ${resources.db.password}
         DB_URL: postgres://${resources.db.username}:${resources.db.password}@${resources.db.host}:${resources.db.port}/app
         CACHE: ${resources.cache.host}:${resources.cache.port}
+        SHELL_HOME: $${HOME}
       files:
       - target: /etc/shop/config.yaml
         content: |
           name: ${metadata.name}
           cache: ${resources.cache.host}
+          home: $${HOME}
+          literal: $${resources.db.password}
   resources:
     db: {type: postgres}
     cache: {type: redis}
@@ -119,13 +122,17 @@ func TestController(t *testing.T) {
 			"PLINTH_SECRET_DB_USERNAME": "secret:shop-db/username",
 			"DB_URL":                    "postgres://$(PLINTH_SECRET_DB_USERNAME):$(PLINTH_SECRET_DB_PASSWORD)@shop-db.team-a.svc:5432/app",
 			"CACHE":                     "shop-cache.team-a.svc:6379",
+			// Kubernetes' syntax, in which the kubelet gives the container ${HOME}.
+			"SHELL_HOME": "$${HOME}",
 		} {
 			if env[name] != want {
 				t.Errorf("env %s = %q, want %q", name, env[name], want)
 			}
 		}
 		files, err := kube.CoreV1().Secrets(ns).Get(ctx, "shop-files", metav1.GetOptions{})
-		if err != nil || !strings.Contains(string(files.Data["main-0"]), "cache: shop-cache.team-a.svc") {
+		// Score's escapes are undone once: ${HOME} and the placeholder's text are written as
+		// such, not refused as unknown or filled with the password.
+		if err != nil || !strings.Contains(string(files.Data["main-0"]), "cache: shop-cache.team-a.svc\nhome: ${HOME}\nliteral: ${resources.db.password}\n") {
 			t.Errorf("files secret: %v %v", err, files)
 		}
 		if _, err := kube.CoreV1().Services(ns).Get(ctx, "shop", metav1.GetOptions{}); err != nil {
