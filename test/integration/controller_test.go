@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,6 +187,44 @@ spec:
 			return c != nil && c.Reason == "BindingPending" && len(w.Status.Bindings) == 1 &&
 				strings.Contains(w.Status.Bindings[0].Message, `"carrier-pigeon"`), fmt.Sprint(w.Status)
 		})
+	})
+
+	t.Run("a Secret named like a database binding but made by someone else is not used", func(t *testing.T) {
+		// Someone else's Secret, named as workload spy's resource db would name its own.
+		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spy-db"},
+			Data: map[string][]byte{"password": []byte("not-spys"), "api-token": []byte("not-spys-either")}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: spy}
+spec:
+  containers: {main: {image: registry.example.com/spy:1, variables: {TOKEN: "${resources.db.api-token}"}}}
+  resources: {db: {type: postgres}}
+`, "apply", "-f", "-")
+		const want = `Secret "spy-db" already exists and was not created for resource "db".`
+		waitForWorkload(t, plinth, ns, "spy", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
+			c := meta.FindStatusCondition(w.Status.Conditions, "BindingsReady")
+			return c != nil && c.Reason == "BindingFailed" && len(w.Status.Bindings) == 1 &&
+				w.Status.Bindings[0].Phase == v1b1.BindingPhaseFailed && w.Status.Bindings[0].Message == want, fmt.Sprint(w.Status)
+		})
+		b, err := plinth.ResourceBindings(ns).Get(ctx, "spy-db", metav1.GetOptions{})
+		if err != nil || b.Status.Outputs != nil {
+			t.Errorf("binding spy-db publishes outputs: %v %+v", err, b)
+		}
+		if _, err := plinth.WorkloadPlans(ns).Get(ctx, "spy", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("workload spy has a plan: %v", err)
+		}
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, "spy-db", metav1.GetOptions{})
+		if err != nil || string(s.Data["password"]) != "not-spys" || len(s.OwnerReferences) != 0 {
+			t.Errorf("the Secret was changed: %v %+v", err, s)
+		}
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "delete", "workload", "spy", "-n", ns, "--wait=false"); err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+		if err := kube.CoreV1().Secrets(ns).Delete(ctx, "spy-db", metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
 	})
 
 	t.Run("a missing configMapRef is SpecInvalid", func(t *testing.T) {
