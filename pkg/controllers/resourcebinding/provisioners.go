@@ -109,8 +109,8 @@ func DNSHost(namespace, binding, domain string) string {
 	// finding a second name with the same short hash must stay out of reach.
 	hash := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:8]))
 	readable := binding + "-" + namespace
-	if max := validation.DNS1123LabelMaxLength - 1 - len(hash); len(readable) > max {
-		readable = strings.TrimRight(readable[:max], "-")
+	if limit := validation.DNS1123LabelMaxLength - 1 - len(hash); len(readable) > limit {
+		readable = strings.TrimRight(readable[:limit], "-")
 	}
 	return readable + "-" + hash + "." + domain
 }
