@@ -242,3 +242,91 @@ func TestBuiltInService(t *testing.T) {
 		t.Errorf("without services: got %v, want a RenderError", err)
 	}
 }
+
+// hostileValues are what someone who edits a resource's state Secret (any editor of its
+// namespace) might write into it to add objects or fields to the manifests applied with
+// plinth-controller's identity: a line break and a list item, a line break and a key, flow
+// syntax, quotes that end a quoted value.
+var hostileValues = []string{
+	"x\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: injected}",
+	"x\n  injected: true",
+	"x\ninjected: true",
+	"x, injected: true",
+	"x}, {injected: true",
+	`x", "injected": "y`,
+	"x' injected: 'y",
+	"apiVersion: v1\nkind: Secret\nmetadata: {name: injected}",
+}
+
+// A built-in provisioner's state is data: whatever a state value holds, the manifests have the
+// same objects with the same fields, and the value lands whole where the template puts it.
+func TestBuiltInsKeepTheStateAsData(t *testing.T) {
+	specs, err := BuiltIn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range specs {
+		if spec.State == "" {
+			continue
+		}
+		t.Run(spec.Type, func(t *testing.T) {
+			tmpl := mustCompile(t, spec)
+			first, err := tmpl.Render(sampleData(spec.Type))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key := range first.State {
+				for _, hostile := range hostileValues {
+					data := sampleData(spec.Type)
+					data.State = map[string]interface{}{}
+					for k, v := range first.State {
+						data.State[k] = v
+					}
+					data.State[key] = hostile
+					r, err := tmpl.Render(data)
+					if err != nil {
+						t.Errorf("state %s = %q: %v", key, hostile, err)
+						continue
+					}
+					if r.State[key] != hostile {
+						t.Errorf("state %s = %q is kept as %q", key, hostile, r.State[key])
+					}
+					if !reflect.DeepEqual(shape(r.Manifests), shape(first.Manifests)) {
+						t.Errorf("state %s = %q changes the manifests' objects or fields:\n%v", key, hostile, r.Manifests)
+					}
+					if !reflect.DeepEqual(shape(r.Outputs), shape(first.Outputs)) {
+						t.Errorf("state %s = %q changes the outputs: %v", key, hostile, r.Outputs)
+					}
+					if key == "name" && r.Manifests[0]["metadata"].(map[string]interface{})["name"] != hostile {
+						t.Errorf("state name = %q is not the first object's name: %v", hostile, r.Manifests[0]["metadata"])
+					}
+				}
+			}
+		})
+	}
+}
+
+// shape is v with every scalar left out: the maps' keys and the lists' lengths, all the way down.
+func shape(v interface{}) interface{} {
+	switch x := v.(type) {
+	case map[string]interface{}:
+		out := map[string]interface{}{}
+		for k, e := range x {
+			out[k] = shape(e)
+		}
+		return out
+	case []interface{}:
+		out := make([]interface{}, len(x))
+		for i, e := range x {
+			out[i] = shape(e)
+		}
+		return out
+	case []map[string]interface{}:
+		out := make([]interface{}, len(x))
+		for i, e := range x {
+			out[i] = shape(e)
+		}
+		return out
+	}
+	return nil
+}

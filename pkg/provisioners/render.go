@@ -71,26 +71,34 @@ func (t *Template) Render(data Data) (*Result, error) {
 
 	var err error
 	d := &data
+	r := &run{buf: buf}
+	for _, v := range []map[string]interface{}{d.State, d.Shared, d.Params, d.Metadata, d.WorkloadMetadata} {
+		r.outside.add(v)
+	}
 	// .Init is empty while init renders, as in score-k8s.
 	d.Init = nil
-	if d.Init, err = renderMap(t.init, d, buf); err != nil {
+	if d.Init, err = r.renderMap(t.init, d); err != nil {
 		return nil, err
 	}
-	state, err := renderMap(t.state, d, buf)
+	state, err := r.renderMap(t.state, d)
 	if err != nil {
 		return nil, err
 	}
 	d.State = state
-	patch, err := renderMap(t.shared, d, buf)
+	// The new state is the old one as the state template keeps it, or the template's own:
+	// either way, what the later templates write of it is held to the same rule.
+	r.outside.add(state)
+	patch, err := r.renderMap(t.shared, d)
 	if err != nil {
 		return nil, err
 	}
 	d.Shared = mergePatch(d.Shared, patch)
-	outputs, err := renderMap(t.outputs, d, buf)
+	r.outside.add(patch)
+	outputs, err := r.renderMap(t.outputs, d)
 	if err != nil {
 		return nil, err
 	}
-	manifests, err := renderManifests(t.manifest, d, buf)
+	manifests, err := r.renderManifests(t.manifest, d)
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +107,20 @@ func (t *Template) Render(data Data) (*Result, error) {
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// run is one Render: its buffer, and the values from outside the templates that no template may
+// write unquoted.
+type run struct {
+	buf     *bytes.Buffer
+	outside outsideValues
+}
+
 // execute runs one template and decodes its YAML; nil when the template is empty or renders to
 // nothing but space.
-func execute(tmpl *template.Template, d *Data, buf *bytes.Buffer) (interface{}, error) {
+func (r *run) execute(tmpl *template.Template, d *Data) (interface{}, error) {
 	if tmpl == nil {
 		return nil, nil
 	}
+	buf := r.buf
 	buf.Reset()
 	if err := tmpl.Execute(buf, d); err != nil {
 		var fail *failError
@@ -116,6 +132,9 @@ func execute(tmpl *template.Template, d *Data, buf *bytes.Buffer) (interface{}, 
 	if len(bytes.TrimSpace(buf.Bytes())) == 0 {
 		return nil, nil
 	}
+	if r.outside.writtenAsIs(buf.Bytes()) {
+		return nil, &RenderError{Template: tmpl.Name(), Message: errWrittenAsIs}
+	}
 	var out interface{}
 	if err := yaml.Unmarshal(buf.Bytes(), &out); err != nil {
 		return nil, &RenderError{Template: tmpl.Name(), Message: yamlErrorMessage(err)}
@@ -125,8 +144,8 @@ func execute(tmpl *template.Template, d *Data, buf *bytes.Buffer) (interface{}, 
 
 // renderMap renders a template that must produce a YAML map (init, state, shared, outputs); an
 // empty result is an empty map.
-func renderMap(tmpl *template.Template, d *Data, buf *bytes.Buffer) (map[string]interface{}, error) {
-	v, err := execute(tmpl, d, buf)
+func (r *run) renderMap(tmpl *template.Template, d *Data) (map[string]interface{}, error) {
+	v, err := r.execute(tmpl, d)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +163,8 @@ func renderMap(tmpl *template.Template, d *Data, buf *bytes.Buffer) (map[string]
 // Each object needs apiVersion, kind and metadata.name, which applying it takes; whether its
 // fields fit its kind is the API server's to say when the object is applied, which is strict
 // about unknown fields.
-func renderManifests(tmpl *template.Template, d *Data, buf *bytes.Buffer) ([]map[string]interface{}, error) {
-	v, err := execute(tmpl, d, buf)
+func (r *run) renderManifests(tmpl *template.Template, d *Data) ([]map[string]interface{}, error) {
+	v, err := r.execute(tmpl, d)
 	if err != nil {
 		return nil, err
 	}

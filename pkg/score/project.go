@@ -61,7 +61,10 @@ var envSafe = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // name) and metadata, producing the runtime projection. Secret outputs become references: a
 // variable that is exactly one secret placeholder is taken `from` the binding; a variable that
 // embeds secrets gets hidden `from` variables it refers to with $(NAME); file contents keep
-// secret placeholders for the runtime to fill from the Secret.
+// secret placeholders for the runtime to fill from the Secret. Each value is expanded once over
+// the whole way to the container: variables are final text here, written in Kubernetes' syntax
+// ($$ for a $); file contents stay in Score's syntax, escapes and all, for the runtime's one
+// expansion; volume sources are final.
 func Project(w *v1b1.Workload, resolved *Workload, outputs map[string]Outputs) (*Projection, error) {
 	meta := Metadata(w)
 	spec := field.NewPath("spec")
@@ -88,7 +91,7 @@ func Project(w *v1b1.Workload, resolved *Workload, outputs map[string]Outputs) (
 		}
 		for i, f := range c.Files {
 			if f.Content != nil && !f.NoExpand {
-				content, err := substitute(*f.Content, meta, outputs, used, true, base.Child("files").Index(i).Child("content"))
+				content, err := substituteKeepingSecrets(*f.Content, meta, outputs, used, base.Child("files").Index(i).Child("content"))
 				if err != nil {
 					return nil, err
 				}
@@ -97,7 +100,7 @@ func Project(w *v1b1.Workload, resolved *Workload, outputs map[string]Outputs) (
 			cp.Files = append(cp.Files, f)
 		}
 		for i, v := range c.Volumes {
-			source, err := substitute(v.Source, meta, outputs, used, false, base.Child("volumes").Index(i).Child("source"))
+			source, err := substitute(v.Source, meta, outputs, used, base.Child("volumes").Index(i).Child("source"))
 			if err != nil {
 				return nil, err
 			}
@@ -149,25 +152,23 @@ func projectVariable(name, value string, meta map[string]interface{}, outputs ma
 	if err != nil {
 		return v1b1.EnvProjection{}, nil, &ProjectionError{Path: fldPath, Message: err.Error()}
 	}
-	// Kubernetes expands $(NAME) in variable values: escape literal ones, then put in the
-	// references to the hidden secret variables.
-	resolvedValue = strings.ReplaceAll(resolvedValue, "$(", "$$(")
+	// The value is final here, its Score escapes undone; the runtime reads it in Kubernetes'
+	// syntax, where $(NAME) is a variable and $$ a $. Every $ is doubled, so the runtime's one
+	// expansion gives this text back exactly (a literal $$ stays $$, $(x) stays $(x)); then the
+	// references to the hidden secret variables go in.
+	resolvedValue = escapeDollars(resolvedValue)
 	resolvedValue = strings.NewReplacer(refOpen, "$(", refClose, ")").Replace(resolvedValue)
 	return v1b1.EnvProjection{Name: name, Value: &resolvedValue}, hidden, nil
 }
 
-// substitute resolves placeholders in s. With keepSecrets, secret outputs stay as placeholders
-// for the runtime; otherwise a secret output here is an error.
-func substitute(s string, meta map[string]interface{}, outputs map[string]Outputs, used map[string]sets.Set[string], keepSecrets bool, fldPath *field.Path) (string, error) {
+// substitute resolves placeholders in s, Score's escapes undone: the final text. A secret output
+// here is an error.
+func substitute(s string, meta map[string]interface{}, outputs map[string]Outputs, used map[string]sets.Set[string], fldPath *field.Path) (string, error) {
 	out, err := framework.SubstituteString(s, func(ref string) (string, error) {
 		parts := framework.SplitRefParts(ref)
 		if len(parts) == 3 && parts[0] == "resources" {
 			if o, ok := outputs[parts[1]]; ok && o.Secrets.Has(parts[2]) {
-				if !keepSecrets {
-					return "", fmt.Errorf("output %q of resource %q is secret and cannot be used here", parts[2], parts[1])
-				}
-				markUsed(used, parts[1], parts[2])
-				return "${" + ref + "}", nil
+				return "", fmt.Errorf("output %q of resource %q is secret and cannot be used here", parts[2], parts[1])
 			}
 		}
 		return lookup(ref, meta, outputs, used)
@@ -177,6 +178,36 @@ func substitute(s string, meta map[string]interface{}, outputs map[string]Output
 	}
 	return out, nil
 }
+
+// substituteKeepingSecrets resolves the plain placeholders in a file's content and leaves the
+// secret ones for the runtime, which fills them from the Secrets where they are kept (the
+// secrets never enter the plan). The result is still in Score's syntax, for the runtime to
+// expand exactly once: Score's escapes stay as written ($$ and $${...}), and every $ of a
+// resolved value is doubled. Expanding here and again in the runtime would undo an escape twice:
+// $${HOME} would become ${HOME} here and an unknown placeholder there, and $${resources.db.password}
+// would be filled with the password.
+func substituteKeepingSecrets(s string, meta map[string]interface{}, outputs map[string]Outputs, used map[string]sets.Set[string], fldPath *field.Path) (string, error) {
+	keep := func(escape string) (string, error) { return escape, nil }
+	sub := &framework.Substituter{UnEscaper: keep, Replacer: func(ref string) (string, error) {
+		parts := framework.SplitRefParts(ref)
+		if len(parts) == 3 && parts[0] == "resources" {
+			if o, ok := outputs[parts[1]]; ok && o.Secrets.Has(parts[2]) {
+				markUsed(used, parts[1], parts[2])
+				return "${" + ref + "}", nil
+			}
+		}
+		v, err := lookup(ref, meta, outputs, used)
+		return escapeDollars(v), err
+	}}
+	out, err := sub.SubstituteString(s)
+	if err != nil {
+		return "", &ProjectionError{Path: fldPath, Message: err.Error()}
+	}
+	return out, nil
+}
+
+// escapeDollars doubles every $, which both Score's syntax and Kubernetes' read as one $.
+func escapeDollars(s string) string { return strings.ReplaceAll(s, "$", "$$") }
 
 // lookup resolves a non-secret reference. ${resources.NAME} alone is the resource's source
 // output (volumes), as in score-k8s.

@@ -70,7 +70,7 @@ func TestProject(t *testing.T) {
 	if !strings.HasPrefix(order[0], "PLINTH_SECRET_") || !strings.HasPrefix(order[1], "PLINTH_SECRET_") {
 		t.Errorf("hidden variables must come first: %v", order)
 	}
-	if v := env["GREETING"].Value; v == nil || *v != "hello from shop in $$(shell) and ${literal}" {
+	if v := env["GREETING"].Value; v == nil || *v != "hello from shop in $$(shell) and $${literal}" {
 		t.Errorf("GREETING = %q", *v)
 	}
 	if got := *c.Files[0].Content; got != "host=shop-db.team-a.svc\npassword=${resources.db.password}\n" {
@@ -123,6 +123,64 @@ func TestEndpoint(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("Endpoint(%v) = %q, want %q", tc.service, got, tc.want)
+		}
+	}
+}
+
+// Score's escapes are undone once on the whole way from the Workload to the container. The plan
+// keeps each value in the syntax its runtime expands once: variables in Kubernetes' ($$ is a $,
+// $(NAME) a variable), file contents in Score's (escapes as written, secret placeholders left).
+// An output's value is text, whatever $ it holds.
+func TestProjectUndoesEscapesOnce(t *testing.T) {
+	w, outputs := projectFixture()
+	outputs["cfg"] = Outputs{Values: map[string]string{"tpl": "x$$y $(z) ${w}"}}
+	w.Spec.Resources["cfg"] = v1b1.ResourceSpec{Type: "environment"}
+	w.Spec.Containers["main"] = v1b1.Container{
+		Image: "registry.example.com/shop:1",
+		Variables: map[string]string{
+			"HOME_REF":  "$${HOME}",
+			"PASS_REF":  "$${resources.db.password}",
+			"DOLLARS":   "a$$$$b $$ c$",
+			"FROM_CFG":  "${resources.cfg.tpl}",
+			"WITH_PASS": "$${resources.db.host} ${resources.db.password}",
+		},
+		Files: []v1b1.ContainerFile{
+			{Target: "/etc/a.conf", Content: ptr.To("home=$${HOME}\nlit=$${resources.db.password}\ncfg=${resources.cfg.tpl}\npw=${resources.db.password}\ncost=5$ and $$$$\n")},
+			{Target: "/etc/b.conf", Content: ptr.To("plain $${HOME} $$ ${metadata.name}")},
+			{Target: "/etc/c.conf", Content: ptr.To("as is $${HOME} ${x}"), NoExpand: true},
+		},
+	}
+	resolved, errs := Resolve(w)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	p, err := Project(w, resolved, outputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Projection.Containers["main"]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = ptr.Deref(e.Value, "<from>")
+	}
+	for name, want := range map[string]string{
+		"HOME_REF":  "$${HOME}",
+		"PASS_REF":  "$${resources.db.password}",
+		"DOLLARS":   "a$$$$b $$ c$$",
+		"FROM_CFG":  "x$$$$y $$(z) $${w}",
+		"WITH_PASS": "$${resources.db.host} $(PLINTH_SECRET_DB_PASSWORD)",
+	} {
+		if env[name] != want {
+			t.Errorf("%s = %q in the plan, want %q", name, env[name], want)
+		}
+	}
+	for i, want := range []string{
+		"home=$${HOME}\nlit=$${resources.db.password}\ncfg=x$$$$y $$(z) $${w}\npw=${resources.db.password}\ncost=5$ and $$$$\n",
+		"plain $${HOME} $$ shop",
+		"as is $${HOME} ${x}",
+	} {
+		if got := ptr.Deref(c.Files[i].Content, ""); got != want {
+			t.Errorf("file %d = %q in the plan, want %q", i, got, want)
 		}
 	}
 }

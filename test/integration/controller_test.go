@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	scoreclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/score/v1b1"
 	"github.com/plinth-dev/plinth/test/integration/framework"
@@ -39,11 +41,14 @@ spec:
         DB_PASSWORD: ${resources.db.password}
         DB_URL: postgres://${resources.db.username}:${resources.db.password}@${resources.db.host}:${resources.db.port}/app
         CACHE: ${resources.cache.host}:${resources.cache.port}
+        SHELL_HOME: $${HOME}
       files:
       - target: /etc/shop/config.yaml
         content: |
           name: ${metadata.name}
           cache: ${resources.cache.host}
+          home: $${HOME}
+          literal: $${resources.db.password}
   resources:
     db: {type: postgres}
     cache: {type: redis}
@@ -118,13 +123,17 @@ func TestController(t *testing.T) {
 			"PLINTH_SECRET_DB_USERNAME": "secret:shop-db/username",
 			"DB_URL":                    "postgres://$(PLINTH_SECRET_DB_USERNAME):$(PLINTH_SECRET_DB_PASSWORD)@shop-db.team-a.svc:5432/app",
 			"CACHE":                     "shop-cache.team-a.svc:6379",
+			// Kubernetes' syntax, in which the kubelet gives the container ${HOME}.
+			"SHELL_HOME": "$${HOME}",
 		} {
 			if env[name] != want {
 				t.Errorf("env %s = %q, want %q", name, env[name], want)
 			}
 		}
 		files, err := kube.CoreV1().Secrets(ns).Get(ctx, "shop-files", metav1.GetOptions{})
-		if err != nil || !strings.Contains(string(files.Data["main-0"]), "cache: shop-cache.team-a.svc") {
+		// Score's escapes are undone once: ${HOME} and the placeholder's text are written as
+		// such, not refused as unknown or filled with the password.
+		if err != nil || !strings.Contains(string(files.Data["main-0"]), "cache: shop-cache.team-a.svc\nhome: ${HOME}\nliteral: ${resources.db.password}\n") {
 			t.Errorf("files secret: %v %v", err, files)
 		}
 		if _, err := kube.CoreV1().Services(ns).Get(ctx, "shop", metav1.GetOptions{}); err != nil {
@@ -178,6 +187,44 @@ spec:
 			return c != nil && c.Reason == "BindingPending" && len(w.Status.Bindings) == 1 &&
 				strings.Contains(w.Status.Bindings[0].Message, `"carrier-pigeon"`), fmt.Sprint(w.Status)
 		})
+	})
+
+	t.Run("a Secret named like a database binding but made by someone else is not used", func(t *testing.T) {
+		// Someone else's Secret, named as workload spy's resource db would name its own.
+		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spy-db"},
+			Data: map[string][]byte{"password": []byte("not-spys"), "api-token": []byte("not-spys-either")}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		alice(`apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: spy}
+spec:
+  containers: {main: {image: registry.example.com/spy:1, variables: {TOKEN: "${resources.db.api-token}"}}}
+  resources: {db: {type: postgres}}
+`, "apply", "-f", "-")
+		const want = `Secret "spy-db" already exists and was not created for resource "db".`
+		waitForWorkload(t, plinth, ns, "spy", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
+			c := meta.FindStatusCondition(w.Status.Conditions, "BindingsReady")
+			return c != nil && c.Reason == "BindingFailed" && len(w.Status.Bindings) == 1 &&
+				w.Status.Bindings[0].Phase == v1b1.BindingPhaseFailed && w.Status.Bindings[0].Message == want, fmt.Sprint(w.Status)
+		})
+		b, err := plinth.ResourceBindings(ns).Get(ctx, "spy-db", metav1.GetOptions{})
+		if err != nil || b.Status.Outputs != nil {
+			t.Errorf("binding spy-db publishes outputs: %v %+v", err, b)
+		}
+		if _, err := plinth.WorkloadPlans(ns).Get(ctx, "spy", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("workload spy has a plan: %v", err)
+		}
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, "spy-db", metav1.GetOptions{})
+		if err != nil || string(s.Data["password"]) != "not-spys" || len(s.OwnerReferences) != 0 {
+			t.Errorf("the Secret was changed: %v %+v", err, s)
+		}
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "delete", "workload", "spy", "-n", ns, "--wait=false"); err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+		if err := kube.CoreV1().Secrets(ns).Delete(ctx, "spy-db", metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
 	})
 
 	t.Run("a missing configMapRef is SpecInvalid", func(t *testing.T) {
@@ -276,8 +323,14 @@ spec:
 		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "workload/site", "-n", ns, "--timeout=60s"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
+		// The dns host names the namespace too (with a hash of it and the binding's name), so
+		// another namespace's site-dns gets a host of its own.
+		host := resourcebinding.DNSHost(ns, "site-dns", "plinth.local")
+		if !strings.HasPrefix(host, "site-dns-"+ns+"-") {
+			t.Errorf("dns host %q", host)
+		}
 		route, err := plinth.ResourceBindings(ns).Get(ctx, "site-route", metav1.GetOptions{})
-		if err != nil || !strings.Contains(string(route.Spec.Params.Raw), `"host":"site-dns.plinth.local"`) {
+		if err != nil || !strings.Contains(string(route.Spec.Params.Raw), `"host":"`+host+`"`) {
 			t.Errorf("route params were not resolved from the dns output: %v %v", err, route)
 		}
 		// The route is an Ingress to the workload's Service, owned by the binding.
@@ -285,7 +338,7 @@ spec:
 		if err != nil {
 			t.Fatalf("route ingress: %v", err)
 		}
-		if r := ing.Spec.Rules; len(r) != 1 || r[0].Host != "site-dns.plinth.local" || r[0].HTTP.Paths[0].Path != "/" ||
+		if r := ing.Spec.Rules; len(r) != 1 || r[0].Host != host || r[0].HTTP.Paths[0].Path != "/" ||
 			r[0].HTTP.Paths[0].Backend.Service.Name != "site" || r[0].HTTP.Paths[0].Backend.Service.Port.Number != 80 {
 			t.Errorf("ingress rules %+v", r)
 		}

@@ -36,7 +36,7 @@ spec:
         GREETING: hello
       files:
       - target: /etc/vmweb/config.yaml
-        content: "name: ${metadata.name}\n"
+        content: "name: ${metadata.name}\nhome: $${HOME}\n"
   resources:
     cache: {type: redis}
   service:
@@ -113,7 +113,7 @@ func TestWorkloadOnKubeVirt(t *testing.T) {
 			t.Errorf("Ready %+v", c)
 		}
 		if vm.Spec.SystemServiceRef.Name != "vmweb" || !strings.Contains(vm.Spec.CloudInit, "CACHE_HOST=vmweb-cache.team-a.svc") ||
-			!strings.Contains(vm.Spec.CloudInit, `"content":"name: vmweb\n"`) {
+			!strings.Contains(vm.Spec.CloudInit, `"content":"name: vmweb\nhome: ${HOME}\n"`) {
 			t.Errorf("VM spec: service %s, cloud-init:\n%s", vm.Spec.SystemServiceRef.Name, vm.Spec.CloudInit)
 		}
 		tk, err := admin.GovernanceV1alpha1().ApprovalTickets(ns).Get(ctx, ticket, metav1.GetOptions{})

@@ -3,9 +3,12 @@ package resourcebinding
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -86,11 +89,30 @@ func Builtins(env Env) map[string]Provisioner {
 			return map[string]string{"source": b.Name}, nil
 		}),
 		"dns": staticProvisioner(func(b *v1b1.ResourceBinding) (map[string]string, error) {
-			return map[string]string{"host": b.Name + "." + env.DNSDomain}, nil
+			return map[string]string{"host": DNSHost(b.Namespace, b.Name, env.DNSDomain)}, nil
 		}),
 		"route":        &route{env: env},
 		"service-port": staticProvisioner(servicePortOutputs),
 	}
+}
+
+// DNSHost is the host a dns resource gets: one DNS label under domain, so a wildcard record or
+// certificate for the domain covers it, made of the binding's name, its namespace and a hash of
+// the two. Binding names repeat across namespaces (web-dns in every team's), and joining the two
+// names alone is ambiguous (binding a-b in namespace c and binding a in namespace b-c), so the
+// hash is what keeps one namespace from getting, and then routing, another's host; the names are
+// there for people to read, cut when the label would pass 63 characters. It is stable: the same
+// binding in the same namespace always gets the same host.
+func DNSHost(namespace, binding, domain string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + binding))
+	// 64 bits: where names are cut, the rest of a long binding name is anyone's to vary, and
+	// finding a second name with the same short hash must stay out of reach.
+	hash := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:8]))
+	readable := binding + "-" + namespace
+	if limit := validation.DNS1123LabelMaxLength - 1 - len(hash); len(readable) > limit {
+		readable = strings.TrimRight(readable[:limit], "-")
+	}
+	return readable + "-" + hash + "." + domain
 }
 
 // staticProvisioner is a type whose outputs are derived from the binding alone.
@@ -140,42 +162,60 @@ func (d *datastore) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Res
 	owner := ownerRef(b)
 	name := b.Name
 	labels := map[string]string{"app.kubernetes.io/managed-by": "plinth", "score.dev/resource-binding": b.Name}
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}}
+	}
 
-	if _, err := d.env.Secrets.Secrets(b.Namespace).Get(name); apierrors.IsNotFound(err) {
+	// The Secret's keys become the workload's secret outputs, so only a Secret made for this
+	// binding is ever used: one of the same name made by anyone else is neither read nor
+	// changed (a workload named after it would otherwise receive all of its keys).
+	secret, err := d.env.Secrets.Secrets(b.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
 		username := d.fixedUser
 		if username == "" {
 			username = "app"
 		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
-			StringData: map[string]string{"username": username, "password": randomPassword()},
+		secret = &corev1.Secret{ObjectMeta: meta(), StringData: map[string]string{"username": username, "password": randomPassword()}}
+		secret, err = d.env.Client.CoreV1().Secrets(b.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Ours from a reconcile the cache has not seen yet, or someone else's: look.
+			secret, err = d.env.Client.CoreV1().Secrets(b.Namespace).Get(ctx, name, metav1.GetOptions{})
 		}
-		if _, err := d.env.Client.CoreV1().Secrets(b.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return Result{}, err
-		}
-	} else if err != nil {
+	}
+	if err != nil {
 		return Result{}, err
 	}
+	if ours, err := ownObject("Secret", secret, b); !ours || err != nil {
+		return Result{Message: "The resource is being provisioned."}, err
+	}
 
-	if _, err := d.env.Services.Services(b.Namespace).Get(name); apierrors.IsNotFound(err) {
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+	svc, err := d.env.Services.Services(b.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		svc = &corev1.Service{
+			ObjectMeta: meta(),
 			Spec: corev1.ServiceSpec{
 				Selector: labels,
 				Ports:    []corev1.ServicePort{{Name: "main", Port: d.port, TargetPort: intstr.FromInt32(d.port)}},
 			},
 		}
-		if _, err := d.env.Client.CoreV1().Services(b.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return Result{}, err
+		svc, err = d.env.Client.CoreV1().Services(b.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			svc, err = d.env.Client.CoreV1().Services(b.Namespace).Get(ctx, name, metav1.GetOptions{})
 		}
-	} else if err != nil {
+	}
+	if err != nil {
 		return Result{}, err
+	}
+	// The workload sends its password to the host the Service names: a Service of someone
+	// else's would receive it.
+	if ours, err := ownObject("Service", svc, b); !ours || err != nil {
+		return Result{Message: "The resource is being provisioned."}, err
 	}
 
 	sts, err := d.env.StatefulSets.StatefulSets(b.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		sts = &appsv1.StatefulSet{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+			ObjectMeta: meta(),
 			Spec: appsv1.StatefulSetSpec{
 				Replicas:    ptr.To[int32](1),
 				ServiceName: name,
@@ -189,11 +229,17 @@ func (d *datastore) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Res
 				},
 			},
 		}
-		if sts, err = d.env.Client.AppsV1().StatefulSets(b.Namespace).Create(ctx, sts, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return Result{}, err
+		sts, err = d.env.Client.AppsV1().StatefulSets(b.Namespace).Create(ctx, sts, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			sts, err = d.env.Client.AppsV1().StatefulSets(b.Namespace).Get(ctx, name, metav1.GetOptions{})
 		}
-	} else if err != nil {
+	}
+	if err != nil {
 		return Result{}, err
+	}
+	// Its readiness is the binding's.
+	if ours, err := ownObject("StatefulSet", sts, b); !ours || err != nil {
+		return Result{Message: "The resource is being provisioned."}, err
 	}
 
 	values := map[string]string{"host": name + "." + b.Namespace + ".svc", "port": strconv.Itoa(int(d.port))}
@@ -201,12 +247,48 @@ func (d *datastore) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Res
 		values["name"], values["database"] = "app", "app"
 	}
 	result := Result{Values: values, SecretName: name}
-	if sts != nil && sts.Status.ReadyReplicas >= 1 {
+	if sts.Status.ReadyReplicas >= 1 {
 		result.Ready, result.Message = true, "The resource is provisioned and ready."
 	} else {
 		result.Message = "The resource is being provisioned."
 	}
 	return result, nil
+}
+
+// ForeignObjectError is an object a provisioner names after the binding that already exists and
+// was not created for it. It is left as it is, unread: the binding fails until the object is
+// renamed or removed, or the resource is.
+type ForeignObjectError struct {
+	// Kind and Name name the object.
+	Kind, Name string
+	// Resource is the resource's name in the workload.
+	Resource string
+}
+
+func (e *ForeignObjectError) Error() string {
+	return fmt.Sprintf("%s %q already exists and was not created for resource %q.", e.Kind, e.Name, e.Resource)
+}
+func (e *ForeignObjectError) userMessage() string { return e.Error() }
+
+// ownObject says whether obj, found under a name the binding's provisioner gives its objects, is
+// the binding's own: controlled by the binding, by UID. The provisioner made it, in this process
+// or before a restart, so it is used as it is. An object controlled by an earlier binding of the
+// same name is on its way out with that binding (the garbage collector deletes what a deleted
+// binding owned): false, no error, and the binding waits. Anything else is someone else's: a
+// ForeignObjectError.
+func ownObject(kind string, obj metav1.Object, b *v1b1.ResourceBinding) (bool, error) {
+	ref := metav1.GetControllerOf(obj)
+	switch {
+	case ref != nil && ref.UID == b.UID:
+		return true, nil
+	case ref != nil && ref.APIVersion == v1b1.SchemeGroupVersion.String() && ref.Kind == "ResourceBinding" && ref.Name == b.Name:
+		return false, nil
+	}
+	resource := b.Spec.ResourceKey
+	if resource == "" {
+		resource = b.Name
+	}
+	return false, &ForeignObjectError{Kind: kind, Name: obj.GetName(), Resource: resource}
 }
 
 func secretEnv(name, secret, key string) corev1.EnvVar {

@@ -286,3 +286,39 @@ func TestOutputsThatEmbedSecretsAreAssembledIntoASecret(t *testing.T) {
 		t.Fatalf("outputs secret: %v %+v", err, s)
 	}
 }
+
+// The state Secret is in the binding's namespace, where its editors can change it. A state value
+// that spans lines cannot add objects to the manifests of a template that writes it unquoted (as
+// score-k8s's own templates write names): the binding fails naming the template, and nothing is
+// applied.
+func TestAnEditedStateCannotAddManifests(t *testing.T) {
+	b := binding("")
+	hostile, err := json.Marshal(map[string]interface{}{"service": "kv-x\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: injected"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: StateSecretName(b.Name), Namespace: b.Namespace},
+		Type: StateSecretType, Data: map[string][]byte{"state": hostile}})
+	p := &templateProvisioner{env: Env{Client: client}, state: newStateStore(client), entry: compile(t, v1b1.ProvisionerSpec{
+		URI: "template://test/raw", Type: "kv",
+		State:   `service: {{ dig "service" "kv-1" .State | quote }}`,
+		Outputs: `host: {{ .State.service | toJson }}`,
+		Manifests: `- apiVersion: v1
+  kind: Service
+  metadata:
+    name: {{ .State.service }}
+  spec:
+    ports: [{port: 80}]`,
+	})}
+	_, err = p.Provision(context.Background(), b)
+	var user userError
+	want := "The provisioner template://test/raw failed in its manifests template: it writes a value that spans lines, from the resource's state, params or metadata, into its YAML unquoted; templates write such values with toJson or quote."
+	if !errors.As(err, &user) || user.userMessage() != want {
+		t.Fatalf("Provision: %v\nwant %q", err, want)
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "get" {
+			t.Errorf("a refused render wrote %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}

@@ -242,7 +242,9 @@ func envVar(e v1b1.EnvProjection, bindings map[string]*v1b1.ResourceBinding) (co
 }
 
 // fileContent is a file's bytes: binary content decoded, text with the secret placeholders the
-// plan left filled from the bindings' Secrets. Files live in a Secret for that reason.
+// plan left filled from the bindings' Secrets. Files live in a Secret for that reason. The plan
+// keeps expandable text in Score's syntax, escapes and all: this is its one expansion, which
+// fills the secret placeholders and turns $$ into $ (so $${HOME} is written as ${HOME}).
 func (r *Runtime) fileContent(namespace string, f v1b1.ContainerFile, bindings map[string]*v1b1.ResourceBinding) ([]byte, error) {
 	if f.BinaryContent != nil {
 		return base64.StdEncoding.DecodeString(*f.BinaryContent)
@@ -252,7 +254,7 @@ func (r *Runtime) fileContent(namespace string, f v1b1.ContainerFile, bindings m
 		return nil, fmt.Errorf("file %s names a source path, which a cluster cannot read; inline it as content", f.Target)
 	}
 	content := ptr.Deref(f.Content, "")
-	if f.NoExpand || !strings.Contains(content, "${") {
+	if f.NoExpand || !strings.Contains(content, "$") {
 		return []byte(content), nil
 	}
 	out, err := framework.SubstituteString(content, func(ref string) (string, error) {

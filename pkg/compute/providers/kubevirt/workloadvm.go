@@ -3,6 +3,7 @@ package kubevirt
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
+
+	"github.com/score-spec/score-go/framework"
 
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -179,8 +182,9 @@ func podmanRunContainer(name string, c v1b1.ContainerProjection, bindings map[st
 var volumeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 // envValue is a variable's value as the container sees it. A plain value is written in
-// Kubernetes' $(NAME) syntax (the plan escapes a literal "$(" as "$$("), and no variable is
-// expanded in a VM, so $$ becomes $ and everything else stays. A value taken from a binding
+// Kubernetes' $(NAME) syntax (the plan doubles every literal $), and no variable is expanded in a
+// VM, so $$ becomes $ and everything else stays: the one expansion the value gets, as the
+// kubelet's is in a pod. A value taken from a binding
 // output is used when the output is a plain one; a secret output refuses the plan.
 func envValue(container string, e v1b1.EnvProjection, bindings map[string]*v1b1.ResourceBinding) (string, error) {
 	if e.From == nil {
@@ -197,9 +201,11 @@ func envValue(container string, e v1b1.EnvProjection, bindings map[string]*v1b1.
 		container, e.From.BindingKey)
 }
 
-// guestFile is the cloud-init write_files entry of a container's file, under filesDir. Text
-// whose placeholders were left for the runtime holds secret outputs and is refused, as is a
-// file that names a source path (a cluster has no copy of the Score file's directory).
+// guestFile is the cloud-init write_files entry of a container's file, under filesDir. The plan
+// keeps expandable text in Score's syntax, escapes and all, and this is its one expansion: $$
+// becomes $ (so $${HOME} is written as ${HOME}), and a placeholder the plan left is a secret
+// output, which refuses the file. A file that names a source path is refused too (a cluster has
+// no copy of the Score file's directory).
 func guestFile(container string, i int, f v1b1.ContainerFile) (map[string]string, error) {
 	file := map[string]string{"path": path.Join(filesDir, container, strconv.Itoa(i))}
 	if f.Mode != "" {
@@ -213,13 +219,23 @@ func guestFile(container string, i int, f v1b1.ContainerFile) (map[string]string
 		file["encoding"], file["content"] = "b64", *f.BinaryContent
 	case f.Source != nil:
 		return nil, refuse("File %s of container %s names a source path, which a cluster cannot read; inline it as content.", f.Target, container)
-	case !f.NoExpand && strings.Contains(ptr.Deref(f.Content, ""), "${"):
-		return nil, refuse("File %s of container %s uses a secret output, which a virtual machine cannot receive without showing it to its approvers.", f.Target, container)
-	default:
+	case f.NoExpand:
 		file["content"] = ptr.Deref(f.Content, "")
+	default:
+		content, err := framework.SubstituteString(ptr.Deref(f.Content, ""), func(string) (string, error) {
+			return "", errSecretInFile
+		})
+		if err != nil {
+			return nil, refuse("File %s of container %s uses a secret output, which a virtual machine cannot receive without showing it to its approvers.", f.Target, container)
+		}
+		file["content"] = content
 	}
 	return file, nil
 }
+
+// errSecretInFile is a placeholder in a file's content as the plan gives it: only secret
+// outputs are left for the runtime.
+var errSecretInFile = errors.New("a secret output")
 
 // fileMode is an octal file mode as cloud-init's write_files reads it, for example 0644.
 var fileMode = regexp.MustCompile(`^0?[0-7]{3}$`)
