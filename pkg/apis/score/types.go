@@ -577,7 +577,9 @@ type ContainerProjection struct {
 	Env []EnvProjection `json:"env,omitempty"`
 	// Volumes are the volume mounts.
 	Volumes []ContainerVolume `json:"volumes,omitempty"`
-	// Files are the file mounts, with content resolved.
+	// Files are the file mounts. Their content keeps Score syntax: placeholders are filled
+	// in with every $ of a filled-in value doubled, and $$ escapes are kept, so the runtime
+	// undoes the escapes exactly once.
 	Files []ContainerFile `json:"files,omitempty"`
 	// Resources are the compute requests and limits.
 	Resources *ContainerResources `json:"resources,omitempty"`

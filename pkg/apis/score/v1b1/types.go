@@ -778,7 +778,9 @@ type ContainerProjection struct {
 	// +listType=map
 	// +listMapKey=target
 	Volumes []ContainerVolume `json:"volumes,omitempty"`
-	// Files are the file mounts, with content resolved.
+	// Files are the file mounts. Their content keeps Score syntax: placeholders are filled
+	// in with every $ of a filled-in value doubled, and $$ escapes are kept, so the runtime
+	// undoes the escapes exactly once.
 	// +optional
 	// +listType=map
 	// +listMapKey=target
