@@ -764,12 +764,15 @@ func TestBadConfigIsPermanent(t *testing.T) {
 		clusters *fakeClusters
 		err      string
 	}{
-		"unknown cluster":      {`{"cluster": "mars"}`, clusters, `spec.providerConfig.cluster: cluster "mars" is not registered`},
-		"no clusters at all":   {`{"cluster": "edge"}`, nil, `spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster "edge"`},
-		"unknown field":        {`{"serviceType": "NodePort"}`, nil, `spec.providerConfig: unknown field "serviceType"`},
-		"replicas of a string": {`{"replicas": "2"}`, nil, `spec.providerConfig: field replicas has the wrong type`},
-		"no replicas":          {`{"replicas": 0}`, nil, `spec.providerConfig.replicas: must be between 1 and 100`},
-		"too many replicas":    {`{"replicas": 101}`, nil, `spec.providerConfig.replicas: must be between 1 and 100`},
+		"unknown cluster":    {`{"cluster": "mars"}`, clusters, `spec.providerConfig.cluster: cluster "mars" is not registered`},
+		"no clusters at all": {`{"cluster": "edge"}`, nil, `spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster "edge"`},
+		"unknown field":      {`{"serviceType": "NodePort"}`, nil, `spec.providerConfig: unknown field "serviceType"`},
+		// encoding/json alone would read it as the cluster, which admission did not check.
+		"cluster in another case": {`{"Cluster": "edge"}`, clusters, `spec.providerConfig: unknown field "Cluster"`},
+		"not an object":           {`["edge"]`, nil, `spec.providerConfig: must be an object`},
+		"replicas of a string":    {`{"replicas": "2"}`, nil, `spec.providerConfig: field replicas has the wrong type`},
+		"no replicas":             {`{"replicas": 0}`, nil, `spec.providerConfig.replicas: must be between 1 and 100`},
+		"too many replicas":       {`{"replicas": 101}`, nil, `spec.providerConfig.replicas: must be between 1 and 100`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, tc.clusters)
