@@ -2,11 +2,14 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -14,7 +17,9 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/compute"
 )
 
 // cachedRuntime is the runtime over a fake clientset holding objects, its informers synced.
@@ -115,5 +120,101 @@ func TestRuntimeAppliesWhatThePlanControls(t *testing.T) {
 	}
 	if got := writes(kube); !reflect.DeepEqual(got, []string{"patch secrets", "patch deployments", "patch services"}) {
 		t.Errorf("wrote %v, want the three applied", got)
+	}
+}
+
+// The tenant-compute provider takes over nothing either: an object of one of the tenant's names
+// in its namespace that the provider did not make for this TenantCompute (put there by the
+// cluster's admins, invisible to the label-filtered informers) is a permanent error naming it,
+// and is left as it is.
+func TestProvisionTakesOverNothing(t *testing.T) {
+	tc := tenantCompute()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-shop", Labels: ownLabels(tc)}}
+	foreign := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "tenant-shop", Name: name, Labels: map[string]string{"app": "legacy"}}
+	}
+	for name, c := range map[string]struct {
+		object runtime.Object
+		err    string
+	}{
+		"a Deployment": {&appsv1.Deployment{ObjectMeta: foreign("shop"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}},
+			"deployment tenant-shop/shop already exists and was not made by the kubernetes provider for this TenantCompute"},
+		"a Service": {&corev1.Service{ObjectMeta: foreign("shop")},
+			"service tenant-shop/shop already exists and was not made by the kubernetes provider for this TenantCompute"},
+		"an Ingress": {&networkingv1.Ingress{ObjectMeta: foreign("shop")},
+			"ingress tenant-shop/shop already exists and was not made by the kubernetes provider for this TenantCompute"},
+		"the secret writers' Role": {&rbacv1.Role{ObjectMeta: foreign(secretWriters)},
+			"role tenant-shop/plinth-tenant-secrets already exists and was not made by the kubernetes provider for this TenantCompute"},
+		"another TenantCompute's Deployment": {&appsv1.Deployment{ObjectMeta: func() metav1.ObjectMeta {
+			m := foreign("shop")
+			m.Labels = tenantLabels(tenantCompute(func(o *v1alpha1.TenantCompute) { o.Name = "other" }))
+			return m
+		}()}, "deployment tenant-shop/shop already exists and was not made by the kubernetes provider for this TenantCompute"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil, ns, c.object)
+			_, err := f.provider.Provision(context.Background(), tc)
+			if !errors.Is(err, compute.ErrPermanent) || err.Error() != c.err {
+				t.Fatalf("Provision = %v, want the permanent %q", err, c.err)
+			}
+			m := c.object.(metav1.Object)
+			resource, err := resourceOf(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range f.kube.Actions() {
+				if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetResource().Resource == resource {
+					t.Errorf("wrote %s %s", a.GetVerb(), resource)
+				}
+			}
+			var live interface{}
+			ctx := context.Background()
+			switch c.object.(type) {
+			case *appsv1.Deployment:
+				live, err = f.kube.AppsV1().Deployments("tenant-shop").Get(ctx, m.GetName(), metav1.GetOptions{})
+			case *corev1.Service:
+				live, err = f.kube.CoreV1().Services("tenant-shop").Get(ctx, m.GetName(), metav1.GetOptions{})
+			case *networkingv1.Ingress:
+				live, err = f.kube.NetworkingV1().Ingresses("tenant-shop").Get(ctx, m.GetName(), metav1.GetOptions{})
+			case *rbacv1.Role:
+				live, err = f.kube.RbacV1().Roles("tenant-shop").Get(ctx, m.GetName(), metav1.GetOptions{})
+			}
+			if err != nil || !reflect.DeepEqual(live, c.object) {
+				t.Errorf("the object is now %+v, %v; want it unchanged", live, err)
+			}
+		})
+	}
+}
+
+// A Service or Ingress the tenant no longer needs is removed only when it is the provider's:
+// on a named Cluster, read with direct requests, someone else's of that name is there to see.
+func TestUpdateRemovesOnlyWhatItMade(t *testing.T) {
+	tc := tenantCompute(withConfig(`{"cluster": "edge"}`), func(tc *v1alpha1.TenantCompute) {
+		tc.Spec.Containers[0].Ports = nil
+		tc.Spec.Networking = v1alpha1.NetworkConfig{}
+	})
+	foreign := metav1.ObjectMeta{Namespace: "tenant-shop", Name: "shop", Labels: map[string]string{"app": "legacy"}}
+	edge := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-shop", Labels: ownLabels(tc)}},
+		&corev1.Service{ObjectMeta: foreign}, &networkingv1.Ingress{ObjectMeta: foreign})
+	f := newFixture(t, &fakeClusters{clusters: map[string]*kubefake.Clientset{"edge": edge}})
+	if _, err := f.provider.Update(context.Background(), tc); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range edge.Actions() {
+		if a.GetVerb() == "delete" {
+			t.Errorf("deleted %s %v", a.GetResource().Resource, a)
+		}
+	}
+}
+
+// A first provision makes the namespace, so nothing else can be in it: the objects the
+// informers lack are not asked for one by one.
+func TestFirstProvisionSendsNoReads(t *testing.T) {
+	f := newFixture(t, nil)
+	provision(t, f.provider, tenantCompute())
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "get" {
+			t.Errorf("Provision read %s", a.GetResource().Resource)
+		}
 	}
 }
