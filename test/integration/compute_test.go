@@ -196,6 +196,9 @@ func TestTenantCompute(t *testing.T) {
 			Command: []string{"sh", "-c"}, Args: []string{"sleep 3600"}, Resources: &compute.ResourceRequirements{CPU: 128, Memory: 128}})
 		tc.Spec.Secrets = []compute.SecretReference{{Name: "shop-db", Source: compute.SecretSourceKubernetes, Key: "password", EnvVar: "DB_PASSWORD"}}
 		tc.Spec.Networking.DNS = &compute.DNSConfig{Hostname: "shop", Domain: "tenants.example.com"}
+		// Labels a tenant sets go on its own objects, never on its namespace, whose labels
+		// NetworkPolicy namespaceSelectors and policy exemptions go by.
+		tc.Spec.Labels = map[string]string{"team": "payments", "pod-security.kubernetes.io/enforce": "privileged"}
 		if _, err := alice.TenantComputes(ns).Create(ctx, tc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -243,8 +246,11 @@ func TestTenantCompute(t *testing.T) {
 			t.Errorf("ingress: %v", err)
 		}
 		nsObj, err := kube.CoreV1().Namespaces().Get(ctx, "tenant-shop", metav1.GetOptions{})
-		if err != nil || nsObj.Labels[compute.LabelTenantID] != "shop" {
-			t.Errorf("tenant namespace %v %v", nsObj, err)
+		if err != nil || nsObj.Labels[compute.LabelTenantID] != "shop" || nsObj.Labels["team"] != "" || nsObj.Labels["pod-security.kubernetes.io/enforce"] != "" {
+			t.Errorf("tenant namespace %v %v, want the provider's labels and none of the tenant's", nsObj, err)
+		}
+		if d.Labels["team"] != "payments" {
+			t.Errorf("deployment labels %v, want the tenant's", d.Labels)
 		}
 		out, err := framework.Kubectl(p.Kubeconfig("alice"), "get", "tenantcomputes", "-n", ns)
 		if err != nil {

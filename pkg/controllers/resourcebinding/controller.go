@@ -109,6 +109,8 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 		c.WatchMapped(deployments.Informer(), owners),
 		// A route's Ingress edited or deleted by someone else is applied again.
 		c.WatchMapped(ingresses.Informer(), owners),
+		// An Ingress in a route's way (TakenError), gone or changed, lets the route publish.
+		c.WatchMapped(ingresses.Informer(), c.refusedRouteOf),
 		// A Provisioner applied, changed or deleted takes effect without a restart: the set is
 		// rebuilt and every binding of its type is looked at again.
 		c.WatchMapped(provisionerObjects.Informer(), c.provisionerChanged),
@@ -122,6 +124,27 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 		}
 	}
 	return c, nil
+}
+
+// refusedRouteOf maps an Ingress that no ResourceBinding controls to the Failed binding of its
+// name: a route refuses to take over an Ingress of its name (TakenError), and that Ingress's
+// deletion is what lets it publish.
+func (c *Controller) refusedRouteOf(obj interface{}) []cache.ObjectName {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.APIVersion == v1b1.SchemeGroupVersion.String() && ref.Kind == "ResourceBinding" {
+		return nil
+	}
+	b, err := c.bindings.ResourceBindings(m.GetNamespace()).Get(m.GetName())
+	if err != nil || b.Status.Phase != v1b1.BindingPhaseFailed {
+		return nil
+	}
+	return []cache.ObjectName{cache.NewObjectName(b.Namespace, b.Name)}
 }
 
 // provisionerChanged rebuilds the template set from the Provisioner objects (the informer's

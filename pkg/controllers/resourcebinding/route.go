@@ -15,6 +15,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 )
@@ -30,6 +31,20 @@ type ParamError struct {
 
 func (e *ParamError) Error() string       { return e.Message }
 func (e *ParamError) userMessage() string { return e.Message }
+
+// TakenError is an object of the name a provisioner gives the binding's own that the binding
+// does not control. The provisioner applies with Force and makes the binding the controller of
+// what it applies, so applying over it would take it over, and the garbage collector would
+// delete it with the binding: it is left as it is, and the binding goes Failed until it is gone.
+type TakenError struct {
+	// Kind and Name identify the object.
+	Kind, Name string
+}
+
+func (e *TakenError) Error() string {
+	return fmt.Sprintf("%s %q already exists and is not managed by this resource.", e.Kind, e.Name)
+}
+func (e *TakenError) userMessage() string { return e.Error() }
 
 // userError is an error that retrying cannot fix: the binding goes Failed with its message and
 // waits for the binding or the object to change.
@@ -133,10 +148,14 @@ func (r *route) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result,
 		return Result{}, err
 	}
 	key := cache.NewObjectName(b.Namespace, b.Name)
-	if r.env.Ingresses != nil {
-		if live, err := r.env.Ingresses.Ingresses(b.Namespace).Get(b.Name); err == nil && r.applied.upToDate(key, manifest, live) {
-			return published, nil
-		}
+	live, err := r.live(ctx, b)
+	switch {
+	case err != nil:
+		return Result{}, err
+	case live != nil && !metav1.IsControlledBy(live, b):
+		return Result{}, &TakenError{Kind: "Ingress", Name: b.Name}
+	case live != nil && r.env.Ingresses != nil && r.applied.upToDate(key, manifest, live):
+		return published, nil
 	}
 	applied, err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Apply(ctx, ingress, metav1.ApplyOptions{FieldManager: "plinth-resolver", Force: true})
 	if err != nil {
@@ -158,12 +177,37 @@ func (r *route) forget(key cache.ObjectName) { r.applied.forget(key) }
 
 // unpublish deletes the route's Ingress because its params went bad (a route must not keep
 // publishing the old host and path) and returns paramErr, or the deletion's error.
+// An Ingress of that name the binding does not control is not the route's to delete.
 func (r *route) unpublish(ctx context.Context, b *v1b1.ResourceBinding, paramErr error) error {
 	r.applied.forget(cache.NewObjectName(b.Namespace, b.Name))
-	if err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	live, err := r.live(ctx, b)
+	if err != nil {
+		return err
+	}
+	if live == nil || !metav1.IsControlledBy(live, b) {
+		return paramErr
+	}
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(live.UID)}}
+	if err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Delete(ctx, b.Name, opts); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
 	}
 	return paramErr
+}
+
+// live is the Ingress of the binding's name, from the cache (which holds every Ingress, so
+// what it lacks is not there) or, without one, from the cluster; nil when there is none.
+func (r *route) live(ctx context.Context, b *v1b1.ResourceBinding) (*networkingv1.Ingress, error) {
+	var live *networkingv1.Ingress
+	var err error
+	if r.env.Ingresses != nil {
+		live, err = r.env.Ingresses.Ingresses(b.Namespace).Get(b.Name)
+	} else {
+		live, err = r.env.Client.NetworkingV1().Ingresses(b.Namespace).Get(ctx, b.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return live, err
 }
 
 // bindingParams decodes a binding's params; a binding without params has an empty map.

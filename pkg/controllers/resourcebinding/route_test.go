@@ -3,6 +3,7 @@ package resourcebinding
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,9 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
 )
 
 func TestParseRouteParams(t *testing.T) {
@@ -128,6 +132,90 @@ func TestServicePortOutputs(t *testing.T) {
 		var pe *ParamError
 		if _, err := servicePortOutputs(binding(params)); !errors.As(err, &pe) {
 			t.Errorf("params %s: error %v, want a ParamError", params, err)
+		}
+	}
+}
+
+// A route takes over no Ingress of its name that it does not control: applying over it would
+// make the binding its controller, and the garbage collector would delete it with the binding.
+// The binding is refused with one sentence naming it, and params gone bad delete it neither.
+func TestRouteTakesOverNothing(t *testing.T) {
+	b := &v1b1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "site-route", Namespace: "team-a", UID: "uid-1"},
+		Spec: v1b1.ResourceBindingSpec{WorkloadRef: v1b1.WorkloadReference{Name: "site"}, Type: "route",
+			Params: &common.RawObject{Raw: []byte(`{"host":"site.example.com","port":80}`)}},
+	}
+	bad := b.DeepCopy()
+	bad.Spec.Params = &common.RawObject{Raw: []byte(`{"port":80}`)}
+	legacy := func() *networkingv1.Ingress {
+		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "site-route", Namespace: "team-a", Labels: map[string]string{"app": "legacy"}},
+			Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "legacy.example.com"}}}}
+	}
+	for name, binding := range map[string]*v1b1.ResourceBinding{"params": b, "params gone bad": bad} {
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewClientset(legacy())
+			r := &route{env: Env{Client: client}}
+			_, err := r.Provision(context.Background(), binding)
+			var taken *TakenError
+			var param *ParamError
+			switch {
+			case binding == b && (!errors.As(err, &taken) || taken.userMessage() != `Ingress "site-route" already exists and is not managed by this resource.`):
+				t.Errorf("Provision: %v, want the Ingress refused", err)
+			case binding == bad && !errors.As(err, &param):
+				t.Errorf("Provision: %v, want the param error", err)
+			}
+			for _, a := range client.Actions() {
+				if a.GetVerb() != "get" {
+					t.Errorf("wrote %s %s", a.GetVerb(), a.GetResource().Resource)
+				}
+			}
+			live, err := client.NetworkingV1().Ingresses("team-a").Get(context.Background(), "site-route", metav1.GetOptions{})
+			if err != nil || !reflect.DeepEqual(live, legacy()) {
+				t.Errorf("the Ingress is now %+v, %v; want it unchanged", live, err)
+			}
+		})
+	}
+
+	// Its own Ingress is still removed when the params go bad.
+	client := fake.NewClientset()
+	r := &route{env: Env{Client: client}}
+	if _, err := r.Provision(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Provision(context.Background(), bad); err == nil {
+		t.Fatal("bad params accepted")
+	}
+	if _, err := client.NetworkingV1().Ingresses("team-a").Get(context.Background(), "site-route", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the route's own Ingress: %v, want it deleted", err)
+	}
+}
+
+// An Ingress in a Failed route's way wakes the route when it changes or goes; nothing else does.
+func TestRefusedRouteWokenByTheIngressInTheWay(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for name, phase := range map[string]v1b1.BindingPhase{"site-route": v1b1.BindingPhaseFailed, "shop-route": v1b1.BindingPhaseBound} {
+		if err := indexer.Add(&v1b1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name}, Status: v1b1.ResourceBindingStatus{Phase: phase}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Controller{bindings: listers.NewResourceBindingLister(indexer)}
+	ingress := func(name string, owners ...metav1.OwnerReference) *networkingv1.Ingress {
+		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, OwnerReferences: owners}}
+	}
+	own := metav1.OwnerReference{APIVersion: v1b1.SchemeGroupVersion.String(), Kind: "ResourceBinding", Name: "site-route", UID: "u", Controller: ptr.To(true)}
+	site := []cache.ObjectName{cache.NewObjectName("team-a", "site-route")}
+	for name, c2 := range map[string]struct {
+		obj  interface{}
+		want []cache.ObjectName
+	}{
+		"someone's Ingress":             {obj: ingress("site-route"), want: site},
+		"a deleted one, as a tombstone": {obj: cache.DeletedFinalStateUnknown{Obj: ingress("site-route")}, want: site},
+		"the route's own":               {obj: ingress("site-route", own)},
+		"named after a bound route":     {obj: ingress("shop-route")},
+		"named after no route":          {obj: ingress("web")},
+	} {
+		if got := c.refusedRouteOf(c2.obj); !reflect.DeepEqual(got, c2.want) {
+			t.Errorf("%s: woke %v, want %v", name, got, c2.want)
 		}
 	}
 }

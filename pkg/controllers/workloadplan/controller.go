@@ -2,7 +2,8 @@
 // class and writes the plan's status (phase, Ready condition, runtimeInfo) from the runtime's
 // report; when a plan moves to another runtime class, the runtime that materialized it before
 // removes what it made for it (compute.Withdrawer). It is woken by plans, by the Deployments the
-// kubernetes runtime makes for them and by the bindings a plan uses (shared ones included).
+// kubernetes runtime makes for them, by the bindings a plan uses (shared ones included), and by
+// the objects of a Failed plan's names that the kubernetes runtime refused to take over.
 package workloadplan
 
 import (
@@ -71,6 +72,11 @@ func New(client clientset.Interface, recorder events.EventRecorder, runtimes *co
 	errs := []error{
 		c.Watch(plans.Informer()),
 		c.WatchMapped(deployments.Informer(), loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "WorkloadPlan")),
+		// An object the kubernetes runtime refused to take over, gone or changed, lets its
+		// namesake plan be materialized at once rather than at the next resync.
+		c.WatchMapped(deployments.Informer(), c.refusedPlanOf("")),
+		c.WatchMapped(services.Informer(), c.refusedPlanOf("")),
+		c.WatchMapped(secrets.Informer(), c.refusedPlanOf("-files")),
 		c.WatchMapped(bindings.Informer(), plansOfBinding),
 	}
 	for _, n := range notifiers {
@@ -99,6 +105,35 @@ func plansOfBinding(obj interface{}) []cache.ObjectName {
 		keys = append(keys, cache.NewObjectName(b.Namespace, workload))
 	}
 	return keys
+}
+
+// refusedPlanOf maps an object that no WorkloadPlan controls to the Failed plan it is named
+// after (the plan's name followed by suffix): the kubernetes runtime refuses a plan whose
+// Deployment, Service or files Secret name is taken by such an object, and the object's
+// deletion is what lets the plan go on. Objects of other names, and plans that are not
+// Failed, are nothing to wake.
+func (c *Controller) refusedPlanOf(suffix string) loop.KeysFunc {
+	return func(obj interface{}) []cache.ObjectName {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil
+		}
+		name, ok := strings.CutSuffix(m.GetName(), suffix)
+		if !ok || name == "" {
+			return nil
+		}
+		if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.APIVersion == v1b1.SchemeGroupVersion.String() && ref.Kind == "WorkloadPlan" {
+			return nil
+		}
+		plan, err := c.plans.WorkloadPlans(m.GetNamespace()).Get(name)
+		if err != nil || plan.Status.Phase != v1b1.PlanPhaseFailed {
+			return nil
+		}
+		return []cache.ObjectName{cache.NewObjectName(plan.Namespace, plan.Name)}
+	}
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {

@@ -2,22 +2,27 @@ package workloadplan
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
+	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
 )
 
 // reportingRuntime reports a fixed status and counts its calls per plan. It watches
@@ -155,4 +160,50 @@ func TestNotifierObjectsWakeTheirPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the VM's event to reconcile the plan", func() bool { return rt.calls("team-a/shop") > before })
+}
+
+// An object that took one of a Failed plan's names (its Deployment, Service or files Secret),
+// and that no plan controls, wakes that plan when it changes or goes: the kubernetes runtime
+// refused the plan for it. Nothing else is woken by it.
+func TestRefusedPlanWokenByTheObjectInTheWay(t *testing.T) {
+	failed := plan("kubernetes")
+	failed.Status.Phase = v1b1.PlanPhaseFailed
+	c, _, _, _ := newController(t, compute.Status{}, failed)
+	planning := plan("kubernetes")
+	planning.Name = "orders"
+	planning.Status.Phase = v1b1.PlanPhasePlanning
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range []*v1b1.WorkloadPlan{failed, planning} {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.plans = listers.NewWorkloadPlanLister(indexer)
+	meta := func(name string, controller *metav1.OwnerReference) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Namespace: "team-a", Name: name}
+		if controller != nil {
+			m.OwnerReferences = []metav1.OwnerReference{*controller}
+		}
+		return m
+	}
+	planRef := &metav1.OwnerReference{APIVersion: v1b1.SchemeGroupVersion.String(), Kind: "WorkloadPlan", Name: "shop", UID: "u", Controller: ptr.To(true)}
+	shop := []cache.ObjectName{cache.NewObjectName("team-a", "shop")}
+	for name, tc := range map[string]struct {
+		suffix string
+		obj    interface{}
+		want   []cache.ObjectName
+	}{
+		"someone's Deployment":                  {obj: &appsv1.Deployment{ObjectMeta: meta("shop", nil)}, want: shop},
+		"someone's Service":                     {obj: &corev1.Service{ObjectMeta: meta("shop", nil)}, want: shop},
+		"someone's files Secret":                {suffix: "-files", obj: &corev1.Secret{ObjectMeta: meta("shop-files", nil)}, want: shop},
+		"a deleted one, as a tombstone":         {obj: cache.DeletedFinalStateUnknown{Key: "team-a/shop", Obj: &appsv1.Deployment{ObjectMeta: meta("shop", nil)}}, want: shop},
+		"the plan's own":                        {obj: &appsv1.Deployment{ObjectMeta: meta("shop", planRef)}},
+		"a Secret not named as files":           {suffix: "-files", obj: &corev1.Secret{ObjectMeta: meta("shop", nil)}},
+		"named after no plan":                   {obj: &appsv1.Deployment{ObjectMeta: meta("web", nil)}},
+		"named after a plan that is not Failed": {obj: &appsv1.Deployment{ObjectMeta: meta("orders", nil)}},
+	} {
+		if got := c.refusedPlanOf(tc.suffix)(tc.obj); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: woke %v, want %v", name, got, tc.want)
+		}
+	}
 }

@@ -3,6 +3,8 @@ package computeprovider
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,29 +34,54 @@ const VerbUse = "use"
 // clusters is the resource VerbUse is asked on.
 var clusters = platform.Resource("clusters")
 
-// clusterPath is where a TenantCompute names its Cluster.
-var clusterPath = field.NewPath("spec", "providerConfig", ClusterConfigKey)
+// configPath is a TenantCompute's providerConfig, and clusterPath where it names its Cluster.
+var (
+	configPath  = field.NewPath("spec", "providerConfig")
+	clusterPath = configPath.Child(ClusterConfigKey)
+)
 
-// clusterOf is the Cluster a providerConfig names, "" for none. A config that is not a JSON
-// object names none (the schema check judges it); a cluster that is not a string is invalid,
-// since the key is reserved for Cluster names.
-func clusterOf(config *common.RawObject) (string, *field.Error) {
+// clusterOf is the Cluster a providerConfig names, "" for none, and the path of the key that
+// names it. A config that is not a JSON object names none (the schema check judges it); a
+// cluster that is not a string is invalid, since the key is reserved for Cluster names.
+//
+// The key is matched as the providers decode it: encoding/json matches a field name without
+// regard to case ("Cluster", "CLUSTER"), so a provider whose schema does not refuse other keys
+// would run the tenant on a Cluster named under any spelling. Every spelling is read here, and
+// a config that spells it more than once is refused: which one a decoder keeps depends on
+// their order, which the object read here does not keep.
+func clusterOf(config *common.RawObject) (string, *field.Path, *field.Error) {
 	if config == nil || !config.IsObject() {
-		return "", nil
+		return "", clusterPath, nil
 	}
 	obj, err := config.Object()
 	if err != nil {
-		return "", nil
+		return "", clusterPath, nil
 	}
-	value, ok := obj[ClusterConfigKey]
-	if !ok || value == nil {
-		return "", nil
+	var keys []string
+	for k := range obj {
+		if strings.EqualFold(k, ClusterConfigKey) {
+			keys = append(keys, k)
+		}
+	}
+	switch len(keys) {
+	case 0:
+		return "", clusterPath, nil
+	case 1:
+	default:
+		sort.Strings(keys)
+		return "", clusterPath, field.Invalid(configPath, strings.Join(keys, ", "),
+			fmt.Sprintf("names the cluster under more than one spelling of %q; give it once, as %q", ClusterConfigKey, ClusterConfigKey))
+	}
+	path := configPath.Child(keys[0])
+	value := obj[keys[0]]
+	if value == nil {
+		return "", path, nil
 	}
 	name, ok := value.(string)
 	if !ok {
-		return "", field.Invalid(clusterPath, value, "must be the name of a Cluster")
+		return "", path, field.Invalid(path, value, "must be the name of a Cluster")
 	}
-	return name, nil
+	return name, path, nil
 }
 
 // authorizePlacement refuses, 403 Forbidden, a create that names a Cluster or an update that
@@ -62,7 +89,7 @@ func clusterOf(config *common.RawObject) (string, *field.Error) {
 // TenantCompute already has needs nothing, so the controller's and other users' writes are
 // never judged by it.
 func (p *Plugin) authorizePlacement(ctx context.Context, a admission.Attributes, tc, old *compute.TenantCompute) error {
-	cluster, fieldErr := clusterOf(tc.Spec.ProviderConfig)
+	cluster, path, fieldErr := clusterOf(tc.Spec.ProviderConfig)
 	if fieldErr != nil {
 		return apierrors.NewInvalid(compute.Kind("TenantCompute"), tc.Name, field.ErrorList{fieldErr})
 	}
@@ -70,7 +97,7 @@ func (p *Plugin) authorizePlacement(ctx context.Context, a admission.Attributes,
 		return nil
 	}
 	if old != nil {
-		if before, _ := clusterOf(old.Spec.ProviderConfig); before == cluster {
+		if before, _, _ := clusterOf(old.Spec.ProviderConfig); before == cluster {
 			return nil
 		}
 	}
@@ -97,7 +124,7 @@ func (p *Plugin) authorizePlacement(ctx context.Context, a admission.Attributes,
 		name = u.GetName()
 	}
 	msg := fmt.Sprintf("User %s may not place compute on Cluster %s: the verb %s on %s is required.", name, cluster, VerbUse, clusters)
-	forbidden := apierrors.NewForbidden(compute.Resource("tenantcomputes"), tc.Name, fmt.Errorf("%s: %s", clusterPath, msg))
-	forbidden.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Field: clusterPath.String(), Message: msg}}
+	forbidden := apierrors.NewForbidden(compute.Resource("tenantcomputes"), tc.Name, fmt.Errorf("%s: %s", path, msg))
+	forbidden.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Field: path.String(), Message: msg}}
 	return forbidden
 }

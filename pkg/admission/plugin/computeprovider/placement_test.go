@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,8 +47,10 @@ func TestPlacement(t *testing.T) {
 		old, tenant *compute.TenantCompute
 		// asks is the Cluster the authorizer must be asked about, "" for none.
 		asks string
-		// want is the refusal: "forbidden", "invalid", "internal" or "" for none.
+		// want is the refusal: "forbidden", "invalid", "twice", "internal" or "" for none.
 		want string
+		// field is the path a forbidden refusal names; spec.providerConfig.cluster when empty.
+		field string
 	}{
 		{name: "create without a cluster", user: "alice", tenant: tenant(nil)},
 		{name: "create with an empty cluster", user: "alice", tenant: tenant(onCluster(`{"cluster": "", "replicas": 2}`))},
@@ -61,6 +64,29 @@ func TestPlacement(t *testing.T) {
 		{name: "a provider that is not Ready is no way around it", user: "alice",
 			providers: []*computev1alpha1.ComputeProvider{provider("kubernetes", false, nil)},
 			tenant:    tenant(onCluster(`{"cluster": "prod"}`)), asks: "prod", want: "forbidden"},
+		// A provider without a strict schema decodes its config with encoding/json, which
+		// matches "Cluster" (or "CLUSTER", or "cluſter" with a long s) to its cluster field.
+		{name: "a cluster key in another case is checked", user: "alice",
+			providers: []*computev1alpha1.ComputeProvider{provider("kubernetes", true, nil)},
+			tenant:    tenant(onCluster(`{"Cluster": "prod"}`)), asks: "prod", want: "forbidden", field: "spec.providerConfig.Cluster"},
+		{name: "a cluster key in upper case is checked", user: "alice",
+			providers: []*computev1alpha1.ComputeProvider{provider("kubernetes", true, nil)},
+			tenant:    tenant(onCluster(`{"CLUSTER": "prod"}`)), asks: "prod", want: "forbidden", field: "spec.providerConfig.CLUSTER"},
+		{name: "a cluster key with a folding letter is checked", user: "alice",
+			providers: []*computev1alpha1.ComputeProvider{provider("kubernetes", true, nil)},
+			tenant:    tenant(onCluster(`{"clu\u017fter": "prod"}`)), asks: "prod", want: "forbidden", field: "spec.providerConfig.cluſter"},
+		{name: "a cluster key in another case is allowed with use", user: "bob",
+			providers: []*computev1alpha1.ComputeProvider{provider("kubernetes", true, nil)},
+			tenant:    tenant(onCluster(`{"Cluster": "edge"}`)), asks: "edge"},
+		{name: "the cluster under two spellings", user: "dana",
+			providers: []*computev1alpha1.ComputeProvider{provider("kubernetes", true, nil)},
+			tenant:    tenant(onCluster(`{"cluster": "edge", "Cluster": "prod"}`)), want: "twice"},
+		{name: "a null cluster beside another spelling", user: "alice",
+			providers: []*computev1alpha1.ComputeProvider{provider("kubernetes", true, nil)},
+			tenant:    tenant(onCluster(`{"cluster": null, "Cluster": "prod"}`)), want: "twice"},
+		{name: "update respelling the same cluster", user: "alice",
+			providers: []*computev1alpha1.ComputeProvider{provider("kubernetes", true, nil)},
+			old:       tenant(onCluster(`{"cluster": "prod"}`)), tenant: tenant(onCluster(`{"Cluster": "prod"}`))},
 		{name: "a cluster that is not a string", user: "dana", tenant: tenant(onCluster(`{"cluster": {"name": "prod"}}`)), want: "invalid"},
 		{name: "update keeping the cluster", user: "alice",
 			old: tenant(onCluster(`{"cluster": "prod"}`)),
@@ -117,12 +143,19 @@ func TestPlacement(t *testing.T) {
 					t.Fatalf("%v, want 403 Forbidden", err)
 				}
 				status := err.(apierrors.APIStatus).Status()
-				if c.user == "alice" && status.Message != denied {
-					t.Errorf("message %q, want %q", status.Message, denied)
+				field := c.field
+				if field == "" {
+					field = "spec.providerConfig.cluster"
 				}
-				if causes := status.Details.Causes; len(causes) != 1 || causes[0].Field != "spec.providerConfig.cluster" || causes[0].Type != metav1.CauseTypeForbidden {
+				if want := strings.Replace(denied, "spec.providerConfig.cluster", field, 1); c.user == "alice" && status.Message != want {
+					t.Errorf("message %q, want %q", status.Message, want)
+				}
+				if causes := status.Details.Causes; len(causes) != 1 || causes[0].Field != field || causes[0].Type != metav1.CauseTypeForbidden {
 					t.Errorf("causes %+v", causes)
 				}
+			case "twice":
+				expectCauses(t, causes(t, err), []string{`spec.providerConfig: Invalid value: "Cluster, cluster": ` +
+					`names the cluster under more than one spelling of "cluster"; give it once, as "cluster"`})
 			case "invalid":
 				expectCauses(t, causes(t, err), []string{`spec.providerConfig.cluster: Invalid value: {"name":"prod"}: must be the name of a Cluster`})
 			case "internal":
@@ -140,6 +173,9 @@ func TestClusterOf(t *testing.T) {
 		`{}`:                              "",
 		`{"cluster": "edge"}`:             "edge",
 		`{"replicas": 2, "cluster": "x"}`: "x",
+		`{"Cluster": "edge"}`:             "edge",
+		`{"cLuStEr": "edge"}`:             "edge",
+		`{"clusters": "edge"}`:            "",
 		`{"nested": {"cluster": "edge"}}`: "",
 		`["cluster", "edge"]`:             "",
 		`"edge"`:                          "",
@@ -148,13 +184,13 @@ func TestClusterOf(t *testing.T) {
 		if raw != "" {
 			cfg = config(raw)
 		}
-		got, err := clusterOf(cfg)
+		got, _, err := clusterOf(cfg)
 		if err != nil || got != want {
 			t.Errorf("clusterOf(%s) = %q, %v; want %q", raw, got, err, want)
 		}
 	}
 	for _, raw := range []string{`{"cluster": 3}`, `{"cluster": ["edge"]}`, `{"cluster": true}`} {
-		if _, err := clusterOf(config(raw)); err == nil || err.Field != "spec.providerConfig.cluster" {
+		if _, _, err := clusterOf(config(raw)); err == nil || err.Field != "spec.providerConfig.cluster" {
 			t.Errorf("clusterOf(%s): %v, want an invalid spec.providerConfig.cluster", raw, err)
 		}
 	}

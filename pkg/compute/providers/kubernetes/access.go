@@ -41,13 +41,10 @@ func secretWriterRules() []rbacv1.PolicyRule {
 // cluster admin could. Only on the cluster Plinth serves: the identities of a TenantCompute's
 // namespace are that cluster's, and mean nothing (or someone else) on another cluster.
 func secretAccess(tc *v1alpha1.TenantCompute, bindings []*rbacv1.RoleBinding) (*rbacv1.Role, *rbacv1.RoleBinding) {
-	namespace, labels := v1alpha1.TenantNamespace(tc.Spec.TenantID), tenantLabels(tc)
+	namespace := v1alpha1.TenantNamespace(tc.Spec.TenantID)
+	// The provider's labels only: the grant is not the tenant's object to label.
 	meta := func() metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: secretWriters, Namespace: namespace, Labels: map[string]string{}}
-		for k, v := range labels {
-			m.Labels[k] = v
-		}
-		return m
+		return metav1.ObjectMeta{Name: secretWriters, Namespace: namespace, Labels: ownLabels(tc)}
 	}
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},

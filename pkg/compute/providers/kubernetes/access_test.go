@@ -58,7 +58,7 @@ func TestSecretAccess(t *testing.T) {
 	tc := tenantCompute()
 	role, binding := secretAccess(tc, teamA())
 
-	wantMeta := metav1.ObjectMeta{Name: "plinth-tenant-secrets", Namespace: "tenant-shop", Labels: tenantLabels(tc)}
+	wantMeta := metav1.ObjectMeta{Name: "plinth-tenant-secrets", Namespace: "tenant-shop", Labels: ownLabels(tc)}
 	wantRole := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		ObjectMeta: wantMeta,

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 )
@@ -19,6 +21,9 @@ type providerConfig struct {
 	// Replicas is how many copies of the tenant's pod run, 1-100.
 	Replicas int32 `json:"replicas"`
 }
+
+// configKeys are the fields of providerConfig, spelled as the schema spells them.
+var configKeys = sets.New("cluster", "replicas")
 
 // maxReplicas bounds providerConfig.replicas.
 const maxReplicas = 100
@@ -55,6 +60,18 @@ func parseConfig(tc *v1alpha1.TenantCompute) (providerConfig, error) {
 		return cfg, err
 	}
 	if tc.Spec.ProviderConfig != nil && len(tc.Spec.ProviderConfig.Raw) > 0 {
+		// encoding/json matches field names without regard to case; the keys are held to
+		// the schema's spelling first, so that "Cluster" is never read as the cluster
+		// (admission asks for the use of the Cluster that "cluster" names).
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(tc.Spec.ProviderConfig.Raw, &keys); err != nil {
+			return cfg, compute.Permanentf("spec.providerConfig: %s", configError(err))
+		}
+		for _, k := range sets.List(sets.KeySet(keys)) {
+			if !configKeys.Has(k) {
+				return cfg, compute.Permanentf("spec.providerConfig: unknown field %q", k)
+			}
+		}
 		dec := json.NewDecoder(bytes.NewReader(tc.Spec.ProviderConfig.Raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&cfg); err != nil {
@@ -71,6 +88,9 @@ func parseConfig(tc *v1alpha1.TenantCompute) (providerConfig, error) {
 func configError(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
+		if typeErr.Field == "" {
+			return "must be an object"
+		}
 		return fmt.Sprintf("field %s has the wrong type", typeErr.Field)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")

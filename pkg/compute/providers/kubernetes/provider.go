@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -83,7 +86,7 @@ func NewProvider(local kubernetes.Interface, localInformers informers.SharedInfo
 	p := &Provider{clusters: clusters, newClient: newClientset, applier: newApplier(providerFieldManager)}
 	p.local = &target{client: local, read: clientReader{local}}
 	if localInformers != nil && roleBindings != nil {
-		p.local.read = newListerReader(localInformers, roleBindings)
+		p.local.read, p.local.direct = newListerReader(localInformers, roleBindings), clientReader{local}
 		p.informers = []cache.SharedIndexInformer{
 			localInformers.Core().V1().Namespaces().Informer(),
 			localInformers.Apps().V1().Deployments().Informer(),
@@ -222,6 +225,8 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	if err != nil {
 		return nil, err
 	}
+	// fresh: the namespace is made by this pass, so nothing of anyone else's is in it yet.
+	fresh := false
 	if liveNS == nil {
 		// Not in the reader (the informers see only labelled namespaces): create it. A
 		// namespace that exists after all fails the create, and createNamespace reads it.
@@ -230,6 +235,7 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 			return nil, err
 		}
 		if created {
+			fresh = true
 			out.changes = append(out.changes, fmt.Sprintf("namespace %s created", ns))
 		}
 	}
@@ -250,16 +256,23 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	// all of them one after the other.
 	steps := []func() error{func() error { return p.apply(ctx, t, want.namespace, liveObject(liveNS)) }}
 	if t.cluster == "" {
-		steps = append(steps, func() error { return p.grantSecrets(ctx, t, tc) })
+		steps = append(steps, func() error { return p.grantSecrets(ctx, t, tc, fresh) })
 	}
-	liveD, err := t.read.deployment(ctx, ns, want.deployment.Name)
+	// Nothing is applied over an object of the tenant's names that the provider did not make
+	// for this TenantCompute (claimed): the tenant's namespace is its own, but whoever else may
+	// write in it (the cluster's admins) may have put one there.
+	liveD, err := claimed(t, tc, fresh, "deployment", func(r reader) (*appsv1.Deployment, error) { return r.deployment(ctx, ns, want.deployment.Name) })
 	if err != nil {
 		return nil, err
 	}
 	out.changes = append(out.changes, deploymentChanges(liveD, want.deployment)...)
 	steps = append(steps, func() error { return p.apply(ctx, t, want.deployment, liveObject(liveD)) })
 
-	liveS, err := t.read.service(ctx, ns, want.deployment.Name)
+	readService := func(r reader) (*corev1.Service, error) { return r.service(ctx, ns, want.deployment.Name) }
+	liveS, err := readService(t.read)
+	if want.service != nil {
+		liveS, err = claimed(t, tc, fresh, "service", readService)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -267,12 +280,16 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	case want.service != nil:
 		out.changes = append(out.changes, serviceChanges(liveS, want.service)...)
 		steps = append(steps, func() error { return p.apply(ctx, t, want.service, liveObject(liveS)) })
-	case liveS != nil:
+	case liveS != nil && ownedBy(liveS, tc):
 		out.changes = append(out.changes, fmt.Sprintf("service %s/%s removed", ns, liveS.Name))
 		steps = append(steps, func() error { return p.remove(ctx, t, "services", liveS) })
 	}
 
-	liveI, err := t.read.ingress(ctx, ns, want.deployment.Name)
+	readIngress := func(r reader) (*networkingv1.Ingress, error) { return r.ingress(ctx, ns, want.deployment.Name) }
+	liveI, err := readIngress(t.read)
+	if want.ingress != nil {
+		liveI, err = claimed(t, tc, fresh, "ingress", readIngress)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +297,7 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 	case want.ingress != nil:
 		out.changes = append(out.changes, ingressChanges(liveI, want.ingress)...)
 		steps = append(steps, func() error { return p.apply(ctx, t, want.ingress, liveObject(liveI)) })
-	case liveI != nil:
+	case liveI != nil && ownedBy(liveI, tc):
 		out.changes = append(out.changes, fmt.Sprintf("ingress %s/%s removed", ns, liveI.Name))
 		steps = append(steps, func() error { return p.remove(ctx, t, "ingresses", liveI) })
 	}
@@ -330,17 +347,39 @@ func createNamespace(ctx context.Context, t *target, tc *v1alpha1.TenantCompute,
 	return live, false, nil
 }
 
+// claimed is the live object of one of the tenant's names that the provider is about to
+// apply: as t's reader has it, or, when a label-filtered cache has none and the namespace was
+// not made by this pass, as the cluster has it. The provider applies with Force, so applying
+// over an object it did not make for tc would take it over; such an object is a permanent
+// error naming it, and is left as it is.
+func claimed[T any, PT interface {
+	*T
+	metav1.Object
+}](t *target, tc *v1alpha1.TenantCompute, fresh bool, kind string, read func(reader) (PT, error)) (PT, error) {
+	live, err := read(t.read)
+	if err == nil && live == nil && t.direct != nil && !fresh {
+		live, err = read(t.direct)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if live != nil && !ownedBy(live, tc) {
+		return nil, compute.Permanentf("%s %s/%s already exists and was not made by the kubernetes provider for this TenantCompute", kind, live.GetNamespace(), live.GetName())
+	}
+	return live, nil
+}
+
 // grantSecrets applies the Role and RoleBinding that let the editors of tc's namespace write
 // the tenant's Secrets (see secretAccess). It is not a change of the tenant's compute, so it
 // is not listed in an UpdateResult: a RoleBinding added in the TenantCompute's namespace would
 // otherwise turn a resync into an update the tenant never asked for.
-func (p *Provider) grantSecrets(ctx context.Context, t *target, tc *v1alpha1.TenantCompute) error {
+func (p *Provider) grantSecrets(ctx context.Context, t *target, tc *v1alpha1.TenantCompute, fresh bool) error {
 	bindings, err := t.read.roleBindings(ctx, tc.Namespace)
 	if err != nil {
 		return err
 	}
 	role, binding := secretAccess(tc, bindings)
-	liveRole, err := t.read.role(ctx, role.Namespace, role.Name)
+	liveRole, err := claimed(t, tc, fresh, "role", func(r reader) (*rbacv1.Role, error) { return r.role(ctx, role.Namespace, role.Name) })
 	if err != nil {
 		return err
 	}
@@ -348,7 +387,9 @@ func (p *Provider) grantSecrets(ctx context.Context, t *target, tc *v1alpha1.Ten
 	if err := p.apply(ctx, t, role, liveObject(liveRole)); err != nil {
 		return err
 	}
-	liveBinding, err := t.read.roleBinding(ctx, binding.Namespace, binding.Name)
+	liveBinding, err := claimed(t, tc, fresh, "rolebinding", func(r reader) (*rbacv1.RoleBinding, error) {
+		return r.roleBinding(ctx, binding.Namespace, binding.Name)
+	})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
@@ -248,7 +249,10 @@ func TestProvisionBuildsTheTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(wantLabels, ns.Labels); diff != "" {
+	// The tenant's label "team" is on its objects, not on the namespace.
+	wantNamespaceLabels := map[string]string{"app.kubernetes.io/name": "shop", "app.kubernetes.io/managed-by": "plinth",
+		v1alpha1.LabelTenantID: "shop", v1alpha1.LabelTenantComputeNamespace: "team-a", v1alpha1.LabelTenantComputeName: "shop"}
+	if diff := cmp.Diff(wantNamespaceLabels, ns.Labels); diff != "" {
 		t.Errorf("namespace labels (-want +got):\n%s", diff)
 	}
 
@@ -680,18 +684,79 @@ func TestProvisionWaitsForATerminatingNamespace(t *testing.T) {
 	}
 }
 
-// The create sets only the labels that make the namespace the TenantCompute's; the apply owns
-// the rest, so that a label the tenant drops leaves the namespace too.
-func TestDroppedLabelLeavesTheNamespace(t *testing.T) {
+// A tenant's labels never reach its namespace: labels there are what NetworkPolicy
+// namespaceSelectors, Pod Security admission, meshes and policy engines select and exempt
+// namespaces by. They stay on the tenant's own objects.
+func TestTenantLabelsStayOffTheNamespace(t *testing.T) {
+	hostile := map[string]string{
+		"team":                               "payments", // another team's NetworkPolicy namespaceSelector
+		"pod-security.kubernetes.io/enforce": "privileged",
+		"istio-injection":                    "disabled",
+		"kubernetes.io/metadata.name":        "kube-system",
+	}
+	tc := tenantCompute(func(tc *v1alpha1.TenantCompute) { tc.Spec.Labels = hostile })
+	built, err := build(tc, providerConfig{Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ownLabels(tc), built.namespace.Labels); diff != "" {
+		t.Errorf("built namespace labels (-want +got):\n%s", diff)
+	}
+	if len(built.namespace.Annotations) != 0 {
+		t.Errorf("built namespace annotations %v, want none", built.namespace.Annotations)
+	}
+
+	f := newFixture(t, nil)
+	provision(t, f.provider, tc)
+	ctx := context.Background()
+	ns, err := f.kube.CoreV1().Namespaces().Get(ctx, "tenant-shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range hostile {
+		if v, ok := ns.Labels[k]; ok {
+			t.Errorf("namespace label %s=%s, want the tenant's labels kept off the namespace", k, v)
+		}
+	}
+	if !ownedBy(ns, tc) || ns.Labels["app.kubernetes.io/managed-by"] != "plinth" {
+		t.Errorf("namespace labels %v, want the provider's", ns.Labels)
+	}
+	role, err := f.kube.RbacV1().Roles("tenant-shop").Get(ctx, secretWriters, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ownLabels(tc), role.Labels); diff != "" {
+		t.Errorf("secret writers' Role labels (-want +got):\n%s", diff)
+	}
+	// The tenant's own objects carry them.
+	d, err := f.kube.AppsV1().Deployments("tenant-shop").Get(ctx, "shop", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Labels["team"] != "payments" || d.Spec.Template.Labels["team"] != "payments" {
+		t.Errorf("deployment labels %v, pod labels %v, want the tenant's", d.Labels, d.Spec.Template.Labels)
+	}
+}
+
+// A namespace an earlier version of the provider applied with the tenant's labels loses them
+// at the next apply: the provider's field manager dropped them from what it applies. The
+// create sets only the labels that make the namespace the TenantCompute's, so they are never
+// the create's to keep.
+func TestNamespaceLosesTheTenantLabelsAppliedBefore(t *testing.T) {
+	tc := tenantCompute()
+	earlier := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant-shop", Labels: tenantLabels(tc)}}
 	f := newFixture(t, nil)
 	ctx := context.Background()
-	tc := tenantCompute()
-	provision(t, f.provider, tc)
-	if got := writes(f.kube); !slices.Contains(got, "create namespaces") || slices.Index(got, "create namespaces") > slices.Index(got, "patch namespaces") {
-		t.Errorf("Provision wrote %v, want the namespace created, then applied", got)
+	data, err := json.Marshal(earlier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.kube.CoreV1().Namespaces().Patch(ctx, "tenant-shop", types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: providerFieldManager, Force: ptr.To(true)}); err != nil {
+		t.Fatal(err)
 	}
 	f.caughtUp(t, tc)
-	tc.Spec.Labels = nil
 	if _, err := f.provider.Update(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
@@ -701,6 +766,13 @@ func TestDroppedLabelLeavesTheNamespace(t *testing.T) {
 	}
 	if _, ok := ns.Labels["team"]; ok || !ownedBy(ns, tc) {
 		t.Errorf("namespace labels %v, want the tenant's label gone and the ownership labels kept", ns.Labels)
+	}
+
+	// A first provision creates the namespace, then applies it.
+	f = newFixture(t, nil)
+	provision(t, f.provider, tc)
+	if got := writes(f.kube); !slices.Contains(got, "create namespaces") || slices.Index(got, "create namespaces") > slices.Index(got, "patch namespaces") {
+		t.Errorf("Provision wrote %v, want the namespace created, then applied", got)
 	}
 }
 
@@ -764,12 +836,15 @@ func TestBadConfigIsPermanent(t *testing.T) {
 		clusters *fakeClusters
 		err      string
 	}{
-		"unknown cluster":      {`{"cluster": "mars"}`, clusters, `spec.providerConfig.cluster: cluster "mars" is not registered`},
-		"no clusters at all":   {`{"cluster": "edge"}`, nil, `spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster "edge"`},
-		"unknown field":        {`{"serviceType": "NodePort"}`, nil, `spec.providerConfig: unknown field "serviceType"`},
-		"replicas of a string": {`{"replicas": "2"}`, nil, `spec.providerConfig: field replicas has the wrong type`},
-		"no replicas":          {`{"replicas": 0}`, nil, `spec.providerConfig.replicas: must be between 1 and 100`},
-		"too many replicas":    {`{"replicas": 101}`, nil, `spec.providerConfig.replicas: must be between 1 and 100`},
+		"unknown cluster":    {`{"cluster": "mars"}`, clusters, `spec.providerConfig.cluster: cluster "mars" is not registered`},
+		"no clusters at all": {`{"cluster": "edge"}`, nil, `spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster "edge"`},
+		"unknown field":      {`{"serviceType": "NodePort"}`, nil, `spec.providerConfig: unknown field "serviceType"`},
+		// encoding/json alone would read it as the cluster, which admission did not check.
+		"cluster in another case": {`{"Cluster": "edge"}`, clusters, `spec.providerConfig: unknown field "Cluster"`},
+		"not an object":           {`["edge"]`, nil, `spec.providerConfig: must be an object`},
+		"replicas of a string":    {`{"replicas": "2"}`, nil, `spec.providerConfig: field replicas has the wrong type`},
+		"no replicas":             {`{"replicas": 0}`, nil, `spec.providerConfig.replicas: must be between 1 and 100`},
+		"too many replicas":       {`{"replicas": 101}`, nil, `spec.providerConfig.replicas: must be between 1 and 100`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, tc.clusters)

@@ -109,18 +109,15 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 		}
 		pod.Containers = append(pod.Containers, built)
 	}
+	// Everything is built before anything is applied: one object of the plan's names that is
+	// not the plan's leaves all of them untouched.
+	var objects []metav1.Object
 	if len(files) > 0 {
-		secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(filesSecretName(plan)), Data: files}
-		if err := r.apply(ctx, secret); err != nil {
-			return compute.Status{}, err
-		}
+		objects = append(objects, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(filesSecretName(plan)), Data: files})
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: filesSecretName(plan)}}})
 	}
-
 	selector := podSelector(plan)
-	if err := r.apply(ctx, deployment(meta(plan.Name), selector, labels, 1, pod)); err != nil {
-		return compute.Status{}, err
-	}
+	objects = append(objects, deployment(meta(plan.Name), selector, labels, 1, pod))
 	if svc := plan.Spec.Projection.Service; svc != nil && len(svc.Ports) > 0 {
 		var ports []corev1.ServicePort
 		for _, portName := range sets.List(sets.KeySet(svc.Ports)) {
@@ -129,11 +126,59 @@ func (r *Runtime) Apply(ctx context.Context, plan *v1b1.WorkloadPlan, bindings m
 		}
 		m := meta(plan.Name)
 		m.Annotations = svc.Annotations
-		if err := r.apply(ctx, service(m, selector, "", ports)); err != nil {
+		objects = append(objects, service(m, selector, "", ports))
+	}
+	for _, obj := range objects {
+		if st, taken, err := r.taken(plan, obj); taken || err != nil {
+			return st, err
+		}
+	}
+	for _, obj := range objects {
+		if err := r.apply(ctx, obj); err != nil {
 			return compute.Status{}, err
 		}
 	}
 	return r.status(plan)
+}
+
+// taken reports, with the status to report, whether an object of obj's name is there that the
+// plan does not control. The runtime applies with Force and makes the plan the controller of
+// what it applies, so applying over such an object would take it over, and the garbage
+// collector would delete it with the workload: it was made by someone else (a person, another
+// tool, another workload's binding), and is left as it is, the workload refused until it is
+// gone or renamed. One controlled by an earlier plan of the same name (the workload was deleted
+// and made again) goes with that plan: the workload waits for it.
+//
+// The caches hold every Deployment, Service and Secret, so what they lack is not there, but
+// for an object made in the instant before the apply that the cache has not seen yet.
+func (r *Runtime) taken(plan *v1b1.WorkloadPlan, obj metav1.Object) (compute.Status, bool, error) {
+	resource, err := resourceOf(obj)
+	if err != nil {
+		return compute.Status{}, false, err
+	}
+	live, err := r.live(obj.GetNamespace(), resource, obj.GetName())
+	if err != nil || live == nil || metav1.IsControlledBy(live, plan) {
+		return compute.Status{}, false, err
+	}
+	if ref := metav1.GetControllerOfNoCopy(live); ref != nil && ref.APIVersion == v1b1.SchemeGroupVersion.String() &&
+		ref.Kind == "WorkloadPlan" && ref.Name == plan.Name {
+		return compute.Status{Reason: v1b1.ReasonRuntimeProvisioning, Message: "The workload is being materialized.", State: "Creating"}, true, nil
+	}
+	return compute.Status{Reason: v1b1.ReasonProjectionError,
+		Message: fmt.Sprintf("%s %q already exists and is not managed by this workload.", kindOf(resource), obj.GetName())}, true, nil
+}
+
+// kindOf names the kind of a resource the runtime applies, for messages.
+func kindOf(resource string) string {
+	switch resource {
+	case "deployments":
+		return "Deployment"
+	case "services":
+		return "Service"
+	case "secrets":
+		return "Secret"
+	}
+	return resource
 }
 
 // podSelector selects the pods of the plan's Deployment, for the Deployment and the Service.

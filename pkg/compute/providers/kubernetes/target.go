@@ -29,6 +29,9 @@ type target struct {
 	cluster string
 	client  kubernetes.Interface
 	read    reader
+	// direct reads with requests when read is a label-filtered cache, which never holds an
+	// object without the provider's labels; nil when read sends requests itself.
+	direct reader
 }
 
 // reader reads the objects the provider makes on one cluster. An object that is not there is

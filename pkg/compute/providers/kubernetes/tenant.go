@@ -46,21 +46,33 @@ func objectName(tenantID string) string {
 	return v1alpha1.TenantNamespace(tenantID)
 }
 
-// tenantLabels go on everything the provider makes for a TenantCompute: the tenant's own
-// labels, then the provider's, which a tenant label cannot override. The compute.plinth.dev
-// labels are how the provider's informers find its objects and how a change wakes the
-// TenantCompute.
+// tenantLabels go on the tenant's own objects, its Deployment, pods, Service and Ingress: the
+// tenant's labels, then the provider's (ownLabels), which a tenant label cannot override.
 func tenantLabels(tc *v1alpha1.TenantCompute) map[string]string {
 	labels := map[string]string{}
 	for k, v := range tc.Spec.Labels {
 		labels[k] = v
 	}
-	labels["app.kubernetes.io/name"] = objectName(tc.Spec.TenantID)
-	labels["app.kubernetes.io/managed-by"] = "plinth"
-	labels[v1alpha1.LabelTenantID] = tc.Spec.TenantID
-	labels[v1alpha1.LabelTenantComputeNamespace] = tc.Namespace
-	labels[v1alpha1.LabelTenantComputeName] = tc.Name
+	for k, v := range ownLabels(tc) {
+		labels[k] = v
+	}
 	return labels
+}
+
+// ownLabels are the provider's labels, the only ones on what it makes for the tenant that is
+// not the tenant's to label: the namespace and the Role and RoleBinding of its Secrets. A
+// namespace's labels are what NetworkPolicy namespaceSelectors, policy engines and meshes
+// match (and exempt) namespaces by, so a label the tenant chose there would let it pass for
+// another team's namespace or a system one. The compute.plinth.dev labels are how the
+// provider's informers find its objects and how a change wakes the TenantCompute.
+func ownLabels(tc *v1alpha1.TenantCompute) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":             objectName(tc.Spec.TenantID),
+		"app.kubernetes.io/managed-by":       "plinth",
+		v1alpha1.LabelTenantID:               tc.Spec.TenantID,
+		v1alpha1.LabelTenantComputeNamespace: tc.Namespace,
+		v1alpha1.LabelTenantComputeName:      tc.Name,
+	}
 }
 
 // selectorOf selects a tenant's pods. It never changes (a Deployment's selector is immutable)
@@ -93,6 +105,8 @@ func build(tc *v1alpha1.TenantCompute, cfg providerConfig) (*tenant, error) {
 		}
 		return m
 	}
+	// The namespace carries the provider's labels only (see ownLabels).
+	namespaceMeta := metav1.ObjectMeta{Name: namespace, Labels: ownLabels(tc)}
 
 	env, err := tenantEnv(tc)
 	if err != nil {
@@ -140,7 +154,7 @@ func build(tc *v1alpha1.TenantCompute, cfg providerConfig) (*tenant, error) {
 		replicas = 0
 	}
 	out := &tenant{
-		namespace:  &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: meta("", namespace)},
+		namespace:  &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: namespaceMeta},
 		deployment: deployment(meta(namespace, name), selectorOf(tc.Spec.TenantID), labels, replicas, pod),
 	}
 	if len(ports) > 0 {
