@@ -607,6 +607,11 @@ func TestTenantCompute(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(waiting.Status.Conditions), ticket) {
 			t.Errorf("the waiting tenant's status does not name ticket %s: %+v", ticket, waiting.Status.Conditions)
 		}
+		// alice created the TenantCompute: the ticket is hers, submitted by plinth-controller.
+		if tk, err := carol.GovernanceV1alpha1().ApprovalTickets(ns).Get(ctx, ticket, metav1.GetOptions{}); err != nil ||
+			tk.Spec.Requester != "alice" || tk.Spec.SubmittedBy != localplatform.ControllerUser {
+			t.Errorf("the tenant's ticket: %+v %v, want requester alice submitted by plinth-controller", tk, err)
+		}
 		if _, err := carol.GovernanceV1alpha1().ApprovalTickets(ns).Decide(ctx, ticket, &gov.TicketDecision{Decision: gov.DecisionApprove, Cluster: "local", StorageClass: "standard"}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -306,6 +306,29 @@ func TestGovernance(t *testing.T) {
 		if vm.Status.InstanceName != "team-a-bank-ledger-02" {
 			t.Errorf("ledger-2 instance name %q", vm.Status.InstanceName)
 		}
+
+		// A second approver who replaces the spec sets the first approval aside: carol approved
+		// u1.medium, not the u1.large she has not seen.
+		_, err = alice.ManagedVMs(ns).Create(ctx, newVM("ledger-3", "ledger"), metav1.CreateOptions{})
+		mustCreate("ledger-3", err)
+		ticket = vmTicket("ledger-3")
+		if _, err := approve(carol, ticket); err != nil {
+			t.Fatal(err)
+		}
+		large := newVM("ledger-3", "ledger").Spec
+		large.InstanceType = "u1.large"
+		replaced, err := admin.ApprovalTickets(ns).Decide(ctx, ticket, &gov.TicketDecision{Decision: gov.DecisionApprove, ModifiedSpec: &large}, metav1.CreateOptions{})
+		if err != nil || replaced.Status.State != gov.TicketPending || !strings.Contains(replaced.Status.Message, "1 of 2 approvals") ||
+			len(replaced.Status.Decisions) != 2 || replaced.Status.Decisions[0].SpecHash == replaced.Status.Decisions[1].SpecHash {
+			t.Fatalf("after a replacement on the second approval: %+v %v", replaced, err)
+		}
+		final, err := approve(carol, ticket)
+		if err != nil || final.Status.State != gov.TicketExecuting {
+			t.Fatalf("carol approves the replacement: %+v %v", final, err)
+		}
+		if vm, _ := alice.ManagedVMs(ns).Get(ctx, "ledger-3", metav1.GetOptions{}); vm.Spec.InstanceType != "u1.large" || vm.Status.ApprovedRevision != 1 {
+			t.Errorf("ledger-3 after two approvals of u1.large: %s rev %d", vm.Spec.InstanceType, vm.Status.ApprovedRevision)
+		}
 	})
 
 	t.Run("self-approval, approver groups, quota, and deleting an unapproved VM", func(t *testing.T) {
@@ -474,6 +497,16 @@ func TestGovernance(t *testing.T) {
 		out, err = framework.Kubectl(p.Kubeconfig("alice"), "explain", "managedvms.spec.runStrategy", "--api-version=governance.plinth.dev/v1alpha1")
 		if err != nil || !strings.Contains(strings.Join(strings.Fields(out), " "), "Changing only the run strategy is a start") {
 			t.Errorf("kubectl explain: %v\n%s", err, out)
+		}
+		for field, want := range map[string]string{
+			"approvaltickets.spec.submittedBy":          "made the request for the requester",
+			"approvaltickets.status.decisions.specHash": "sets the earlier approvals aside",
+			"approvaltickets.status.executionStartedAt": "resumes an execution that was interrupted",
+		} {
+			out, err = framework.Kubectl(p.Kubeconfig("alice"), "explain", field, "--api-version=governance.plinth.dev/v1alpha1")
+			if err != nil || !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+				t.Errorf("kubectl explain %s: %v\n%s", field, err, out)
+			}
 		}
 	})
 }

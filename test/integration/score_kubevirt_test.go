@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +13,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
+	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 	"github.com/plinth-dev/plinth/test/integration/framework"
 )
 
@@ -120,8 +125,10 @@ func TestWorkloadOnKubeVirt(t *testing.T) {
 		if err != nil || tk.Status.State != gov.TicketPending || tk.Spec.Operation != gov.OperationCreate {
 			t.Fatalf("ticket %+v %v", tk, err)
 		}
-		if tk.Spec.Requester != localplatform.ControllerUser {
-			t.Errorf("the ticket's requester is %q, not plinth-controller's identity", tk.Spec.Requester)
+		// alice caused the request by applying the workload: she is its requester, and
+		// plinth-controller, which wrote it, its submitter.
+		if tk.Spec.Requester != "alice" || tk.Spec.SubmittedBy != localplatform.ControllerUser {
+			t.Errorf("the ticket's requester is %q, submitted by %q; want alice, submitted by plinth-controller", tk.Spec.Requester, tk.Spec.SubmittedBy)
 		}
 		svc, err := admin.GovernanceV1alpha1().SystemServices(ns).Get(ctx, "vmweb", metav1.GetOptions{})
 		if err != nil || svc.Spec.SystemRef.Name != "workloads" {
@@ -131,6 +138,29 @@ func TestWorkloadOnKubeVirt(t *testing.T) {
 	if ticket == "" {
 		t.FailNow()
 	}
+
+	t.Run("alice, also an approver, may not approve the VM her workload asked for", func(t *testing.T) {
+		// alice as a member of platform:approvers (impersonated by the cluster admin).
+		cfg := rest.CopyConfig(adminCfg)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"platform:approvers", "system:authenticated"}}
+		aliceApprover := clientset.NewForConfigOrDie(cfg).GovernanceV1alpha1()
+		_, err := aliceApprover.ApprovalTickets(ns).Decide(ctx, ticket, &gov.TicketDecision{Decision: gov.DecisionApprove, Cluster: "local", StorageClass: "standard"}, metav1.CreateOptions{})
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) || status.Status().Code != http.StatusForbidden || apperror.CodeOf(err) != apperror.SelfApprovalForbidden ||
+			status.Status().Message != "User alice requested ticket "+ticket+" and may not decide on it." {
+			t.Fatalf("alice approves her workload's VM: %v, want 403 %s", err, apperror.SelfApprovalForbidden)
+		}
+		// Nor may she say someone else asked for it.
+		_, err = aliceApprover.ManagedVMs(ns).Patch(ctx, "vmweb", types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"governance.plinth.dev/on-behalf-of":"bob"}}}`), metav1.PatchOptions{})
+		if apperror.CodeOf(err) != apperror.PlatformLabel {
+			t.Errorf("alice names bob as the requester: %v, want %s", err, apperror.PlatformLabel)
+		}
+		tk, err := admin.GovernanceV1alpha1().ApprovalTickets(ns).Get(ctx, ticket, metav1.GetOptions{})
+		if err != nil || tk.Status.State != gov.TicketPending || len(tk.Status.Decisions) != 0 {
+			t.Errorf("the ticket after alice's attempts: %+v %v", tk.Status, err)
+		}
+	})
 
 	t.Run("carol approves; the workload is Ready once the VM runs", func(t *testing.T) {
 		if _, err := carol.ApprovalTickets(ns).Decide(ctx, ticket, &gov.TicketDecision{Decision: gov.DecisionApprove, Cluster: "local", StorageClass: "standard"}, metav1.CreateOptions{}); err != nil {

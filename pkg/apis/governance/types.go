@@ -423,8 +423,15 @@ type ApprovalTicketSpec struct {
 	Operation Operation `json:"operation"`
 	// TargetRef is the ManagedVM.
 	TargetRef TargetReference `json:"targetRef"`
-	// Requester is the user who asked for the change.
+	// Requester is the user who asked for the change. For a request plinth-controller makes
+	// for a Workload or TenantCompute, it is the user who last wrote that object's spec, as the
+	// server recorded it. The requester may not approve or reject the ticket.
 	Requester string `json:"requester"`
+	// SubmittedBy is the platform identity that made the request for the requester, for
+	// example plinth-controller asking for the VM of a Workload; empty when the requester
+	// made it. It may cancel the ticket, and may not approve or reject it.
+	// +optional
+	SubmittedBy string `json:"submittedBy,omitempty"`
 	// Environment is the environment of the VM's System when the ticket was opened.
 	Environment Environment `json:"environment"`
 	// RequestedSpec is the spec the requester asked for (for delete, the VM's current spec).
@@ -463,6 +470,22 @@ type TicketDecisionRecord struct {
 	// Comment is the decider's comment.
 	// +optional
 	Comment string `json:"comment,omitempty"`
+	// SpecHash is, for an approval, the spec it approved: "sha256:" and the hexadecimal
+	// SHA-256 of the JSON of the spec in place once it was recorded (the requested spec, or
+	// the modifiedSpec). An approval counts toward requiredApprovals only while the ticket
+	// holds the spec, and for a create the cluster and storage class, that it approved: a
+	// later approver who changes any of them sets the earlier approvals aside, and their
+	// approvers may approve again.
+	// +optional
+	SpecHash string `json:"specHash,omitempty"`
+	// Cluster is, for an approval of a create, the target cluster in place once it was
+	// recorded.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+	// StorageClass is, for an approval of a create, the storage class in place once it was
+	// recorded.
+	// +optional
+	StorageClass string `json:"storageClass,omitempty"`
 }
 
 // ApprovalTicketStatus is the decision state of a ticket.
@@ -484,6 +507,11 @@ type ApprovalTicketStatus struct {
 	// StorageClass is the storage class chosen at approval of a create.
 	// +optional
 	StorageClass string `json:"storageClass,omitempty"`
+	// ExecutionStartedAt is when the approved change began to be carried out. Approving an
+	// APPROVED ticket again resumes an execution that was interrupted, once this is a minute
+	// old; until then the approval is refused, so that the change is carried out once.
+	// +optional
+	ExecutionStartedAt *metav1.Time `json:"executionStartedAt,omitempty"`
 	// Message is one sentence on the current state.
 	// +optional
 	Message string `json:"message,omitempty"`

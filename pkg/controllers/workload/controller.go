@@ -608,6 +608,12 @@ func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClas
 			Metadata:     &v1b1.PlanMetadata{Labels: map[string]string{v1b1.WorkloadLabel: w.Name}, OwnershipMode: v1b1.OwnershipModeController},
 		},
 	}
+	// Who wrote the workload's spec, as plinth-apiserver recorded it: a runtime's requests for
+	// the plan (a governed VM's ticket) name that user as their requester.
+	requestedBy, recorded := w.Annotations[common.AnnotationRequestedBy]
+	if recorded {
+		want.Annotations = map[string]string{common.AnnotationRequestedBy: requestedBy}
+	}
 	existing, err := c.listers.Plans.WorkloadPlans(w.Namespace).Get(w.Name)
 	if apierrors.IsNotFound(err) {
 		return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: "plinth-orchestrator"})
@@ -615,11 +621,17 @@ func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClas
 	if err != nil {
 		return nil, err
 	}
-	if apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) {
+	was, had := existing.Annotations[common.AnnotationRequestedBy]
+	if apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) && was == requestedBy && had == recorded {
 		return existing, nil
 	}
 	updated := existing.DeepCopy()
 	updated.Spec = want.Spec
+	if recorded {
+		metav1.SetMetaDataAnnotation(&updated.ObjectMeta, common.AnnotationRequestedBy, requestedBy)
+	} else {
+		delete(updated.Annotations, common.AnnotationRequestedBy)
+	}
 	return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"})
 }
 

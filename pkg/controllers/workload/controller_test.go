@@ -373,3 +373,37 @@ func TestSecretsAndNamespacesWakeTheirWorkloads(t *testing.T) {
 		t.Errorf("workloads woken by a ConfigMap none of them reads: %v", got)
 	}
 }
+
+// The plan carries who last wrote the workload's spec, as the server recorded it, so that a
+// runtime's requests for it (a governed VM's ticket) name that user.
+func TestPlanCarriesWhoWroteTheWorkload(t *testing.T) {
+	plan := func(w *v1b1.Workload, plans ...*v1b1.WorkloadPlan) *v1b1.WorkloadPlan {
+		t.Helper()
+		f := newFixture(t)
+		f.workloads, f.bindings, f.plans = []*v1b1.Workload{w}, []*v1b1.ResourceBinding{boundBinding(w)}, plans
+		if err := f.newController().reconcile(context.Background(), cache.NewObjectName("team-a", "hello")); err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.plinth.ScoreV1b1().WorkloadPlans("team-a").Get(context.Background(), "hello", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	w := newWorkload("hello", "registry.example.com/hello:1.0")
+	w.Annotations = map[string]string{common.AnnotationRequestedBy: "alice"}
+	first := plan(w)
+	if got := first.Annotations[common.AnnotationRequestedBy]; got != "alice" {
+		t.Errorf("the new plan names %q, want alice", got)
+	}
+	changed := newWorkload("hello", "registry.example.com/hello:1.1")
+	changed.Generation, changed.Annotations = 3, map[string]string{common.AnnotationRequestedBy: "bob"}
+	if got := plan(changed, first).Annotations[common.AnnotationRequestedBy]; got != "bob" {
+		t.Errorf("the updated plan names %q, want bob", got)
+	}
+	unknown := newWorkload("hello", "registry.example.com/hello:1.1")
+	unknown.Generation = 3
+	if got, ok := plan(unknown, first).Annotations[common.AnnotationRequestedBy]; ok {
+		t.Errorf("a plan of a workload without a recorded writer names %q", got)
+	}
+}

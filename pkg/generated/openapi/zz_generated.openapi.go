@@ -3103,8 +3103,15 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketSpec(ref common.Reference
 					},
 					"requester": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Requester is the user who asked for the change.",
+							Description: "Requester is the user who asked for the change. For a request plinth-controller makes for a Workload or TenantCompute, it is the user who last wrote that object's spec, as the server recorded it. The requester may not approve or reject the ticket.",
 							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"submittedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SubmittedBy is the platform identity that made the request for the requester, for example plinth-controller asking for the VM of a Workload; empty when the requester made it. It may cancel the ticket, and may not approve or reject it.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -3221,6 +3228,12 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref common.Referen
 							Format:      "",
 						},
 					},
+					"executionStartedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExecutionStartedAt is when the approved change began to be carried out. Approving an APPROVED ticket again resumes an execution that was interrupted, once this is a minute old; until then the approval is refused, so that the change is carried out once.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Message is one sentence on the current state.",
@@ -3232,7 +3245,7 @@ func schema_pkg_apis_governance_v1alpha1_ApprovalTicketStatus(ref common.Referen
 			},
 		},
 		Dependencies: []string{
-			governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName(), governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName()},
+			governancev1alpha1.ManagedVMSpec{}.OpenAPIModelName(), governancev1alpha1.TicketDecisionRecord{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -4576,6 +4589,27 @@ func schema_pkg_apis_governance_v1alpha1_TicketDecisionRecord(ref common.Referen
 					"comment": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Comment is the decider's comment.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"specHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SpecHash is, for an approval, the spec it approved: \"sha256:\" and the hexadecimal SHA-256 of the JSON of the spec in place once it was recorded (the requested spec, or the modifiedSpec). An approval counts toward requiredApprovals only while the ticket holds the spec, and for a create the cluster and storage class, that it approved: a later approver who changes any of them sets the earlier approvals aside, and their approvers may approve again.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is, for an approval of a create, the target cluster in place once it was recorded.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"storageClass": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StorageClass is, for an approval of a create, the storage class in place once it was recorded.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

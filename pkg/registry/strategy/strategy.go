@@ -7,15 +7,19 @@ package strategy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/plinth-dev/plinth/pkg/apis/common"
 )
 
 // Object is an API object with ObjectMeta and Spec and Status fields.
@@ -46,6 +50,12 @@ type Definition[T Object] struct {
 	// fields the client left empty (it never saw them) from the stored object, so that the
 	// generation counts only real spec changes.
 	RetainOnUpdate func(obj, old T)
+	// RecordRequester, when true, has the main resource record in the annotation
+	// common.AnnotationRequestedBy the authenticated user who created the object or last
+	// changed its spec (a write that bumps the generation), replacing whatever the client
+	// wrote; any other write keeps the recorded value. Requests a platform identity makes for
+	// the object name that user as the one who caused them.
+	RecordRequester bool
 	// WarningsOnCreate and WarningsOnUpdate return optional warnings for the client.
 	WarningsOnCreate func(obj T) []string
 	WarningsOnUpdate func(obj, old T) []string
@@ -83,6 +93,9 @@ func (s Strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	if s.def.PrepareForCreate != nil {
 		s.def.PrepareForCreate(ctx, obj.(T))
 	}
+	if s.def.RecordRequester {
+		recordRequester(ctx, obj.(metav1.Object), nil)
+	}
 }
 
 // PrepareForUpdate keeps the stored status and bumps the generation when the spec changed.
@@ -101,6 +114,40 @@ func (s Strategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Obje
 	if s.def.PrepareForUpdate != nil {
 		s.def.PrepareForUpdate(ctx, obj.(T), old.(T))
 	}
+	if s.def.RecordRequester {
+		recordRequester(ctx, newMeta, oldMeta)
+	}
+}
+
+// recordRequester sets common.AnnotationRequestedBy to the request's user on a create (old is
+// nil) and on an update that changed the spec; on any other update it keeps the stored value,
+// whatever the client sent. The value comes from the request's authentication only, so a
+// client cannot name someone else.
+func recordRequester(ctx context.Context, obj, old metav1.Object) {
+	value, keep := "", old != nil && obj.GetGeneration() == old.GetGeneration()
+	if keep {
+		value, keep = old.GetAnnotations()[common.AnnotationRequestedBy]
+	} else if u, ok := genericapirequest.UserFrom(ctx); ok {
+		value, keep = u.GetName(), u.GetName() != ""
+	}
+	annotations := obj.GetAnnotations()
+	if !keep {
+		if _, ok := annotations[common.AnnotationRequestedBy]; ok {
+			annotations = maps.Clone(annotations)
+			delete(annotations, common.AnnotationRequestedBy)
+			obj.SetAnnotations(annotations)
+		}
+		return
+	}
+	if annotations[common.AnnotationRequestedBy] == value {
+		return
+	}
+	annotations = maps.Clone(annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[common.AnnotationRequestedBy] = value
+	obj.SetAnnotations(annotations)
 }
 
 // Validate checks a new object, and that it is within MaxObjectBytes.

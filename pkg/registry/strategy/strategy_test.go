@@ -6,9 +6,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/score"
 	"github.com/plinth-dev/plinth/pkg/apis/score/install"
 	"github.com/plinth-dev/plinth/pkg/registry/score/workload"
@@ -107,5 +110,69 @@ func TestValidationIsTheKinds(t *testing.T) {
 	w.Spec.Containers = nil
 	if errs := s.Validate(context.Background(), w); len(errs) != 1 || errs[0].Field != "spec.containers" {
 		t.Errorf("Validate = %v, want one error on spec.containers", errs)
+	}
+}
+
+// A Workload records who created it or last changed its spec, from the request's user only:
+// what a client writes in the annotation is replaced, and writes that leave the spec alone
+// (labels, a forged annotation, status) keep the recorded user.
+func TestRecordRequester(t *testing.T) {
+	s := strategy.New(newScheme(), workload.Definition)
+	status := strategy.NewStatus(newScheme(), workload.Definition)
+	as := func(name string) context.Context {
+		return genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: name})
+	}
+	recorded := func(w *score.Workload) string { return w.Annotations[common.AnnotationRequestedBy] }
+
+	created := stored()
+	created.Annotations = map[string]string{common.AnnotationRequestedBy: "bob", "note": "kept"}
+	s.PrepareForCreate(as("alice"), created)
+	if recorded(created) != "alice" || created.Annotations["note"] != "kept" {
+		t.Errorf("after alice's create: %v, want requested-by alice", created.Annotations)
+	}
+	anonymous := stored()
+	anonymous.Annotations = map[string]string{common.AnnotationRequestedBy: "bob"}
+	s.PrepareForCreate(context.Background(), anonymous)
+	if _, ok := anonymous.Annotations[common.AnnotationRequestedBy]; ok {
+		t.Errorf("a create without a user kept the client's %q", recorded(anonymous))
+	}
+
+	for name, tc := range map[string]struct {
+		user   string
+		mutate func(w *score.Workload)
+		want   string
+	}{
+		"a spec change records its writer": {"carol", func(w *score.Workload) { w.Spec.RuntimeClass = "kubevirt" }, "carol"},
+		"a spec change with a forged value records the writer": {"carol", func(w *score.Workload) {
+			w.Spec.RuntimeClass = "kubevirt"
+			w.Annotations[common.AnnotationRequestedBy] = "bob"
+		}, "carol"},
+		"a label change keeps the recorded user":     {"carol", func(w *score.Workload) { w.Labels["tier"] = "front" }, "alice"},
+		"a forged value alone is replaced":           {"carol", func(w *score.Workload) { w.Annotations[common.AnnotationRequestedBy] = "bob" }, "alice"},
+		"removing the annotation does not remove it": {"carol", func(w *score.Workload) { delete(w.Annotations, common.AnnotationRequestedBy) }, "alice"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := stored()
+			old.Annotations = map[string]string{common.AnnotationRequestedBy: "alice"}
+			w := old.DeepCopy()
+			tc.mutate(w)
+			s.PrepareForUpdate(as(tc.user), w, old)
+			if got := recorded(w); got != tc.want {
+				t.Errorf("requested-by %q, want %q", got, tc.want)
+			}
+			if old.Annotations[common.AnnotationRequestedBy] != "alice" {
+				t.Errorf("the stored object's annotations were changed")
+			}
+		})
+	}
+
+	old := stored()
+	old.Annotations = map[string]string{common.AnnotationRequestedBy: "alice"}
+	w := old.DeepCopy()
+	w.Annotations[common.AnnotationRequestedBy] = "bob"
+	w.Status.Endpoint = ptr.To("https://web.example.com")
+	status.PrepareForUpdate(as("plinth-controller"), w, old)
+	if recorded(w) != "alice" {
+		t.Errorf("a status write changed requested-by to %q", recorded(w))
 	}
 }

@@ -30,6 +30,14 @@ const FinalizerDeleteApproval = "governance.plinth.dev/delete-approval"
 // target cluster. The runtime adds it before it creates anything there.
 const FinalizerVMCleanup = "governance.plinth.dev/vm-cleanup"
 
+// AnnotationOnBehalfOf names, on a ManagedVM that plinth-controller writes, the user its
+// request is made for: the user who last wrote the spec of the Workload or TenantCompute the VM
+// is for (common.AnnotationRequestedBy). The ticket the write opens names that user as its
+// requester, who may not approve it, and plinth-controller as the submitter. plinth-apiserver
+// takes it from plinth-controller's identities only: anyone else may keep it as it is or
+// remove it, and a write that sets or changes it is refused (PLATFORM_FIELD_FORBIDDEN).
+const AnnotationOnBehalfOf = "governance.plinth.dev/on-behalf-of"
+
 // PlatformLabels are the platform's labels for the objects it manages for a VM with these
 // labels: managed-by, and those of system, service and instance the VM has.
 func PlatformLabels(vmLabels map[string]string) map[string]string {

@@ -267,6 +267,10 @@ func (in *ApprovalTicketStatus) DeepCopyInto(out *ApprovalTicketStatus) {
 		*out = new(ManagedVMSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ExecutionStartedAt != nil {
+		in, out := &in.ExecutionStartedAt, &out.ExecutionStartedAt
+		*out = (*in).DeepCopy()
+	}
 	return
 }
 

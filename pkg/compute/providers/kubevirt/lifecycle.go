@@ -198,6 +198,7 @@ func (p *Provider) create(ctx context.Context, tc *v1alpha1.TenantCompute, w *wa
 	withLabels(vm, w)
 	setAnnotation(vm, AnnotationRequestedSpec, w.fingerprint)
 	setAnnotation(vm, AnnotationRequestedGeneration, generation(tc))
+	requestFor(vm, tc.Annotations)
 	created, err := p.client.ManagedVMs(tc.Namespace).Create(ctx, vm, metav1.CreateOptions{})
 	if err != nil {
 		return nil, writeError(err)
@@ -223,6 +224,7 @@ func (p *Provider) change(ctx context.Context, tc *v1alpha1.TenantCompute, live 
 		updated.Spec = spec
 		setAnnotation(updated, AnnotationRequestedSpec, w.fingerprint)
 		setAnnotation(updated, AnnotationRequestedGeneration, generation(tc))
+		requestFor(updated, tc.Annotations)
 	}
 	if withLabels(updated, w) {
 		o.changes = append(o.changes, "labels")

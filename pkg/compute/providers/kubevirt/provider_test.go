@@ -646,3 +646,37 @@ func TestWriteOutcomes(t *testing.T) {
 		t.Errorf("unavailable: %v", err)
 	}
 }
+
+// The VM requests the provider makes name the tenant's last spec writer, as the server recorded
+// it on the TenantCompute, so that governance makes that user the requester; without a
+// recorded user they name nobody.
+func TestRequestsNameWhoCausedThem(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	tc := tenant()
+	tc.Annotations = map[string]string{common.AnnotationRequestedBy: "alice"}
+	if _, err := f.p.Provision(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.vm("shop").Annotations[gov.AnnotationOnBehalfOf]; got != "alice" {
+		t.Errorf("the creation is on behalf of %q, want alice", got)
+	}
+	f.govern("shop", approved(gov.VMPhaseRunning, true))
+
+	tc.Spec.Resources.CPU, tc.Generation, tc.Annotations[common.AnnotationRequestedBy] = 3000, 2, "bob"
+	if _, err := f.p.Update(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.vm("shop").Annotations[gov.AnnotationOnBehalfOf]; got != "bob" {
+		t.Errorf("the change is on behalf of %q, want bob", got)
+	}
+	f.govern("shop", approved(gov.VMPhaseRunning, true))
+
+	tc.Spec.Resources.CPU, tc.Generation, tc.Annotations = 4000, 3, nil
+	if _, err := f.p.Update(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := f.vm("shop").Annotations[gov.AnnotationOnBehalfOf]; ok {
+		t.Errorf("a change without a recorded writer is on behalf of %q", got)
+	}
+}

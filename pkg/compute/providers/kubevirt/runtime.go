@@ -192,6 +192,7 @@ func (r *Runtime) createVM(ctx context.Context, plan *v1b1.WorkloadPlan, w *want
 	withLabels(vm, w)
 	setAnnotation(vm, AnnotationRequestedSpec, w.fingerprint)
 	setAnnotation(vm, AnnotationRequestedGeneration, planGeneration(plan))
+	requestFor(vm, plan.Annotations)
 	return r.client.ManagedVMs(plan.Namespace).Create(ctx, vm, metav1.CreateOptions{})
 }
 
@@ -217,6 +218,7 @@ func (r *Runtime) requestChange(ctx context.Context, plan *v1b1.WorkloadPlan, li
 		updated.Spec = spec
 		setAnnotation(updated, AnnotationRequestedSpec, w.fingerprint)
 		setAnnotation(updated, AnnotationRequestedGeneration, planGeneration(plan))
+		requestFor(updated, plan.Annotations)
 	}
 	withLabels(updated, w)
 	out, err := r.client.ManagedVMs(live.Namespace).Update(ctx, updated, metav1.UpdateOptions{})

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -615,5 +616,30 @@ func TestRuntimePlansFor(t *testing.T) {
 	}
 	if len(rt.Informers()) != 2 {
 		t.Errorf("informers %d, want ManagedVMs and SystemServices", len(rt.Informers()))
+	}
+}
+
+// The VM requests the runtime makes name the workload's last spec writer, which the plan
+// carries from the Workload, so that governance makes that user the requester.
+func TestRuntimeRequestsNameWhoCausedThem(t *testing.T) {
+	f := newRuntimeFixture(t)
+	plan := workloadPlan()
+	plan.Annotations = map[string]string{common.AnnotationRequestedBy: "alice"}
+	f.apply(plan, shopBindings())
+	if got := f.vm().Annotations[gov.AnnotationOnBehalfOf]; got != "alice" {
+		t.Errorf("the creation is on behalf of %q, want alice", got)
+	}
+	f.sync()
+	f.govern(approved(gov.VMPhaseRunning, true))
+
+	changed := workloadPlan()
+	changed.Annotations = map[string]string{common.AnnotationRequestedBy: "bob"}
+	changed.Spec.WorkloadRef.Generation = 4
+	web := changed.Spec.Projection.Containers["web"]
+	web.Image = "nginx:1.28"
+	changed.Spec.Projection.Containers["web"] = web
+	f.apply(changed, shopBindings())
+	if got := f.vm().Annotations[gov.AnnotationOnBehalfOf]; got != "bob" {
+		t.Errorf("the change is on behalf of %q, want bob", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 )
@@ -133,6 +134,18 @@ func setAnnotation(vm *gov.ManagedVM, key, value string) {
 		vm.Annotations = map[string]string{}
 	}
 	vm.Annotations[key] = value
+}
+
+// requestFor names, in the VM's AnnotationOnBehalfOf, the user who caused the request the
+// provider or runtime is about to write: the one the server recorded as the last spec writer of
+// the TenantCompute or Workload (from its annotations, or the plan's). Without a recorded user
+// the annotation goes, so that a request never names someone who did not cause it.
+func requestFor(vm *gov.ManagedVM, annotations map[string]string) {
+	if user := annotations[common.AnnotationRequestedBy]; user != "" {
+		setAnnotation(vm, gov.AnnotationOnBehalfOf, user)
+		return
+	}
+	delete(vm.Annotations, gov.AnnotationOnBehalfOf)
 }
 
 // needsRestart says whether a change only takes effect in a new instance of the VM: its size,

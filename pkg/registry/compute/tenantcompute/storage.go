@@ -30,6 +30,8 @@ var Definition = strategy.Definition[*compute.TenantCompute]{
 	Validate:             validation.ValidateTenantCompute,
 	ValidateUpdate:       validation.ValidateTenantComputeUpdate,
 	ValidateStatusUpdate: validation.ValidateTenantComputeStatusUpdate,
+	// The kubevirt provider's VM requests for it name its last spec writer as the requester.
+	RecordRequester: true,
 	PrepareForCreate: func(_ context.Context, tc *compute.TenantCompute) {
 		tc.Status.Phase = compute.PhaseRequested
 	},

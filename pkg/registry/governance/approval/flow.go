@@ -27,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
+	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 	"github.com/plinth-dev/plinth/pkg/governance/policy"
 )
@@ -69,6 +70,19 @@ func New(stores Stores, authz authorizer.Authorizer, runtimeUsers []string) *Flo
 
 // isRuntime reports whether the request comes from the VM runtime.
 func (f *Flow) isRuntime(ctx context.Context) bool { return f.runtimeUsers.Has(userName(ctx)) }
+
+// requester is who asks for a change of vm, and the platform identity that submitted it for
+// them: the request's user, unless plinth-controller (a runtime identity) writes the VM for the
+// user its annotation names — the last writer of the Workload's or TenantCompute's spec, as the
+// server recorded it. Only a runtime identity may name someone else (forbidPlatformFields
+// refuses the annotation from anyone else), and it stays visible as the submitter.
+func (f *Flow) requester(ctx context.Context, vm *governance.ManagedVM) (requester, submitter string) {
+	user := userName(ctx)
+	if onBehalfOf := vm.Annotations[v1alpha1.AnnotationOnBehalfOf]; onBehalfOf != "" && onBehalfOf != user && f.isRuntime(ctx) {
+		return onBehalfOf, user
+	}
+	return user, ""
+}
 
 var (
 	vmResource     = governance.Resource("managedvms")

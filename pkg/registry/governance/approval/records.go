@@ -46,9 +46,11 @@ const (
 // ticketName returns a fresh ticket name; the random part makes it unique without a lookup.
 func ticketName() string { return "tkt-" + rand.String(8) }
 
-// newTicket is a PENDING ticket for op on vm (the ticket strategy sets the state on create).
+// newTicket is a PENDING ticket for op on vm (the ticket strategy sets the state on create),
+// asked for by requester; submitter is the platform identity that made the request for them,
+// if one did.
 func newTicket(name string, vm *governance.ManagedVM, op governance.Operation, env governance.Environment,
-	req policy.Requirement, spec governance.ManagedVMSpec, requester string) *governance.ApprovalTicket {
+	req policy.Requirement, spec governance.ManagedVMSpec, requester, submitter string) *governance.ApprovalTicket {
 	labels := v1alpha1.PlatformLabels(vm.Labels)
 	labels[v1alpha1.LabelTicketID] = name
 	return &governance.ApprovalTicket{
@@ -57,6 +59,7 @@ func newTicket(name string, vm *governance.ManagedVM, op governance.Operation, e
 			Operation:         op,
 			TargetRef:         vmTarget(vm),
 			Requester:         requester,
+			SubmittedBy:       submitter,
 			Environment:       env,
 			RequestedSpec:     spec,
 			Reason:            spec.Reason,
@@ -74,15 +77,26 @@ func (f *Flow) openTicket(ctx context.Context, ticket *governance.ApprovalTicket
 	if _, err := f.stores.Tickets.Create(inNamespace(ctx, ns), ticket, rest.ValidateAllObjectFunc, createOptions(ctx)); err != nil {
 		return err
 	}
-	details := map[string]string{"ticket": ticket.Name, "operation": string(ticket.Spec.Operation)}
+	details := submitted(map[string]string{"ticket": ticket.Name, "operation": string(ticket.Spec.Operation)}, ticket.Spec.SubmittedBy)
 	if err := f.audit(ctx, ns, ticket.Spec.Requester, action, vmTarget(vm), details); err != nil {
 		f.withdraw(ctx, ticket, "The request could not be recorded.")
 		return err
 	}
-	f.event(ctx, ns, eventType, vmTarget(vm), map[string]any{
-		"ticket": ticket.Name, "operation": ticket.Spec.Operation, "requester": ticket.Spec.Requester, "spec": ticket.Spec.RequestedSpec,
-	})
+	payload := map[string]any{"ticket": ticket.Name, "operation": ticket.Spec.Operation, "requester": ticket.Spec.Requester, "spec": ticket.Spec.RequestedSpec}
+	if ticket.Spec.SubmittedBy != "" {
+		payload["submittedBy"] = ticket.Spec.SubmittedBy
+	}
+	f.event(ctx, ns, eventType, vmTarget(vm), payload)
 	return nil
+}
+
+// submitted adds to an audit record's details the platform identity that made the request for
+// the actor, if one did.
+func submitted(details map[string]string, submitter string) map[string]string {
+	if submitter != "" {
+		details["submittedBy"] = submitter
+	}
+	return details
 }
 
 // withdraw cancels a ticket whose request could not be completed.

@@ -67,6 +67,13 @@ func forbidPlatformFields(vm, old *governance.ManagedVM, runtime bool) error {
 	if hasFinalizer(vm) != (old != nil && hasFinalizer(old)) {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"), v1alpha1.FinalizerDeleteApproval+" is managed by the platform"))
 	}
+	// The user a request is made for is the runtime's to name (it takes it from the
+	// Workload or TenantCompute the server recorded it on); named by anyone else, it would let
+	// a requester pass their request off as someone else's. Keeping or removing it is harmless.
+	annotations := field.NewPath("metadata", "annotations")
+	if v, set := vm.Annotations[v1alpha1.AnnotationOnBehalfOf]; !runtime && set && (old == nil || old.Annotations[v1alpha1.AnnotationOnBehalfOf] != v) {
+		errs = append(errs, field.Forbidden(annotations.Key(v1alpha1.AnnotationOnBehalfOf), "is set by the platform"))
+	}
 	// The runtime's finalizer keeps a VM's deletion waiting until its VirtualMachine is gone
 	// from the cluster; removing it by hand would leave the VirtualMachine behind.
 	if !runtime && slices.Contains(vm.Finalizers, v1alpha1.FinalizerVMCleanup) != (old != nil && slices.Contains(old.Finalizers, v1alpha1.FinalizerVMCleanup)) {
@@ -77,7 +84,7 @@ func forbidPlatformFields(vm, old *governance.ManagedVM, runtime bool) error {
 	}
 	invalid := apierrors.NewInvalid(governance.Kind("ManagedVM"), vm.Name, errs)
 	invalid.ErrStatus.Details.Causes = append(invalid.ErrStatus.Details.Causes,
-		metav1.StatusCause{Type: metav1.CauseType(apperror.PlatformLabel), Field: "code", Message: "Platform-managed labels and finalizers may not be set or changed."})
+		metav1.StatusCause{Type: metav1.CauseType(apperror.PlatformLabel), Field: "code", Message: "Platform-managed labels, annotations and finalizers may not be set or changed."})
 	return invalid
 }
 
@@ -145,7 +152,7 @@ func (f *Flow) CreateVM(ctx context.Context, vm *governance.ManagedVM, createVal
 	vm.Labels[v1alpha1.LabelService] = svc.Name
 
 	req := policy.For(policies, sys.Spec.Environment, governance.OperationCreate)
-	user := userName(ctx)
+	user, submitter := f.requester(ctx, vm)
 	if !req.ApprovalRequired {
 		cluster, err := f.autoPlace(ctx, vm.Name, vm.Spec)
 		if err != nil {
@@ -156,7 +163,7 @@ func (f *Flow) CreateVM(ctx context.Context, vm *governance.ManagedVM, createVal
 			return obj, err
 		}
 		created := obj.(*governance.ManagedVM)
-		if err := f.audit(ctx, created.Namespace, user, "vm.create", vmTarget(created), map[string]string{"operation": "create", "approval": "not required"}); err != nil {
+		if err := f.audit(ctx, created.Namespace, user, "vm.create", vmTarget(created), submitted(map[string]string{"operation": "create", "approval": "not required"}, submitter)); err != nil {
 			return nil, err
 		}
 		if _, _, err := f.apply(ctx, created, change{op: governance.OperationCreate, spec: created.Spec, cluster: cluster}); err != nil {
@@ -176,7 +183,7 @@ func (f *Flow) CreateVM(ctx context.Context, vm *governance.ManagedVM, createVal
 		return obj, err
 	}
 	created := obj.(*governance.ManagedVM)
-	ticket := newTicket(name, created, governance.OperationCreate, sys.Spec.Environment, req, created.Spec, user)
+	ticket := newTicket(name, created, governance.OperationCreate, sys.Spec.Environment, req, created.Spec, user, submitter)
 	if err := f.openTicket(ctx, ticket, created, ActionVMRequest, EventVMRequested); err != nil {
 		// Nothing was approved and nothing may stay half-requested: the VM goes too.
 		_, _, _ = f.stores.VMs.Delete(inNamespace(ctx, created.Namespace), created.Name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{})
@@ -285,9 +292,9 @@ func (f *Flow) UpdateVM(ctx context.Context, name string, objInfo rest.UpdatedOb
 		return obj, created, err
 	}
 	vm := obj.(*governance.ManagedVM)
-	user := userName(ctx)
+	user, submitter := f.requester(ctx, vm)
 	if g.immediate {
-		if err := f.audit(ctx, vm.Namespace, user, "vm."+string(g.op), vmTarget(vm), map[string]string{"operation": string(g.op), "approval": "not required"}); err != nil {
+		if err := f.audit(ctx, vm.Namespace, user, "vm."+string(g.op), vmTarget(vm), submitted(map[string]string{"operation": string(g.op), "approval": "not required"}, submitter)); err != nil {
 			return nil, false, err
 		}
 		c := change{op: g.op, spec: vm.Spec}
@@ -302,7 +309,7 @@ func (f *Flow) UpdateVM(ctx context.Context, name string, objInfo rest.UpdatedOb
 		fresh, err := f.getVM(ctx, vm.Namespace, vm.Name)
 		return fresh, false, err
 	}
-	ticket := newTicket(g.ticket, vm, g.op, g.env, g.req, vm.Spec, user)
+	ticket := newTicket(g.ticket, vm, g.op, g.env, g.req, vm.Spec, user, submitter)
 	eventType := EventVMChangeRequested
 	if g.op == governance.OperationCreate {
 		eventType = EventVMRequested
@@ -412,7 +419,9 @@ func (f *Flow) DeleteVM(ctx context.Context, name string, deleteValidation rest.
 			return nil
 		})
 	}
-	ticket := newTicket(tname, vm, governance.OperationDelete, sys.Spec.Environment, req, vm.Spec, user)
+	// A deletion is its deleter's request: the annotation names who last wrote the spec, not
+	// who deleted the Workload or TenantCompute.
+	ticket := newTicket(tname, vm, governance.OperationDelete, sys.Spec.Environment, req, vm.Spec, user, "")
 	if err := f.openTicket(ctx, ticket, vm, ActionVMDeleteSubmitted, EventVMDeleteRequested); err != nil {
 		clearPending()
 		return nil, false, err

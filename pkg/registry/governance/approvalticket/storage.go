@@ -111,15 +111,10 @@ var Table = table.New([]table.Column{
 	{Name: "VM", Type: "string", Description: "The ManagedVM."},
 	{Name: "Requester", Type: "string", Description: "The user who asked."},
 	{Name: "State", Type: "string", Description: "The ticket's state."},
-	{Name: "Approvals", Type: "string", Description: "Approvals given out of approvals required."},
-	{Name: "Approvers", Type: "string", Description: "The users who approved.", Wide: true},
+	{Name: "Approvals", Type: "string", Description: "Approvals of the spec and placement the ticket holds out of approvals required."},
+	{Name: "Approvers", Type: "string", Description: "The users whose approvals count.", Wide: true},
 }, func(t *governance.ApprovalTicket) []interface{} {
-	var approvers []string
-	for _, d := range t.Status.Decisions {
-		if d.Decision == governance.DecisionApprove {
-			approvers = append(approvers, d.User)
-		}
-	}
+	approvers := approval.Approvers(t)
 	return []interface{}{
 		string(t.Spec.Operation), t.Spec.TargetRef.Name, t.Spec.Requester, string(t.Status.State),
 		fmt.Sprintf("%d/%d", len(approvers), t.Spec.RequiredApprovals), table.OrNone(strings.Join(approvers, ",")),

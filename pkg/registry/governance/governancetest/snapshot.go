@@ -48,9 +48,11 @@ type TicketView struct {
 	Operation governance.Operation
 	VM        string
 	Requester string
-	State     governance.TicketState
-	Message   string
-	Approvers []string
+	// SubmittedBy is the platform identity that asked for the requester, if one did.
+	SubmittedBy string
+	State       governance.TicketState
+	Message     string
+	Approvers   []string
 }
 
 // AuditView is one audit record: who did what to which VM. A decision's record targets the
@@ -118,7 +120,7 @@ func ViewVM(vm *governance.ManagedVM) VMView {
 
 // ViewTicket is t's request and state.
 func ViewTicket(t *governance.ApprovalTicket) TicketView {
-	v := TicketView{Operation: t.Spec.Operation, VM: t.Spec.TargetRef.Name, Requester: t.Spec.Requester, State: t.Status.State, Message: t.Status.Message}
+	v := TicketView{Operation: t.Spec.Operation, VM: t.Spec.TargetRef.Name, Requester: t.Spec.Requester, SubmittedBy: t.Spec.SubmittedBy, State: t.Status.State, Message: t.Status.Message}
 	for _, d := range t.Status.Decisions {
 		if d.Decision == governance.DecisionApprove {
 			v.Approvers = append(v.Approvers, d.User)

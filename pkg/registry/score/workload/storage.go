@@ -26,7 +26,9 @@ var Definition = strategy.Definition[*score.Workload]{
 	Validate:             validation.ValidateWorkload,
 	ValidateUpdate:       validation.ValidateWorkloadUpdate,
 	ValidateStatusUpdate: validation.ValidateWorkloadStatusUpdate,
-	PrepareForCreate:     func(_ context.Context, w *score.Workload) { syncEnvOnCreate(w) },
+	// The kubevirt runtime's VM requests for it name its last spec writer as the requester.
+	RecordRequester:  true,
+	PrepareForCreate: func(_ context.Context, w *score.Workload) { syncEnvOnCreate(w) },
 	PrepareForUpdate: func(ctx context.Context, w, old *score.Workload) {
 		info, ok := genericapirequest.RequestInfoFrom(ctx)
 		syncEnvOnUpdate(w, old, ok && info.Verb == "update")
