@@ -32,9 +32,9 @@ type Resource struct {
 	Approvers bool
 }
 
-// writeVerbs are the verbs of every request that changes something: the guard of a status
-// that only the runtime writes, while anyone RBAC lets read the object may read it.
-var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
+// statusWrites are the writes a status subresource serves (it serves get besides): the guard
+// of a status only the runtime writes, which anyone RBAC lets read the object may read.
+var statusWrites = []string{"update", "patch"}
 
 // InternalAPIs are the platform-only resources of every Plinth group: tenants never reach them,
 // whatever RBAC grants.
@@ -56,8 +56,8 @@ var InternalAPIs = []Resource{
 	// approved; a SystemService's hands out instance numbers. The approval flow writes them on
 	// its own stores and the runtime reports VMs' phases: through the API, only the runtime
 	// writes them. Everyone RBAC lets read the objects may read them.
-	{Group: "governance.plinth.dev", Resource: "managedvms", Subresource: "status", Verbs: writeVerbs, UsersOnly: true},
-	{Group: "governance.plinth.dev", Resource: "systemservices", Subresource: "status", Verbs: writeVerbs, UsersOnly: true},
+	{Group: "governance.plinth.dev", Resource: "managedvms", Subresource: "status", Verbs: statusWrites, UsersOnly: true},
+	{Group: "governance.plinth.dev", Resource: "systemservices", Subresource: "status", Verbs: statusWrites, UsersOnly: true},
 	// Deciding a ticket (the verb plinth-apiserver asks for before an approval or a
 	// rejection) is for approvers, whatever RBAC grants a tenant; cancelling, a create on
 	// approvaltickets/approval, stays the requester's.
