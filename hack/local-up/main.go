@@ -90,7 +90,7 @@ func main() {
 		}
 	}
 	abs, _ := filepath.Abs(platform.AdminKubeconfig())
-	fmt.Printf("plinth is ready in %s: export KUBECONFIG=%s (demo users: alice, bob, carol, dana in %s; Ctrl-C stops)\n",
+	fmt.Printf("plinth is ready in %s: export KUBECONFIG=%s (demo users: alice, bob, eve, carol, dana in %s; Ctrl-C stops)\n",
 		time.Since(started).Round(100*time.Millisecond), abs, filepath.Dir(abs))
 	<-ctx.Done()
 	// A second Ctrl-C kills local-up at once; its children die with it.

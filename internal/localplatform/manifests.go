@@ -199,26 +199,45 @@ spec:
   - name: https
     port: %d
 `, plinthPort)
-	// Each tenant identity edits its own namespace with the built-in edit role.
+	// Each tenant identity edits its own namespace with the built-in edit role, or, a wildcard
+	// tenant, holds every verb on every resource there.
+	namespaces := map[string]bool{}
 	for _, id := range Identities {
-		if id.Namespace == "" || len(id.Groups) > 0 {
+		if !id.Tenant() {
 			continue
 		}
-		fmt.Fprintf(&b, `---
+		if !namespaces[id.Namespace] {
+			namespaces[id.Namespace] = true
+			fmt.Fprintf(&b, `---
 apiVersion: v1
 kind: Namespace
 metadata:
-  name: %[2]s
----
+  name: %s
+`, id.Namespace)
+		}
+		binding, role := id.User+"-edit", "{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}"
+		if id.Wildcard {
+			binding, role = id.User+"-everything", "{apiGroup: rbac.authorization.k8s.io, kind: Role, name: everything}"
+			fmt.Fprintf(&b, `---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: everything
+  namespace: %s
+rules:
+- {apiGroups: ["*"], resources: ["*"], verbs: ["*"]}
+`, id.Namespace)
+		}
+		fmt.Fprintf(&b, `---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
-  name: %[1]s-edit
+  name: %[1]s
   namespace: %[2]s
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+roleRef: %[3]s
 subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[1]s}
-`, id.User, id.Namespace)
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[4]s}
+`, binding, id.Namespace, role, id.User)
 	}
 	return b.String()
 }

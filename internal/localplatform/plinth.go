@@ -32,6 +32,7 @@ func (p *Platform) StartPlinth(ctx context.Context) error {
 		"--authentication-kubeconfig", p.plinthKubeconfig(),
 		"--authorization-kubeconfig", p.plinthKubeconfig(),
 		"--encryption-key-file", p.EncryptionKeyFile(),
+		"--approver-groups", ApproverGroup,
 	}, append(audit, p.cfg.PlinthArgs...)...)...)
 	if err != nil {
 		return err

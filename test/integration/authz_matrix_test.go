@@ -37,8 +37,8 @@ const authzMatrixFile = "testdata/authz-matrix.txt"
 // matrix: every resource and subresource of every Plinth group (from discovery) × every verb
 // the API or a shipped role knows × team-a, team-b and all namespaces (or the cluster, for
 // cluster-scoped kinds) × every demo identity through kube-apiserver (a tenant of each
-// namespace, the approver, the platform admin, the cluster admin, plinth-controller and an
-// anonymous caller) and three callers straight to plinth-apiserver (alice's certificate, no
+// namespace, a tenant RBAC grants everything in team-a, the approver, the platform admin, the
+// cluster admin, plinth-controller and an anonymous caller) and three callers straight to plinth-apiserver (alice's certificate, no
 // credentials, and alice's certificate with front-proxy headers claiming system:masters). The
 // outcomes (allow, deny, unserved, unauth) form a table compared with testdata/authz-matrix.txt,
 // so any change of who may do what is a visible diff. It then checks that `kubectl auth can-i`
@@ -69,8 +69,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 	tenants := map[string]string{} // namespace → tenant
 	tickets := map[string]string{} // namespace → ticket
 	for _, id := range localplatform.Identities {
-		// As the local platform decides: an identity with a namespace and no groups edits it.
-		if id.Namespace == "" || len(id.Groups) > 0 {
+		// As the local platform decides: an identity with a namespace and no groups edits it
+		// (the wildcard tenant shares one with an editor).
+		if !id.Tenant() || id.Wildcard {
 			continue
 		}
 		tenants[id.Namespace] = id.User
@@ -187,20 +188,21 @@ func requestVM(ctx context.Context, t *testing.T, p *localplatform.Platform, use
 func matrixSubjects(t *testing.T, p *localplatform.Platform) []*authzSubject {
 	t.Helper()
 	var subjects []*authzSubject
-	add := func(name string, cfg *rest.Config, header http.Header, user string, super bool) *authzSubject {
+	add := func(name string, cfg *rest.Config, header http.Header, user string, super, wildcard bool) *authzSubject {
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &authzSubject{name: name, http: hc, host: cfg.Host, header: header, user: user, super: super}
+		s := &authzSubject{name: name, http: hc, host: cfg.Host, header: header, user: user, super: super, wildcard: wildcard}
 		if user != "" {
 			s.client = kubernetes.NewForConfigOrDie(cfg)
 		}
 		subjects = append(subjects, s)
 		return s
 	}
-	// The issue's order: tenants, approver, platform admin, cluster admin, the controller.
-	for _, user := range []string{"alice", "bob", "carol", "dana", "admin", localplatform.ControllerUser} {
+	// The issue's order: tenants (the wildcard one last), approver, platform admin, cluster
+	// admin, the controller.
+	for _, user := range []string{"alice", "bob", "eve", "carol", "dana", "admin", localplatform.ControllerUser} {
 		i := slices.IndexFunc(localplatform.Identities, func(id localplatform.Identity) bool { return id.User == user })
 		if i < 0 {
 			t.Fatalf("no demo identity %s", user)
@@ -214,17 +216,17 @@ func matrixSubjects(t *testing.T, p *localplatform.Platform) []*authzSubject {
 		if id.User == localplatform.ControllerUser {
 			name = "controller"
 		}
-		add(name, cfg, nil, id.User, slices.Contains(id.Groups, "system:masters"))
+		add(name, cfg, nil, id.User, slices.Contains(id.Groups, "system:masters"), id.Wildcard)
 	}
 	adminCfg, err := p.ConfigFor("admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	add("anonymous", rest.AnonymousClientConfig(adminCfg), nil, "", false)
+	add("anonymous", rest.AnonymousClientConfig(adminCfg), nil, "", false, false)
 	direct := plinthDirectConfig(t, p, "alice")
-	add("d:alice", direct, nil, "", false)
-	add("d:anon", rest.AnonymousClientConfig(direct), nil, "", false)
-	add("d:forged", direct, http.Header{"X-Remote-User": {"admin"}, "X-Remote-Group": {"system:masters"}}, "", false)
+	add("d:alice", direct, nil, "", false, false)
+	add("d:anon", rest.AnonymousClientConfig(direct), nil, "", false, false)
+	add("d:forged", direct, http.Header{"X-Remote-User": {"admin"}, "X-Remote-Group": {"system:masters"}}, "", false, false)
 	return subjects
 }
 
@@ -278,9 +280,10 @@ const authzMatrixHeader = `# The authorization matrix of plinth-apiserver, gener
 # shipped role knows that has a request there (approve: approvaltickets/approval only; lists and
 # watches only on whole resources) × namespace team-a, team-b, * (all namespaces: lists and
 # watches) or - (cluster-scoped). Requests change nothing: dry runs, absent names, invalid bodies.
-# Callers, through kube-apiserver: alice (tenant of team-a), bob (tenant of team-b), carol
-# (platform:approvers), dana (platform:admins), admin (system:masters), controller
-# (plinth-controller's service account), anonymous (no credentials). Straight to plinth-apiserver:
+# Callers, through kube-apiserver: alice (tenant of team-a), bob (tenant of team-b), eve (tenant
+# of team-a whom a Role grants every verb on every resource there), carol (platform:approvers),
+# dana (platform:admins), admin (system:masters), controller (plinth-controller's service
+# account), anonymous (no credentials). Straight to plinth-apiserver:
 # d:alice (alice's client certificate), d:anon (no credentials), d:forged (alice's certificate
 # with X-Remote-User: admin and X-Remote-Group: system:masters).
 # Outcomes: allow (authorized; the request reached its handler, whatever it answered), deny (403),

@@ -79,6 +79,9 @@ type Options struct {
 	// Provisioner, ResourceBinding, WorkloadPlan); everyone else is denied before RBAC is asked.
 	PlatformGroups []string
 	PlatformUsers  []string
+	// ApproverGroups may, besides the platform identities, decide approval tickets and adopt
+	// VMs; everyone else is denied those before RBAC is asked.
+	ApproverGroups []string
 	// EncryptionKeyFile holds the AES-256 keys that seal target clusters' kubeconfigs; the
 	// first key encrypts, all decrypt. --standalone creates one under StandaloneDir.
 	EncryptionKeyFile string
@@ -112,6 +115,7 @@ func NewOptions(out io.Writer) *Options {
 		StandaloneDir:  ".plinth",
 		PlatformGroups: []string{"system:masters", "platform:admins"},
 		PlatformUsers:  []string{"system:serviceaccount:plinth-system:plinth-controller"},
+		ApproverGroups: []string{"platform:approvers"},
 		Out:            out,
 	}
 	// Store every object as JSON of its group's one served version: readable with etcdctl.
@@ -185,6 +189,7 @@ func (o *Options) AddFlags(flags *pflag.FlagSet) {
 	flags.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "Key file (YAML: keys: [{id, secret: base64 of 32 bytes}]) whose first key encrypts target clusters' kubeconfigs and whose every key decrypts them. Without it, Clusters cannot be created. With --standalone, a file is created under --standalone-dir when none is given.")
 	flags.BoolVar(&o.ConsistentGetFromCache, "consistent-get-from-cache", false, "Answer a client's GET without a resourceVersion from the watch cache once it has caught up with etcd's current revision, as fresh as a read from etcd. Off by default; it waits about 50 ms per GET while other kinds are written (docs/benchmarks.md).")
 	flags.StringSliceVar(&o.PlatformUsers, "platform-users", o.PlatformUsers, "Users (such as the controller's service account) that may use the internal APIs, subject to RBAC.")
+	flags.StringSliceVar(&o.ApproverGroups, "approver-groups", o.ApproverGroups, "Groups that may, besides --platform-groups and --platform-users, approve or reject tickets and adopt VMs, subject to RBAC. Everyone else is denied those whatever RBAC grants.")
 }
 
 // Complete derives the settings the flags imply. It only computes: files and processes are
@@ -245,7 +250,7 @@ func (o *Options) Validate() error {
 	for _, flag := range []struct {
 		name   string
 		values []string
-	}{{"--platform-groups", o.PlatformGroups}, {"--platform-users", o.PlatformUsers}} {
+	}{{"--platform-groups", o.PlatformGroups}, {"--platform-users", o.PlatformUsers}, {"--approver-groups", o.ApproverGroups}} {
 		for _, v := range flag.values {
 			if strings.TrimSpace(v) == "" {
 				errs = append(errs, fmt.Errorf("%s must not contain an empty name", flag.name))
@@ -372,19 +377,12 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	// may grant a tenant group; the internal-API authorizer, which keeps Clusters' objects
 	// from everyone outside the platform groups, must not refuse that.
 	delegated := cfg.Authorization.Authorizer
-	// The internal-API authorizer runs first: it can only deny, so RBAC still decides for
-	// platform identities and for every public API.
-	internal := authorization.NewInternalAPIAuthorizer(authorization.InternalAPIs, o.PlatformUsers, o.PlatformGroups)
-	// Requests ask kube-apiserver without the object's name first, so that the delegated
-	// authorizer's cache answers for every object of a kind (issue 21); admission keeps the
-	// undecorated authorizer above.
-	chained, err := union.New(
-		union.NamedAuthorizer{AuthorizerName: "plinth-internal-api", Authorizer: internal},
-		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: authorization.NewNameFreeFirst(delegated)},
-	)
+	chained, err := o.authorizer(delegated)
 	if err != nil {
 		return nil, err
 	}
+	// The approval flow asks this chain whether a user may approve, so the internal-API
+	// authorizer's refusals hold there too.
 	cfg.Authorization.Authorizer = chained
 	if o.Standalone {
 		// No kube-apiserver means no Kubernetes admission chain; Plinth's own plugins still run.
@@ -405,6 +403,23 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		klog.InfoS("No --encryption-key-file: Clusters cannot be created until the server has one")
 	}
 	return &apiserver.Config{GenericConfig: cfg, EncryptionKeys: keys, RuntimeUsers: o.PlatformUsers}, nil
+}
+
+// authorizer is the chain requests are authorized with: the internal-API authorizer, then the
+// delegated one (RBAC).
+func (o *Options) authorizer(delegated authorizer.Authorizer) (authorizer.Authorizer, error) {
+	// The internal-API authorizer runs first: it can only deny, so RBAC still decides for
+	// platform identities and for every public API.
+	internal := authorization.NewInternalAPIAuthorizer(authorization.InternalAPIs, authorization.Identities{
+		Users: o.PlatformUsers, Groups: o.PlatformGroups, ApproverGroups: o.ApproverGroups,
+	})
+	// Requests ask kube-apiserver without the object's name first, so that the delegated
+	// authorizer's cache answers for every object of a kind (issue 21); admission keeps the
+	// undecorated authorizer.
+	return union.New(
+		union.NamedAuthorizer{AuthorizerName: "plinth-internal-api", Authorizer: internal},
+		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: authorization.NewNameFreeFirst(delegated)},
+	)
 }
 
 // plinthInformers returns the informer factory admission plugins share, created once from the

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/plinth-dev/plinth/pkg/keyring"
 )
@@ -75,6 +78,7 @@ func TestValidate(t *testing.T) {
 		},
 		{name: "empty platform group", args: []string{"--platform-groups", "platform:admins,,x"}, want: []string{"--platform-groups must not contain an empty name"}},
 		{name: "empty platform user", args: []string{"--platform-users", ","}, want: []string{"--platform-users must not contain an empty name"}},
+		{name: "empty approver group", args: []string{"--approver-groups", "platform:approvers,"}, want: []string{"--approver-groups must not contain an empty name"}},
 		{name: "missing key file", args: []string{"--encryption-key-file", filepath.Join(t.TempDir(), "missing.yaml")}, want: []string{"--encryption-key-file"}},
 		{name: "key file without keys", args: []string{"--standalone", "--encryption-key-file", notKeys}, want: []string{"--encryption-key-file"}},
 		{
@@ -109,6 +113,70 @@ func TestValidate(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 				t.Errorf("Complete and Validate wrote %s", entries[0].Name())
+			}
+		})
+	}
+}
+
+// TestAuthorizerRefusesTenantsWhateverRBACGrants builds the server's authorization chain from
+// the flags, with an RBAC that grants everyone everything (a tenant bound to "*" on "*" in its
+// namespace): the runtime's and the approvers' governance endpoints are still refused to the
+// tenant, with the neutral text, while the identities the flags name are left to RBAC. The
+// approval flow asks this chain for the verb approve.
+func TestAuthorizerRefusesTenantsWhateverRBACGrants(t *testing.T) {
+	everything := authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+		return authorizer.DecisionAllow, "", nil
+	})
+	eve := &user.DefaultInfo{Name: "eve", Groups: []string{"system:authenticated"}}
+	carol := &user.DefaultInfo{Name: "carol", Groups: []string{"system:authenticated", "platform:approvers"}}
+	reviewer := &user.DefaultInfo{Name: "rita", Groups: []string{"system:authenticated", "release-reviewers"}}
+	controller := &user.DefaultInfo{Name: "system:serviceaccount:plinth-system:plinth-controller"}
+	request := func(u user.Info, verb, resource, sub string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{User: u, Verb: verb, Namespace: "team-a", APIGroup: "governance.plinth.dev", APIVersion: "v1alpha1",
+			Resource: resource, Subresource: sub, Name: "cache-1", ResourceRequest: true}
+	}
+	approve := func(u user.Info) authorizer.AttributesRecord {
+		return request(u, "approve", "approvaltickets", "approval")
+	}
+	adopt := func(u user.Info) authorizer.AttributesRecord {
+		return request(u, "create", "pendingadoptions", "adopt")
+	}
+	for _, tc := range []struct {
+		args  []string
+		attrs authorizer.AttributesRecord
+		allow bool
+	}{
+		{nil, approve(eve), false},
+		{nil, adopt(eve), false},
+		{nil, request(eve, "update", "managedvms", "status"), false},
+		{nil, request(eve, "patch", "systemservices", "status"), false},
+		{nil, request(eve, "create", "approvaltickets", "approval"), true}, // cancelling her own
+		{nil, request(eve, "get", "managedvms", "status"), true},
+		{nil, approve(carol), true},
+		{nil, adopt(carol), true},
+		{nil, request(carol, "update", "managedvms", "status"), false},
+		{nil, request(controller, "update", "managedvms", "status"), true},
+		{nil, approve(reviewer), false},
+		{[]string{"--approver-groups", "release-reviewers"}, approve(reviewer), true},
+		{[]string{"--approver-groups", "release-reviewers"}, approve(carol), false},
+	} {
+		t.Run(fmt.Sprintf("%v %s %s/%s as %s", tc.args, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Subresource, tc.attrs.User.GetName()), func(t *testing.T) {
+			o := NewOptions(io.Discard)
+			flags := pflag.NewFlagSet("plinth-apiserver", pflag.ContinueOnError)
+			o.AddFlags(flags)
+			if err := flags.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			a, err := o.authorizer(everything)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decision, reason, _ := a.Authorize(context.Background(), tc.attrs)
+			if allowed := decision == authorizer.DecisionAllow; allowed != tc.allow {
+				t.Fatalf("allowed = %v (%q), want %v", allowed, reason, tc.allow)
+			}
+			if !tc.allow && !strings.Contains(reason, "this API is reserved for platform operators") {
+				t.Errorf("denied with %q, not the neutral text", reason)
 			}
 		})
 	}

@@ -301,6 +301,9 @@ func (c *Controller) revise(ctx context.Context, pack *infrav1alpha1.Infrastruct
 	}
 	rev, err := c.render(ctx, pack, keys)
 	if err != nil {
+		// The condition and the log quote the error: not the URLs in it, which may carry a
+		// token (a chart archive's signed URL, a redirect's target).
+		err = render.Redact(err)
 		reason := ReasonFetchFailed
 		var content *contentError
 		switch {

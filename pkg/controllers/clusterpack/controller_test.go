@@ -3,7 +3,9 @@ package clusterpack
 import (
 	"context"
 	"errors"
+	"fmt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -474,6 +476,39 @@ func TestReconcileFetchError(t *testing.T) {
 	}
 	if p.Status.Revision != 0 || len(h.instanceNames()) != 0 {
 		t.Errorf("revision %d instances %v after a failed fetch", p.Status.Revision, h.instanceNames())
+	}
+}
+
+// TestReconcileErrorsQuoteNoURL checks that neither the Rendered condition nor the error the
+// reconcile returns (which is logged) quotes a URL from the render's error: a chart archive's or
+// a redirect's URL may carry a token. The hosts stay, and the error keeps its kind.
+func TestReconcileErrorsQuoteNoURL(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err    error
+		reason string
+	}{
+		"fetch":   {fmt.Errorf("pulling: %w", &url.Error{Op: "Get", URL: "https://bot:***@objects.example.com/web.tgz?X-Amz-Signature=s3cret", Err: errFetch}), ReasonFetchFailed},
+		"content": {&render.Error{Message: "chart web from https://bot:tok3n@charts.example.com/TOKEN/web.tgz?token=s3cret is not a valid chart archive"}, ReasonRenderFailed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, newPack(t, "east"), cluster("east", "v1.37.1", nil))
+			h.renderer.err = tc.err
+			err := h.reconcile()
+			c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, tc.reason)
+			for _, text := range []string{c.Message, fmt.Sprint(err)} {
+				for _, secret := range []string{"bot", "tok3n", "s3cret", "TOKEN"} {
+					if strings.Contains(text, secret) {
+						t.Errorf("%q quotes %q", text, secret)
+					}
+				}
+			}
+			if !strings.Contains(c.Message, "example.com") {
+				t.Errorf("the message %q does not name the host", c.Message)
+			}
+			if tc.reason == ReasonFetchFailed && !errors.Is(err, errFetch) {
+				t.Errorf("reconcile returned %v, want the fetch error (retried with backoff)", err)
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -75,3 +76,54 @@ func templateError(err error) *Error {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// urlInText is a URL as messages quote it: a scheme, "://" and everything up to a space or a
+// quote.
+var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
+
+// RedactURLs rewrites every URL in s to what may be shown: an http or https URL to its scheme
+// and host only (a token may sit in its user, path or query: signed download URLs, private
+// repositories), any other (oci://) without user, query or fragment.
+func RedactURLs(s string) string {
+	return urlInText.ReplaceAllStringFunc(s, func(m string) string {
+		// Punctuation after a URL is the sentence's.
+		trimmed := strings.TrimRight(m, ".,:;)]")
+		tail := m[len(trimmed):]
+		u, err := url.Parse(trimmed)
+		if err != nil || u.Host == "" {
+			scheme, _, _ := strings.Cut(trimmed, "://")
+			return scheme + "://…" + tail
+		}
+		if u.Scheme == "http" || u.Scheme == "https" {
+			return u.Scheme + "://" + u.Host + tail
+		}
+		return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String() + tail
+	})
+}
+
+// Redact returns err with every URL in its text redacted by RedactURLs; errors.Is and
+// errors.As see the same errors as in err, and an *Error stays one.
+func Redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := RedactURLs(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	if e, ok := err.(*Error); ok {
+		redacted := *e
+		redacted.Message = RedactURLs(e.Message)
+		return &redacted
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// redactedError is an error with its text redacted.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -77,7 +77,9 @@ type chartRepo struct {
 	mu       sync.Mutex
 	index    *repo.IndexFile
 	archives map[string][]byte
-	failing  atomic.Bool
+	// redirects answers a path with a 302 to another URL.
+	redirects map[string]string
+	failing   atomic.Bool
 }
 
 func startRepo(t testing.TB, charts ...testChart) *chartRepo {
@@ -87,7 +89,7 @@ func startRepo(t testing.TB, charts ...testChart) *chartRepo {
 // startRepoTLS starts a repository over https or, without tls, plain http.
 func startRepoTLS(t testing.TB, tls bool, charts ...testChart) *chartRepo {
 	t.Helper()
-	r := &chartRepo{index: repo.NewIndexFile(), archives: map[string][]byte{}}
+	r := &chartRepo{index: repo.NewIndexFile(), archives: map[string][]byte{}, redirects: map[string]string{}}
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	// Tests that leave the CA out fail handshakes on purpose.
 	r.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
@@ -127,6 +129,10 @@ func (r *chartRepo) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if to, ok := r.redirects[req.URL.Path]; ok {
+		http.Redirect(w, req, to, http.StatusFound)
+		return
+	}
 	if req.URL.Path == "/index.yaml" {
 		data, err := yaml.Marshal(r.index)
 		if err != nil {

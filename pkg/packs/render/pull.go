@@ -41,37 +41,74 @@ type pulledChart struct {
 }
 
 // pull fetches the chart c names, from the cache when this version was pulled before, and
-// loads it.
+// loads it. Its errors quote no URL: an index's download URLs and the URLs a server redirects
+// to may carry tokens (signed URLs, user:token@), and the errors end up in status messages
+// and logs; they name hosts instead, and Redact takes out what a library's message quotes.
 func (r *Renderer) pull(ctx context.Context, c *Chart) (*pulledChart, error) {
-	if c.Name == "" || strings.ContainsAny(c.Name, "/:@") {
-		return nil, &Error{Message: fmt.Sprintf("chart name %q is not a chart name", c.Name)}
-	}
-	u, err := url.Parse(c.URL)
-	if err != nil || u.Host == "" {
-		return nil, &Error{Message: fmt.Sprintf("chart URL %q is not a URL", c.URL)}
-	}
-	var cached *cachedChart
-	switch u.Scheme {
-	case "oci":
-		cached, err = r.pullOCI(ctx, c, u)
-	case "https":
-		cached, err = r.pullRepo(ctx, c)
-	case "http":
-		if !r.plainHTTP(u.Host) {
-			return nil, &Error{Message: fmt.Sprintf("chart repository %s is not https", c.URL)}
-		}
-		cached, err = r.pullRepo(ctx, c)
-	default:
-		return nil, &Error{Message: fmt.Sprintf("chart URL %q is neither https:// nor oci://", c.URL)}
-	}
+	cached, err := r.fetch(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, Redact(err)
 	}
 	ch, err := loader.LoadFiles(cached.files)
 	if err != nil {
 		return nil, &Error{Message: fmt.Sprintf("chart %s is not a valid chart: %v", c.Name, err)}
 	}
 	return &pulledChart{chart: ch}, nil
+}
+
+// fetch gets the chart's files, from the cache or the chart's repository or registry.
+func (r *Renderer) fetch(ctx context.Context, c *Chart) (*cachedChart, error) {
+	if c.Name == "" || strings.ContainsAny(c.Name, "/:@") {
+		return nil, &Error{Message: fmt.Sprintf("chart name %q is not a chart name", c.Name)}
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Host == "" {
+		return nil, &Error{Message: "the chart URL is not a URL"}
+	}
+	switch u.Scheme {
+	case "oci":
+		return r.pullOCI(ctx, c, u)
+	case "https":
+		return r.pullRepo(ctx, c, u)
+	case "http":
+		if !r.plainHTTP(u.Host) {
+			return nil, &Error{Message: fmt.Sprintf("the chart repository at %s is not https", u.Host)}
+		}
+		return r.pullRepo(ctx, c, u)
+	}
+	return nil, &Error{Message: fmt.Sprintf("the chart URL's scheme %q is neither https nor oci", u.Scheme)}
+}
+
+// secure says whether a chart download may go to u, an archive's URL from a repository index
+// or a URL a server redirected to: over https always; over plain http only when the chart's
+// own URL is plain HTTP (plain), and to a host reached over plain HTTP. A chart named by an
+// https or registry URL is thus never downloaded in the clear, whatever the index says or
+// the server answers.
+func (r *Renderer) secure(u *url.URL, plain bool) bool {
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		return plain && r.plainHTTP(u.Host)
+	}
+	return false
+}
+
+// maxRedirects is the number of redirects a download follows, as net/http's default.
+const maxRedirects = 10
+
+// checkRedirect is an http.Client's CheckRedirect for a chart whose URL is plain HTTP, or not:
+// a redirect may not leave https (see secure).
+func (r *Renderer) checkRedirect(plain bool) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if !r.secure(req.URL, plain) {
+			return &Error{Message: fmt.Sprintf("a download of the chart was redirected to %s, not over https", req.URL.Host)}
+		}
+		return nil
+	}
 }
 
 // exactVersion says whether a requested version names one version, so that a cached chart of
@@ -82,59 +119,70 @@ func exactVersion(v string) bool {
 	return err == nil
 }
 
-// pullRepo resolves the version in an https chart repository's index and downloads the chart.
-// Helm's getter has no context and reports HTTP statuses only in text, so the requests are
-// made here; the index and its version resolution are Helm's.
-func (r *Renderer) pullRepo(ctx context.Context, c *Chart) (*cachedChart, error) {
+// pullRepo resolves the version in the index of the chart repository at u (https, or http on
+// a plain-HTTP host) and downloads the chart. Helm's getter has no context and reports HTTP
+// statuses only in text, so the requests are made here; the index and its version resolution
+// are Helm's.
+func (r *Renderer) pullRepo(ctx context.Context, c *Chart, u *url.URL) (*cachedChart, error) {
 	base := strings.TrimSuffix(c.URL, "/")
 	if exactVersion(c.Version) {
 		if hit := r.cache.get(chartKey{base, c.Name, c.Version}); hit != nil {
 			return hit, nil
 		}
 	}
-	client, done, err := r.httpClient(c.CABundle)
+	plain := u.Scheme == "http"
+	client, done, err := r.httpClient(c.CABundle, plain)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	data, err := get(ctx, client, base+"/index.yaml", maxIndexBytes)
+	repository := "the chart repository at " + u.Host
+	data, err := get(ctx, client, base+"/index.yaml", maxIndexBytes, "the index of "+repository)
 	if err != nil {
 		return nil, err
 	}
 	index, err := loadIndex(data)
 	if err != nil {
-		return nil, &Error{Message: fmt.Sprintf("%s/index.yaml is not a chart repository index: %v", base, err)}
+		return nil, &Error{Message: fmt.Sprintf("the index of %s is not a chart repository index: %v", repository, err)}
 	}
 	cv, err := index.Get(c.Name, c.Version)
 	switch {
 	case errors.Is(err, repo.ErrNoChartName):
-		return nil, &Error{Message: fmt.Sprintf("chart %s is not in chart repository %s", c.Name, base)}
+		return nil, &Error{Message: fmt.Sprintf("chart %s is not in %s", c.Name, repository)}
 	case err != nil:
-		return nil, &Error{Message: fmt.Sprintf("no version of chart %s in chart repository %s matches %q", c.Name, base, c.Version)}
+		return nil, &Error{Message: fmt.Sprintf("no version of chart %s in %s matches %q", c.Name, repository, c.Version)}
 	case len(cv.URLs) == 0:
-		return nil, &Error{Message: fmt.Sprintf("chart %s %s in chart repository %s has no download URL", c.Name, cv.Version, base)}
+		return nil, &Error{Message: fmt.Sprintf("chart %s %s in %s has no download URL", c.Name, cv.Version, repository)}
 	}
 	key := chartKey{base, c.Name, cv.Version}
 	if hit := r.cache.get(key); hit != nil {
 		return hit, nil
 	}
 	archiveURL, err := repo.ResolveReferenceURL(base, cv.URLs[0])
-	if err != nil {
-		return nil, &Error{Message: fmt.Sprintf("chart %s %s has an invalid download URL %q", c.Name, cv.Version, cv.URLs[0])}
+	var archive *url.URL
+	if err == nil {
+		archive, err = url.Parse(archiveURL)
 	}
-	archive, err := get(ctx, client, archiveURL, maxChartBytes)
+	if err != nil || archive.Host == "" {
+		return nil, &Error{Message: fmt.Sprintf("chart %s %s in %s has an invalid download URL", c.Name, cv.Version, repository)}
+	}
+	if !r.secure(archive, plain) {
+		return nil, &Error{Message: fmt.Sprintf("chart %s %s in %s is downloaded from %s, not over https", c.Name, cv.Version, repository, archive.Host)}
+	}
+	what := fmt.Sprintf("chart %s %s from %s", c.Name, cv.Version, archive.Host)
+	data, err = get(ctx, client, archiveURL, maxChartBytes, what)
 	if err != nil {
 		return nil, err
 	}
 	if cv.Digest != "" {
 		// The index records the archive's sha256; a different download is a broken or changing
 		// mirror, worth trying again.
-		sum := sha256.Sum256(archive)
+		sum := sha256.Sum256(data)
 		if !strings.EqualFold(strings.TrimPrefix(cv.Digest, "sha256:"), hex.EncodeToString(sum[:])) {
-			return nil, fmt.Errorf("chart %s %s from %s does not have the digest the index records", c.Name, cv.Version, archiveURL)
+			return nil, fmt.Errorf("%s does not have the digest the index records", what)
 		}
 	}
-	return r.unpack(key, archive)
+	return r.unpack(key, data)
 }
 
 // loadIndex reads a repository index as Helm does: entries that are not valid chart versions
@@ -233,11 +281,12 @@ func (r *Renderer) unpack(key chartKey, archive []byte) (*cachedChart, error) {
 	return cached, nil
 }
 
-// httpClient is a client trusting the system's roots and caBundle's. Without a bundle it
-// shares the Renderer's connections; with one, done closes the connections it opened.
-func (r *Renderer) httpClient(caBundle []byte) (client *http.Client, done func(), err error) {
+// httpClient is a client trusting the system's roots and caBundle's, whose redirects stay on
+// https unless the chart's URL is plain HTTP (plain). Without a bundle it shares the
+// Renderer's connections; with one, done closes the connections it opened.
+func (r *Renderer) httpClient(caBundle []byte, plain bool) (client *http.Client, done func(), err error) {
 	if len(caBundle) == 0 {
-		return &http.Client{Transport: r.transport}, func() {}, nil
+		return &http.Client{Transport: r.transport, CheckRedirect: r.checkRedirect(plain)}, func() {}, nil
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil {
@@ -248,30 +297,42 @@ func (r *Renderer) httpClient(caBundle []byte) (client *http.Client, done func()
 	}
 	t := r.transport.Clone()
 	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: t}, t.CloseIdleConnections, nil
+	return &http.Client{Transport: t, CheckRedirect: r.checkRedirect(plain)}, t.CloseIdleConnections, nil
 }
 
-// get fetches url, at most limit bytes of it. Any failure is a fetch error.
-func get(ctx context.Context, client *http.Client, url string, limit int64) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// get fetches rawURL, at most limit bytes of it; what names it in errors, which never quote
+// the URL. A redirect the client refuses is the content error it returned; any other failure
+// is a fetch error.
+func get(ctx context.Context, client *http.Client, rawURL string, limit int64, what string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, &Error{Message: fmt.Sprintf("%q is not a URL", url)}
+		return nil, &Error{Message: fmt.Sprintf("the URL of %s is not a URL", what)}
 	}
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		// net/http's error quotes the URL (the redirect's, after one), password masked but
+		// user and query as they are.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		var content *Error
+		if errors.As(err, &content) {
+			return nil, content
+		}
+		return nil, fmt.Errorf("fetching %s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return nil, fmt.Errorf("fetching %s: %s", what, resp.Status)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("fetching %s: %w", what, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, &Error{Message: fmt.Sprintf("%s is larger than %d MiB", url, limit>>20)}
+		return nil, &Error{Message: fmt.Sprintf("%s is larger than %d MiB", what, limit>>20)}
 	}
 	return data, nil
 }
@@ -281,7 +342,7 @@ func get(ctx context.Context, client *http.Client, url string, limit int64) ([]b
 // plain HTTP for the Renderer's plain-HTTP hosts, and bound to ctx, which Helm's client does
 // not take itself.
 func (r *Renderer) registryClient(ctx context.Context, caBundle []byte, host string) (*registry.Client, func(), error) {
-	hc, done, err := r.httpClient(caBundle)
+	hc, done, err := r.httpClient(caBundle, r.plainHTTP(host))
 	if err != nil {
 		return nil, nil, err
 	}
