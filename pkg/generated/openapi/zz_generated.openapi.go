@@ -2089,7 +2089,7 @@ func schema_pkg_apis_gitops_v1alpha1_OCIArtifactStatus(ref common.ReferenceCallb
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are Pushed (the version is in the registry), Delivered (every target applied it) and Ready (both).",
+							Description: "Conditions are Pushed (the version is in the registry), Delivered (every target applied it), Ready (both) and, when the tag was found pointing at another manifest than status.digest, TagMoved (the pushed manifest was put back; it stays until another version is pushed).",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -6832,7 +6832,7 @@ func schema_pkg_apis_score_v1b1_ContainerProjection(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Files are the file mounts, with content resolved.",
+							Description: "Files are the file mounts. Their content keeps Score syntax: placeholders are filled in with every $ of a filled-in value doubled, and $$ escapes are kept, so the runtime undoes the escapes exactly once.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

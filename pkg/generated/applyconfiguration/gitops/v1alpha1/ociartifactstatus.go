@@ -49,7 +49,9 @@ type OCIArtifactStatusApplyConfiguration struct {
 	// handled, as Flux's objects report it.
 	LastHandledReconcileAt *string `json:"lastHandledReconcileAt,omitempty"`
 	// Conditions are Pushed (the version is in the registry), Delivered (every target applied
-	// it) and Ready (both).
+	// it), Ready (both) and, when the tag was found pointing at another manifest than
+	// status.digest, TagMoved (the pushed manifest was put back; it stays until another
+	// version is pushed).
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 

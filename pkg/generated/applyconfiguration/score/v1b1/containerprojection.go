@@ -33,7 +33,9 @@ type ContainerProjectionApplyConfiguration struct {
 	Env []EnvProjectionApplyConfiguration `json:"env,omitempty"`
 	// Volumes are the volume mounts.
 	Volumes []ContainerVolumeApplyConfiguration `json:"volumes,omitempty"`
-	// Files are the file mounts, with content resolved.
+	// Files are the file mounts. Their content keeps Score syntax: placeholders are filled
+	// in with every $ of a filled-in value doubled, and $$ escapes are kept, so the runtime
+	// undoes the escapes exactly once.
 	Files []ContainerFileApplyConfiguration `json:"files,omitempty"`
 	// Resources are the compute requests and limits.
 	Resources *ContainerResourcesApplyConfiguration `json:"resources,omitempty"`
