@@ -300,6 +300,9 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 		// binding that uses it rather than with whichever applied last.
 		owner := ownerRef(b)
 		owner.Controller = nil
+		if err := madeByABinding(ctx, resource, gvk.Kind, obj.GetName()); err != nil {
+			return false, err
+		}
 		obj.SetOwnerReferences([]metav1.OwnerReference{owner})
 		data, err := obj.MarshalJSON()
 		if err != nil {
@@ -319,6 +322,29 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 		allReady = allReady && ready
 	}
 	return allReady, nil
+}
+
+// madeByABinding refuses an object of a template's manifest that exists and that no binding
+// made. The apply is forced and adds the binding to the object's owners, so applying over an
+// object someone else made would take it over, and the garbage collector would delete it with
+// the binding. An object some binding of the namespace owns was applied by a template (several
+// bindings may share one, as score-k8s's s3 shares a MinIO) and is applied again. Owner
+// references name objects of the same namespace only, and a tenant does not see bindings'
+// UIDs, so nobody makes an object look like a binding's by accident.
+func madeByABinding(ctx context.Context, resource dynamic.ResourceInterface, kind, name string) error {
+	live, err := resource.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return applyError(kind, name, err)
+	}
+	for _, ref := range live.GetOwnerReferences() {
+		if ref.APIVersion == v1b1.SchemeGroupVersion.String() && ref.Kind == "ResourceBinding" {
+			return nil
+		}
+	}
+	return &TakenError{Kind: kind, Name: name}
 }
 
 // ResourceID is the resource's Score id: its shared id, else workload.resource.
