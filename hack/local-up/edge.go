@@ -16,6 +16,7 @@ import (
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/oci/registryauth"
 )
 
 // registerEdge registers the second cluster as Cluster name with GitOps engine Kubectl, unless
@@ -42,7 +43,7 @@ func registerEdge(ctx context.Context, platform, edge *localplatform.Platform, b
 // pushDemoChart packages the chart in dir with the Helm SDK and pushes it to the local
 // registry as oci://<endpoint>/charts/<name>:<version>, once the registry answers (plinth-
 // controller starts it after the platform is up). Pushing the same chart again is harmless.
-func pushDemoChart(ctx context.Context, endpoint, dir string) (string, error) {
+func pushDemoChart(ctx context.Context, endpoint string, credential func() (registryauth.Credential, error), dir string) (string, error) {
 	ch, err := loader.LoadDir(dir)
 	if err != nil {
 		return "", err
@@ -78,7 +79,14 @@ func pushDemoChart(ctx context.Context, endpoint, dir string) (string, error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	client, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(os.DevNull))
+	// The registry takes pushes only with its credential, which plinth-controller wrote beside
+	// the registry's storage before the registry answered.
+	cred, err := credential()
+	if err != nil {
+		return "", fmt.Errorf("reading the registry's credential: %w", err)
+	}
+	client, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(os.DevNull),
+		registry.ClientOptBasicAuth(cred.Username, cred.Password))
 	if err != nil {
 		return "", err
 	}

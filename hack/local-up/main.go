@@ -83,7 +83,7 @@ func main() {
 		edge = e.p
 	}
 	if *chartDir != "" {
-		if ref, err := pushDemoChart(ctx, platform.RegistryEndpoint(), *chartDir); err != nil {
+		if ref, err := pushDemoChart(ctx, platform.RegistryEndpoint(), platform.RegistryCredential, *chartDir); err != nil {
 			fmt.Fprintf(os.Stderr, "plinth: pushing the demo chart failed (the tour's packs need it): %v\n", err)
 		} else {
 			fmt.Fprintf(os.Stderr, "plinth: demo chart pushed to %s\n", ref)

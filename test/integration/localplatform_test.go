@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,7 +111,14 @@ func TestLocalUpChildrenDoNotOutliveIt(t *testing.T) {
 
 	// The same ports again: the stop above freed them.
 	t.Run("SIGKILL takes the children along", func(t *testing.T) {
-		up := startLocalUp(t, bin, args)
+		// This start pushes the tour's demo chart, with the credential the registry asks of
+		// every write (docs/gitops.md).
+		withChart := slices.Clone(args)
+		withChart[slices.Index(withChart, "--demo-chart=")] = "--demo-chart=" + filepath.Join(root, "artifacts", "examples", "charts", "hello")
+		up := startLocalUp(t, bin, withChart)
+		if !strings.Contains(up.out.String(), "plinth: demo chart pushed to oci://") {
+			t.Errorf("the demo chart was not pushed:\n%s", up.out)
+		}
 		if got := localGitOps(); got != "Flux/true" {
 			t.Errorf("Cluster local registered before GitOps was not given engine Flux and a registry on restart: %s", got)
 		}
