@@ -26,12 +26,14 @@ import (
 	// Registers the workqueue metrics provider (depth, adds, latency, retries per queue).
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 var (
 	reconciles = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "plinth", Name: "reconcile_total",
-		Help: "Reconciles by controller and result (success, error, conflict).",
+		Help: "Reconciles by controller and result (success, error, conflict, stalled, waiting).",
 	}, []string{"controller", "result"})
 	reconcileDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace: "plinth", Name: "reconcile_duration_seconds",
@@ -55,7 +57,9 @@ func rateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
 }
 
 // ReconcileFunc brings one object to its desired state. It must be idempotent: it runs again
-// after any change and after any error.
+// after any change and after any error. The kind of error it returns (pkg/errkind) decides
+// what happens next: a Stalled error is not retried, a Waiting one is looked at again after
+// the time it names, a conflict or any other error is retried with backoff.
 type ReconcileFunc func(ctx context.Context, key cache.ObjectName) error
 
 // KeysFunc maps an object an informer reports to the keys of the objects a controller
@@ -245,6 +249,23 @@ func (l *Loop) next(ctx context.Context) bool {
 		reconciles.WithLabelValues(l.name, "conflict").Inc()
 		klog.FromContext(ctx).V(4).Info("Conflict with a newer version, requeuing", "err", err)
 		l.queue.AddRateLimited(key)
+		return true
+	}
+	if errkind.IsStalled(err) {
+		// Retrying cannot help: the status says why, and a change to anything the controller
+		// watches wakes it again.
+		reconciles.WithLabelValues(l.name, "stalled").Inc()
+		klog.FromContext(ctx).V(2).Info("Stalled until something changes", "err", err)
+		l.queue.Forget(key)
+		return true
+	}
+	if after, waiting := errkind.WaitFor(err); waiting {
+		// Work under way elsewhere: look again after the time asked for, not on a failure's
+		// backoff, and without counting a failure.
+		reconciles.WithLabelValues(l.name, "waiting").Inc()
+		klog.FromContext(ctx).V(4).Info("Waiting", "after", after, "err", err)
+		l.queue.Forget(key)
+		l.queue.AddAfter(key, after)
 		return true
 	}
 	if err != nil {

@@ -3,75 +3,94 @@
 // and `kubectl events` tell the same story as the conditions. A reconcile that changes nothing
 // records nothing; identical events that do recur are folded into one series by the events
 // library (k8s.io/client-go/tools/events).
+//
+// Whether an event is Normal or Warning is read from the reasons the object's API group
+// declares (pkg/apis/common/conditions), not decided here.
 package transition
 
 import (
-	corev1 "k8s.io/api/core/v1"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 )
 
-// warnings are the reasons that tell the owner something needs their attention; every other
-// reason is progress, reported as Normal.
-var warnings = sets.New(
-	"SpecInvalid", "PolicyViolation", "BindingFailed", "ProjectionError", "RuntimeDegraded", "QuotaExceeded",
-	"PermissionDenied", "NetworkUnavailable", "Failed", "Refused", "ExecutionFailed", "ClusterNotFound",
-	"ClusterDegraded", "Unreachable", "Unhealthy", "CredentialsInvalid", "UnknownEncryptionKey",
-	"ProvisionFailed", "UpdateFailed", "ArchiveFailed", "DestroyFailed", "CheckFailed", "ComputeFailed", "NotRunning", "ProviderConflict",
-	"FluxNotInstalled", "FluxNotRunning", "ClusterUnreachable", "Forbidden", "RegistryConflict",
-	"TargetNotFound", "TimedOut", "ReconciliationFailed", "TargetUnavailable",
-	"InvalidManifests", "RegistryNotReady", "RegistryUnavailable", "VersionImmutable", "PushFailed", "PruneFailed",
-	"DeliveryFailed", "DeleteFailed", "FluxNotAvailable", "LeftBehind", "FluxInstallFailed", "FluxInstallUnavailable",
-	"RenderFailed", "FetchFailed", "RevisionNotFound", "RevisionUnavailable", "Drifted", "DependencyBlocked", "DriftCheckFailed",
-	"TagMoved",
-)
-
-// Type is the event type of a reason: Warning for the reasons that need attention.
-func Type(reason string) string {
-	if warnings.Has(reason) {
-		return corev1.EventTypeWarning
-	}
-	return corev1.EventTypeNormal
+// Recorder records one controller's events with its API group's reasons.
+type Recorder struct {
+	events  events.EventRecorder
+	reasons conditions.Vocabulary
 }
+
+// New returns a Recorder that records through recorder, typing each event by reasons.
+func New(recorder events.EventRecorder, reasons conditions.Vocabulary) *Recorder {
+	return &Recorder{events: recorder, reasons: reasons}
+}
+
+// Reasons is the vocabulary the recorder types its events by.
+func (r *Recorder) Reasons() conditions.Vocabulary { return r.reasons }
 
 // Record records one event on obj with the given reason and message (one neutral sentence).
-// action says what the controller was doing (for example "Reconcile", "Probe").
-func Record(recorder events.EventRecorder, obj runtime.Object, reason, action, message string) {
-	recorder.Eventf(obj, nil, Type(reason), reason, action, "%s", message)
+// action says what the controller was doing (for example "Reconcile", "Probe"). A reason the
+// group does not declare is still recorded, as a Warning, and reported as a programming error.
+func (r *Recorder) Record(obj runtime.Object, reason, action, message string) {
+	if !r.reasons.Declared(reason) {
+		utilruntime.HandleError(fmt.Errorf("event reason %q is not declared by API group %s", reason, r.reasons.Group()))
+	}
+	r.events.Eventf(obj, nil, r.reasons.EventType(reason), reason, action, "%s", message)
 }
 
-// Condition records an event when the condition of type condType differs between before and
-// after in status or reason (its message alone changing is not a transition). The event's
-// reason is the condition's, or readyReason when the condition became True (so a Ready
-// condition whose reason is "Succeeded" shows as "Ready").
-func Condition(recorder events.EventRecorder, obj runtime.Object, before, after []metav1.Condition, condType, readyReason, action string) {
-	now := meta.FindStatusCondition(after, condType)
+// RecordRelated is Record with a related object (for example the ticket a VM's event is about).
+func (r *Recorder) RecordRelated(obj, related runtime.Object, reason, action, message string) {
+	if !r.reasons.Declared(reason) {
+		utilruntime.HandleError(fmt.Errorf("event reason %q is not declared by API group %s", reason, r.reasons.Group()))
+	}
+	r.events.Eventf(obj, related, r.reasons.EventType(reason), reason, action, "%s", message)
+}
+
+// Rule says which changes of one condition become events.
+type Rule struct {
+	// Condition is the condition type followed.
+	Condition string
+	// ReadyReason, when set, is the event's reason when the condition turns True (so a Ready
+	// condition whose reason is "Succeeded" shows as "Ready").
+	ReadyReason string
+	// Action is what the controller was doing, for the event's action field.
+	Action string
+	// OutcomesOnly records only the condition turning True or a warning reason, for the
+	// platform's internal objects (bindings, plans), which tenants do not read and which pass
+	// through several progress states on the way: each event is a write to the API server, and
+	// a Workload's way to Ready would otherwise cost twice as many.
+	OutcomesOnly bool
+}
+
+// Conditions records the events rules call for between two versions of obj's conditions.
+func (r *Recorder) Conditions(obj runtime.Object, before, after []metav1.Condition, rules ...Rule) {
+	for _, rule := range rules {
+		r.condition(obj, before, after, rule)
+	}
+}
+
+// condition records an event when the condition differs between before and after in status or
+// reason (its message alone changing is not a transition).
+func (r *Recorder) condition(obj runtime.Object, before, after []metav1.Condition, rule Rule) {
+	now := meta.FindStatusCondition(after, rule.Condition)
 	if now == nil {
 		return
 	}
-	if was := meta.FindStatusCondition(before, condType); was != nil && was.Status == now.Status && was.Reason == now.Reason {
+	if rule.OutcomesOnly && now.Status != metav1.ConditionTrue && !r.reasons.IsWarning(now.Reason) {
+		return
+	}
+	if was := meta.FindStatusCondition(before, rule.Condition); was != nil && was.Status == now.Status && was.Reason == now.Reason {
 		return
 	}
 	reason := now.Reason
-	if now.Status == metav1.ConditionTrue && readyReason != "" {
-		reason = readyReason
+	if now.Status == metav1.ConditionTrue && rule.ReadyReason != "" {
+		reason = rule.ReadyReason
 	}
-	Record(recorder, obj, reason, action, now.Message)
-}
-
-// Outcome is Condition for the platform's internal objects (bindings, plans), which tenants do
-// not read and which pass through several progress states on the way: it records only the
-// transitions an operator looks for — the condition turning True, or a reason that needs
-// attention — and leaves progress (pending, provisioning) to the status. Each event is a
-// write to the cluster's API server; a Workload's way to Ready would otherwise cost twice as
-// many.
-func Outcome(recorder events.EventRecorder, obj runtime.Object, before, after []metav1.Condition, condType, readyReason, action string) {
-	now := meta.FindStatusCondition(after, condType)
-	if now == nil || (now.Status != metav1.ConditionTrue && Type(now.Reason) != corev1.EventTypeWarning) {
-		return
-	}
-	Condition(recorder, obj, before, after, condType, readyReason, action)
+	r.Record(obj, reason, rule.Action, now.Message)
 }
