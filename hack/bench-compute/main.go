@@ -81,18 +81,11 @@ func run(o options) error {
 		return err
 	}
 	defer stop()
-	cfg, err := platform.AdminConfig()
+	clients, err := benchharness.AdminClients(platform)
 	if err != nil {
 		return err
 	}
-	plinth, err := clientset.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	cfg, plinth, kube := clients.Config, clients.Plinth, clients.Kube
 	if err := waitProvider(ctx, plinth); err != nil {
 		return err
 	}

@@ -37,7 +37,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/plinth-dev/plinth/internal/benchharness"
 	"github.com/plinth-dev/plinth/internal/localplatform"
@@ -105,22 +104,11 @@ func run(o options) error {
 		return err
 	}
 	defer stop()
-	cfg, err := platform.AdminConfig()
+	clients, err := benchharness.AdminClients(platform)
 	if err != nil {
 		return err
 	}
-	plinth, err := clientset.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	plinth, kube, dyn := clients.Plinth, clients.Kube, clients.Dynamic
 	fluxDir, err := os.MkdirTemp("", "plinth-bench-gitops-")
 	if err != nil {
 		return err

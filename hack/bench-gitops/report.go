@@ -1,11 +1,7 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -36,30 +32,6 @@ type floorRound struct {
 	repoReady, applied time.Duration
 }
 
-// median is the middle value (the mean of the two middle ones for an even count); zero for
-// none.
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
-
-// medianOf is the median of f over the rounds.
-func medianOf[R any](rounds []R, f func(R) time.Duration) time.Duration {
-	ds := make([]time.Duration, 0, len(rounds))
-	for _, r := range rounds {
-		ds = append(ds, f(r))
-	}
-	return median(ds)
-}
-
 // summary is the medians of the measured rounds and the ratios the issue sets targets on.
 type summary struct {
 	rounds                                     int
@@ -77,16 +49,16 @@ type summary struct {
 func summarize(p []plinthRound, f []floorRound) summary {
 	s := summary{
 		rounds:            min(len(p), len(f)),
-		plinth:            medianOf(p, func(r plinthRound) time.Duration { return r.ready }),
-		plinthPush:        medianOf(p, func(r plinthRound) time.Duration { return r.pushed }),
-		plinthToRepoReady: medianOf(p, func(r plinthRound) time.Duration { return r.repoReady - r.pushed }),
-		plinthToApplied:   medianOf(p, func(r plinthRound) time.Duration { return r.applied - r.repoReady }),
-		report:            medianOf(p, func(r plinthRound) time.Duration { return r.ready - r.applied }),
-		pushedAt:          medianOf(p, func(r plinthRound) time.Duration { return r.pushedAt }),
-		floor:             medianOf(f, func(r floorRound) time.Duration { return r.applied }),
-		floorPush:         medianOf(f, func(r floorRound) time.Duration { return r.push }),
-		floorRepoReady:    medianOf(f, func(r floorRound) time.Duration { return r.repoReady }),
-		floorToApplied:    medianOf(f, func(r floorRound) time.Duration { return r.applied - r.repoReady }),
+		plinth:            benchharness.MedianOf(p, func(r plinthRound) time.Duration { return r.ready }),
+		plinthPush:        benchharness.MedianOf(p, func(r plinthRound) time.Duration { return r.pushed }),
+		plinthToRepoReady: benchharness.MedianOf(p, func(r plinthRound) time.Duration { return r.repoReady - r.pushed }),
+		plinthToApplied:   benchharness.MedianOf(p, func(r plinthRound) time.Duration { return r.applied - r.repoReady }),
+		report:            benchharness.MedianOf(p, func(r plinthRound) time.Duration { return r.ready - r.applied }),
+		pushedAt:          benchharness.MedianOf(p, func(r plinthRound) time.Duration { return r.pushedAt }),
+		floor:             benchharness.MedianOf(f, func(r floorRound) time.Duration { return r.applied }),
+		floorPush:         benchharness.MedianOf(f, func(r floorRound) time.Duration { return r.push }),
+		floorRepoReady:    benchharness.MedianOf(f, func(r floorRound) time.Duration { return r.repoReady }),
+		floorToApplied:    benchharness.MedianOf(f, func(r floorRound) time.Duration { return r.applied - r.repoReady }),
 	}
 	if d := s.floor + s.floorPush; d > 0 {
 		s.ratio = s.plinth.Seconds() / d.Seconds()
@@ -138,25 +110,6 @@ func table(s summary, plinth, floor usage, peakRSSMiB float64) string {
 // cpuTable is each process's CPU seconds over each side's rounds, most on the Plinth side
 // first.
 func cpuTable(plinth, floor usage) string {
-	names := slices.Collect(maps.Keys(plinth.cpu))
-	for name := range floor.cpu {
-		if _, ok := plinth.cpu[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if c := cmp.Compare(plinth.cpu[names[j]], plinth.cpu[names[i]]); c != 0 {
-			return c < 0
-		}
-		return names[i] < names[j]
-	})
-	var b strings.Builder
-	b.WriteString("| process | CPU s, Plinth rounds | CPU s, floor rounds |\n| --- | --- | --- |\n")
-	var pt, ft float64
-	for _, name := range names {
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f |\n", name, plinth.cpu[name], floor.cpu[name])
-		pt, ft = pt+plinth.cpu[name], ft+floor.cpu[name]
-	}
-	fmt.Fprintf(&b, "| all (wall %.1f s and %.1f s) | %.2f | %.2f |\n", plinth.wall.Seconds(), floor.wall.Seconds(), pt, ft)
-	return b.String()
+	return benchharness.CPUTable(benchharness.Side{Label: "Plinth rounds", CPU: plinth.cpu, Wall: plinth.wall},
+		benchharness.Side{Label: "floor rounds", CPU: floor.cpu, Wall: floor.wall}, nil)
 }

@@ -11,29 +11,6 @@ import (
 
 const msec = time.Millisecond
 
-func TestMedian(t *testing.T) {
-	for _, c := range []struct {
-		in   []time.Duration
-		want time.Duration
-	}{
-		{nil, 0},
-		{[]time.Duration{3}, 3},
-		{[]time.Duration{5, 1, 3}, 3},
-		{[]time.Duration{4, 1, 3, 2}, 2}, // (2+3)/2 in integer nanoseconds
-		{[]time.Duration{10 * msec, 40 * msec, 20 * msec, 30 * msec}, 25 * msec},
-	} {
-		in := append([]time.Duration(nil), c.in...)
-		if got := median(c.in); got != c.want {
-			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
-		}
-		for i := range in {
-			if in[i] != c.in[i] {
-				t.Errorf("median sorted its input %v", c.in)
-			}
-		}
-	}
-}
-
 func TestSummarize(t *testing.T) {
 	plinth := []plinthRound{
 		{pushed: 100 * msec, repoReady: 400 * msec, applied: 900 * msec, ready: 2000 * msec, pushedAt: time.Second},

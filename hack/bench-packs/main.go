@@ -156,18 +156,11 @@ func run(o options) error {
 		return err
 	}
 	defer stop()
-	cfg, err := platform.AdminConfig()
+	clients, err := benchharness.AdminClients(platform)
 	if err != nil {
 		return err
 	}
-	plinth, err := clientset.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	cfg, plinth, kube := clients.Config, clients.Plinth, clients.Kube
 	helmDir, err := os.MkdirTemp("", "plinth-bench-helm-")
 	if err != nil {
 		return err
@@ -260,8 +253,8 @@ func run(o options) error {
 	}
 	fmt.Println()
 	fmt.Printf("drift objects=%d first_cpu=%s first_wall=%s steady_cpu=%s steady_wall=%s\n", d.objects,
-		ms(medianOf(d.first, func(p passResult) time.Duration { return p.cpu })), ms(medianOf(d.first, func(p passResult) time.Duration { return p.wall })),
-		ms(medianOf(d.steady, func(p passResult) time.Duration { return p.cpu })), ms(medianOf(d.steady, func(p passResult) time.Duration { return p.wall })))
+		ms(benchharness.MedianOf(d.first, func(p passResult) time.Duration { return p.cpu })), ms(benchharness.MedianOf(d.first, func(p passResult) time.Duration { return p.wall })),
+		ms(benchharness.MedianOf(d.steady, func(p passResult) time.Duration { return p.cpu })), ms(benchharness.MedianOf(d.steady, func(p passResult) time.Duration { return p.wall })))
 	fmt.Println()
 	fmt.Print(driftTable(d))
 	return nil

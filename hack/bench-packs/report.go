@@ -12,30 +12,6 @@ import (
 	"github.com/plinth-dev/plinth/internal/benchharness"
 )
 
-// median is the middle value (the mean of the two middle ones for an even count); zero for
-// none.
-func median[T int64 | float64 | time.Duration](vs []T) T {
-	if len(vs) == 0 {
-		return 0
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// medianOf is the median of f over the rounds.
-func medianOf[R any, T int64 | float64 | time.Duration](rounds []R, f func(R) T) T {
-	vs := make([]T, 0, len(rounds))
-	for _, r := range rounds {
-		vs = append(vs, f(r))
-	}
-	return median(vs)
-}
-
 // summary is the medians of the measured rounds and the ratio the issue sets a target on.
 type summary struct {
 	rounds int
@@ -52,13 +28,13 @@ type summary struct {
 func summarize(p []packRound, h []helmRound) summary {
 	s := summary{
 		rounds:      min(len(p), len(h)),
-		pack:        medianOf(p, func(r packRound) time.Duration { return r.ready }),
-		instance:    medianOf(p, func(r packRound) time.Duration { return r.instance }),
-		delivered:   medianOf(p, func(r packRound) time.Duration { return r.ready - r.instance }),
-		driftPass:   medianOf(p, func(r packRound) time.Duration { return r.driftPass }),
-		helm:        medianOf(h, func(r helmRound) time.Duration { return r.installed }),
-		helmPull:    medianOf(h, func(r helmRound) time.Duration { return r.pulled }),
-		helmInstall: medianOf(h, func(r helmRound) time.Duration { return r.installed - r.pulled }),
+		pack:        benchharness.MedianOf(p, func(r packRound) time.Duration { return r.ready }),
+		instance:    benchharness.MedianOf(p, func(r packRound) time.Duration { return r.instance }),
+		delivered:   benchharness.MedianOf(p, func(r packRound) time.Duration { return r.ready - r.instance }),
+		driftPass:   benchharness.MedianOf(p, func(r packRound) time.Duration { return r.driftPass }),
+		helm:        benchharness.MedianOf(h, func(r helmRound) time.Duration { return r.installed }),
+		helmPull:    benchharness.MedianOf(h, func(r helmRound) time.Duration { return r.pulled }),
+		helmInstall: benchharness.MedianOf(h, func(r helmRound) time.Duration { return r.installed - r.pulled }),
 	}
 	if s.helm > 0 {
 		s.ratio = s.pack.Seconds() / s.helm.Seconds()
@@ -111,32 +87,6 @@ func processName(name string) string {
 		return "bench-packs (the Helm SDK)"
 	}
 	return name
-}
-
-// cpuTable is each process's CPU seconds over each side's measured rounds (create → Ready,
-// setup → installed), most on the pack side first.
-func cpuTable(pack, helm usage) string {
-	names := slices.Collect(maps.Keys(pack.cpu))
-	for name := range helm.cpu {
-		if _, ok := pack.cpu[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if c := cmp.Compare(pack.cpu[names[j]], pack.cpu[names[i]]); c != 0 {
-			return c < 0
-		}
-		return names[i] < names[j]
-	})
-	var b strings.Builder
-	b.WriteString("| process | CPU s, pack rounds | CPU s, Helm rounds |\n| --- | --- | --- |\n")
-	var pt, ht float64
-	for _, name := range names {
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f |\n", processName(name), pack.cpu[name], helm.cpu[name])
-		pt, ht = pt+pack.cpu[name], ht+helm.cpu[name]
-	}
-	fmt.Fprintf(&b, "| all (wall %.1f s and %.1f s) | %.2f | %.2f |\n", pack.wall.Seconds(), helm.wall.Seconds(), pt, ht)
-	return b.String()
 }
 
 // clientResources are the resources the two sides' own requests are about: the chart's kinds
@@ -196,11 +146,11 @@ func driftTable(d driftResult) string {
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
 	row := func(what string, ps []passResult) {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %.2f s |\n", what, len(ps),
-			ms(medianOf(ps, func(p passResult) time.Duration { return p.wall })),
-			ms(medianOf(ps, func(p passResult) time.Duration { return p.cpu })),
-			medianOf(ps, func(p passResult) int64 { return p.requests }),
-			medianOf(ps, func(p passResult) int64 { return p.dryRuns }),
-			medianOf(ps, func(p passResult) float64 { return p.apiserverCPU }))
+			ms(benchharness.MedianOf(ps, func(p passResult) time.Duration { return p.wall })),
+			ms(benchharness.MedianOf(ps, func(p passResult) time.Duration { return p.cpu })),
+			benchharness.MedianOf(ps, func(p passResult) int64 { return p.requests }),
+			benchharness.MedianOf(ps, func(p passResult) int64 { return p.dryRuns }),
+			benchharness.MedianOf(ps, func(p passResult) float64 { return p.apiserverCPU }))
 	}
 	row("first pass (no baselines), drift.Checker in this process", d.first)
 	row("steady pass (baselines kept), drift.Checker in this process", d.steady)
@@ -209,4 +159,11 @@ func driftTable(d driftResult) string {
 	fmt.Fprintf(&b, "\nDelivery of the %d-object pack: create → instance Ready %s (rendered %s, instance %s); controller CPU %.2f s.\n",
 		d.objects, ms(d.delivery.ready), ms(d.delivery.rendered), ms(d.delivery.instance), d.delivery.window.controllerCPU)
 	return b.String()
+}
+
+// cpuTable is each process's CPU seconds over each side's measured rounds (create → Ready,
+// setup → installed), most on the pack side first.
+func cpuTable(pack, helm usage) string {
+	return benchharness.CPUTable(benchharness.Side{Label: "pack rounds", CPU: pack.cpu, Wall: pack.wall},
+		benchharness.Side{Label: "Helm rounds", CPU: helm.cpu, Wall: helm.wall}, processName)
 }

@@ -11,34 +11,6 @@ import (
 
 const msec = time.Millisecond
 
-func TestMedian(t *testing.T) {
-	for _, c := range []struct {
-		in   []time.Duration
-		want time.Duration
-	}{
-		{nil, 0},
-		{[]time.Duration{3}, 3},
-		{[]time.Duration{5, 1, 3}, 3},
-		{[]time.Duration{10 * msec, 40 * msec, 20 * msec, 30 * msec}, 25 * msec},
-	} {
-		in := append([]time.Duration(nil), c.in...)
-		if got := median(c.in); got != c.want {
-			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
-		}
-		for i := range in {
-			if in[i] != c.in[i] {
-				t.Errorf("median sorted its input %v", c.in)
-			}
-		}
-	}
-	if got := median([]int64{7, 1, 4, 2}); got != 3 {
-		t.Errorf("median of int64 = %d, want 3", got)
-	}
-	if got := median([]float64{0.5, 0.25}); got != 0.375 {
-		t.Errorf("median of float64 = %v, want 0.375", got)
-	}
-}
-
 func TestSummarize(t *testing.T) {
 	pack := []packRound{
 		{rendered: 100 * msec, instance: 150 * msec, ready: 6000 * msec, driftPass: 2000 * msec},

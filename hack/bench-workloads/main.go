@@ -30,8 +30,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/plinth-dev/plinth/internal/benchfloor"
@@ -123,18 +121,11 @@ func run(o options) error {
 		return err
 	}
 	defer stop()
-	cfg, err := platform.AdminConfig()
+	clients, err := benchharness.AdminClients(platform)
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	cfg, kube, dyn := clients.Config, clients.Kube, clients.Dynamic
 	pause := func() error {
 		select {
 		case <-time.After(o.settle):
