@@ -3,10 +3,19 @@
 // request's time as the value, on each target (as flux reconcile does), then follows the
 // targets until each reports that value as handled (status.lastHandledReconcileAt) and is
 // Ready, and, for a target whose spec names a revision, reports that revision, and records the
-// outcome per target and as a phase: Pending, InProgress, then Succeeded or Failed. Targets are Flux's OCIRepositories and Kustomizations on a Cluster
-// (through the dynamic client of the Cluster) and OCIArtifacts in the request's namespace,
-// whose controller honours the same annotation for its delivery to the Cluster, whatever the
-// Cluster's engine. A finished request is a record and is never touched again.
+// outcome per target and as a phase: Pending, InProgress, then Succeeded or Failed. Targets
+// are Flux's OCIRepositories and Kustomizations on a Cluster (through the dynamic client of the
+// Cluster) and OCIArtifacts in the request's namespace, whose controller honours the same
+// annotation for its delivery to the Cluster, whatever the Cluster's engine. A finished request
+// is a record and is never touched again.
+//
+// A reconcile is one of two phases, by the request's phase: passOn asks the targets (Pending),
+// follow reads what they report (InProgress). A problem with a target is either one only a
+// person can fix (errkind.Stalled: the request fails at once) or one that may pass
+// (errkind.Waiting: the request tries again at each poll until its deadline).
+//
+// In memory it keeps only the status write of each request until its informer shows it
+// (loop.Written); everything else is in the request's status, so a restart loses nothing.
 package reconciliationrequest
 
 import (
@@ -19,7 +28,6 @@ import (
 	"strings"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,9 +36,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	gitopsclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1"
 	gitopsinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops/v1alpha1"
 	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
@@ -43,47 +54,12 @@ import (
 // Name names the controller in logs, metrics and events.
 const Name = "reconciliationrequest"
 
+// FieldManager is the field manager of the controller's status writes.
+const FieldManager = "plinth-reconciliationrequest"
+
 // DefaultPollInterval is how often the targets of a request in progress are read unless
 // Options say otherwise: Flux reconciles a source or a Kustomization within seconds.
 const DefaultPollInterval = 2 * time.Second
-
-// Reasons of the Ready condition, also the events' reasons.
-const (
-	// ReasonInProgress: the targets were asked to reconcile and have not all handled the
-	// request, become Ready and reported the revision the request names yet (Ready Unknown).
-	ReasonInProgress = "InProgress"
-	// ReasonSucceeded: every target handled the request, is Ready and reports the revision the
-	// request names, if any (Ready True).
-	ReasonSucceeded = "Succeeded"
-	// ReasonTargetNotFound: a target does not exist, an OCIArtifact target is not delivered to
-	// the target's cluster, or a stored target's kind cannot be reconciled (Failed).
-	ReasonTargetNotFound = "TargetNotFound"
-	// ReasonClusterNotFound: a target's Cluster is not registered (Failed).
-	ReasonClusterNotFound = "ClusterNotFound"
-	// ReasonClusterUnreachable: a target's cluster did not answer; the request keeps trying
-	// until its timeout (Ready Unknown meanwhile).
-	ReasonClusterUnreachable = "ClusterUnreachable"
-	// ReasonTargetUnavailable: reading or annotating a target failed with an error that may
-	// pass (a server error, throttling, a timeout); the request keeps trying until its timeout
-	// (Ready Unknown meanwhile).
-	ReasonTargetUnavailable = "TargetUnavailable"
-	// ReasonFluxNotInstalled: a Flux target's cluster does not serve Flux's kinds (Failed).
-	ReasonFluxNotInstalled = "FluxNotInstalled"
-	// ReasonForbidden: Plinth may not read or annotate a target (Failed).
-	ReasonForbidden = "Forbidden"
-	// ReasonReconciliationFailed: a target handled the request and its reconcile failed: it
-	// reports Ready False (Failed).
-	ReasonReconciliationFailed = "ReconciliationFailed"
-	// ReasonSuperseded: an Automatic request's OCIArtifact pushed another revision, at a later
-	// generation, before the targets reported the revision the request waits for; the newer
-	// push's request follows the targets from there (Failed; a Normal event: new versions in
-	// quick succession are no fault).
-	ReasonSuperseded = "Superseded"
-	// ReasonTimedOut: the targets were not all asked, or did not all handle the request,
-	// become Ready and report the revision the request names, within spec.timeout of the
-	// request's creation (Failed).
-	ReasonTimedOut = "TimedOut"
-)
 
 // AnnotationArtifactGeneration is set by plinth-controller on the Automatic request it makes
 // after a push: the generation of the OCIArtifact (its owner) that pushed the revision the
@@ -104,13 +80,16 @@ type Options struct {
 type Controller struct {
 	*loop.Loop
 	client    gitopsclient.GitopsV1alpha1Interface
-	recorder  events.EventRecorder
 	requests  gitopslisters.ReconciliationRequestLister
 	artifacts gitopslisters.OCIArtifactLister
 	clusters  platformlisters.ClusterLister
 	clients   delivery.Clients
 	poll      time.Duration
 	clock     clock.PassiveClock
+	// status writes the requests' status and records the Ready condition's transitions.
+	status *statuswriter.Writer[*gitopsv1alpha1.ReconciliationRequest]
+	// written is each request's last status write until the informer shows it.
+	written loop.Written[*gitopsv1alpha1.ReconciliationRequest]
 }
 
 // NewController returns the controller. It is woken by requests being created (their spec
@@ -127,8 +106,19 @@ func NewController(client gitopsclient.GitopsV1alpha1Interface, recorder events.
 		opts.Clock = clock.RealClock{}
 	}
 	c := &Controller{
-		client: client, recorder: recorder, clients: clients, poll: opts.PollInterval, clock: opts.Clock,
+		client: client, clients: clients, poll: opts.PollInterval, clock: opts.Clock,
 		requests: requests.Lister(), artifacts: artifacts.Lister(), clusters: clusters.Lister(),
+	}
+	c.status = &statuswriter.Writer[*gitopsv1alpha1.ReconciliationRequest]{
+		FieldManager: FieldManager,
+		Reasons:      gitopsv1alpha1.Reasons,
+		Conditions:   func(r *gitopsv1alpha1.ReconciliationRequest) []metav1.Condition { return r.Status.Conditions },
+		Update: func(ctx context.Context, r *gitopsv1alpha1.ReconciliationRequest, opts metav1.UpdateOptions) (*gitopsv1alpha1.ReconciliationRequest, error) {
+			return client.ReconciliationRequests(r.Namespace).UpdateStatus(ctx, r, opts)
+		},
+		Events:  transition.New(recorder, gitopsv1alpha1.Reasons),
+		Rules:   []transition.Rule{{Condition: gitopsv1alpha1.ConditionReady, ReadyReason: gitopsv1alpha1.ReasonSucceeded, Action: "Reconcile"}},
+		Written: &c.written,
 	}
 	c.Loop = loop.New(Name, c.reconcile, requests.Informer(), artifacts.Informer(), clusters.Informer())
 	if err := c.WatchGenerations(requests.Informer()); err != nil {
@@ -149,138 +139,236 @@ func RequestValue(req *gitopsv1alpha1.ReconciliationRequest) string {
 }
 
 // Finished says whether a request has ended: a finished request is a record, never changed.
-func Finished(req *gitopsv1alpha1.ReconciliationRequest) bool {
-	return req.Status.Phase == gitopsv1alpha1.ReconciliationSucceeded || req.Status.Phase == gitopsv1alpha1.ReconciliationFailed
+func Finished(req *gitopsv1alpha1.ReconciliationRequest) bool { return finished(req.Status.Phase) }
+
+func finished(phase gitopsv1alpha1.ReconciliationPhase) bool {
+	return phase == gitopsv1alpha1.ReconciliationSucceeded || phase == gitopsv1alpha1.ReconciliationFailed
+}
+
+// pass is one reconcile of a request: what it read and the status it builds.
+type pass struct {
+	req    *gitopsv1alpha1.ReconciliationRequest
+	status *gitopsv1alpha1.ReconciliationRequestStatus
+	// value is the request's reconcile.fluxcd.io/requestedAt value.
+	value         string
+	now, deadline time.Time
+	// retrying are the messages of the problems that may pass met on this pass, and
+	// retryReason the first one's reason: the request stays where it is and tries again until
+	// its deadline.
+	retrying    []string
+	retryReason string
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
 	req, err := c.requests.ReconciliationRequests(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.written.Forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	req = c.written.Fresher(key, req)
 	if Finished(req) || req.DeletionTimestamp != nil {
 		return nil
 	}
-	value := RequestValue(req)
+	p := c.newPass(req)
+	switch p.status.Phase {
+	case "", gitopsv1alpha1.ReconciliationPending:
+		err = c.passOn(ctx, p)
+	case gitopsv1alpha1.ReconciliationInProgress:
+		err = c.follow(ctx, p)
+	}
+	if err != nil {
+		// Neither a target's problem nor its verdict: the controller's own (a cache read
+		// failed), retried with backoff.
+		return err
+	}
+	if err := c.writeStatus(ctx, req, p.status); err != nil {
+		return err
+	}
+	if !p.ended() {
+		// Pending only while a target could not be asked yet, or in progress: poll, and not
+		// later than the deadline, so that a request times out on time.
+		c.EnqueueAfter(key, max(min(c.poll, p.deadline.Sub(p.now)), 0)+time.Millisecond)
+	}
+	return nil
+}
+
+func (c *Controller) newPass(req *gitopsv1alpha1.ReconciliationRequest) *pass {
 	status := req.Status.DeepCopy()
 	status.ObservedGeneration = req.Generation
 	alignTargets(status, req.Spec.Targets)
-	now := c.clock.Now()
-	deadline := c.deadline(req)
+	return &pass{req: req, status: status, value: RequestValue(req), now: c.clock.Now(), deadline: c.deadline(req)}
+}
 
-	var failure *targetError
-	// retrying are the problems that may pass (targetError.retry) met on this pass: the
-	// request stays where it is and tries again until its deadline.
-	var retrying []string
-	retryReason := ""
-	switch status.Phase {
-	case "", gitopsv1alpha1.ReconciliationPending:
-		status.Phase = gitopsv1alpha1.ReconciliationPending
-		if now.After(deadline) {
-			message := fmt.Sprintf("The request was not passed on before its timeout of %s.", timeout(req))
-			if prev := apimeta.FindStatusCondition(req.Status.Conditions, gitopsv1alpha1.ConditionReady); prev != nil && prev.Reason != ReasonInProgress {
-				message += " " + prev.Message // what kept it from being passed on
-			}
-			failure = &targetError{reason: ReasonTimedOut, message: message}
-			break
-		}
-		for i := range req.Spec.Targets {
-			err := c.request(ctx, req, i, value)
-			var te *targetError
-			if err != nil && !errors.As(err, &te) {
-				return err
-			}
-			if te == nil {
-				status.Targets[i].Message = "Asked to reconcile."
-				continue
-			}
-			status.Targets[i].Message = te.message
-			if !te.retry {
-				failure = te
-				break
-			}
-			retrying, retryReason = append(retrying, te.message), cmp.Or(retryReason, te.reason)
-		}
-		switch {
-		case failure != nil:
-		case len(retrying) > 0:
-			c.setReady(status, req, metav1.ConditionUnknown, retryReason,
-				fmt.Sprintf("%s Trying again until %s.", strings.Join(retrying, " "), deadline.UTC().Format(time.RFC3339)))
-		default:
-			status.Phase = gitopsv1alpha1.ReconciliationInProgress
-			c.setReady(status, req, metav1.ConditionUnknown, ReasonInProgress, inProgressMessage(req, value))
-		}
-	case gitopsv1alpha1.ReconciliationInProgress:
-		var waiting []string
-		for i, t := range req.Spec.Targets {
-			obs, err := c.observe(ctx, req, i)
-			var te *targetError
-			if err != nil && !errors.As(err, &te) {
-				return err
-			}
-			if te != nil {
-				status.Targets[i].Ready = false
-				status.Targets[i].Message = te.message
-				if !te.retry {
-					failure = te
-					break
-				}
-				retrying, retryReason = append(retrying, te.message), cmp.Or(retryReason, te.reason)
-				waiting = append(waiting, fmt.Sprintf("%s (%s)", describe(t), strings.TrimSuffix(te.message, ".")))
-				continue
-			}
-			record(&status.Targets[i], obs, value, t.Revision, now)
-			switch {
-			case obs.failed(value, t.Revision):
-				failure = &targetError{reason: ReasonReconciliationFailed, message: fmt.Sprintf("%s handled the request and is not Ready: %s", describe(t), status.Targets[i].Message)}
-			case !status.Targets[i].Ready && !obs.at(t.Revision):
-				waiting = append(waiting, fmt.Sprintf("%s (%s)", describe(t), strings.TrimSuffix(reports(obs.revision, t.Revision), ".")))
-			case !status.Targets[i].Ready:
-				waiting = append(waiting, describe(t))
-			}
-			if failure != nil {
-				break
-			}
-		}
-		superseded := ""
-		if failure == nil && len(waiting) > 0 {
-			superseded = c.superseded(req)
-		}
-		switch {
-		case failure != nil:
-		case len(waiting) == 0:
-			status.Phase = gitopsv1alpha1.ReconciliationSucceeded
-			status.CompletionTime = &metav1.Time{Time: now}
-			c.setReady(status, req, metav1.ConditionTrue, ReasonSucceeded,
-				fmt.Sprintf("%s handled the request made at %s and %s Ready.", capitalize(count(len(req.Spec.Targets))), value, isAre(len(req.Spec.Targets))))
-		case superseded != "":
-			failure = &targetError{reason: ReasonSuperseded, message: superseded}
-		case now.After(deadline):
-			failure = &targetError{reason: ReasonTimedOut, message: fmt.Sprintf("Not handled and Ready within %s: %s.", timeout(req), strings.Join(waiting, "; "))}
-		case len(retrying) > 0:
-			c.setReady(status, req, metav1.ConditionUnknown, retryReason,
-				fmt.Sprintf("%s Trying again until %s.", strings.Join(retrying, " "), deadline.UTC().Format(time.RFC3339)))
-		default:
-			c.setReady(status, req, metav1.ConditionUnknown, ReasonInProgress, inProgressMessage(req, value))
-		}
+// passOn asks every target to reconcile (phase Pending). The request goes InProgress once all
+// were asked, stays Pending while a target could not be asked for a reason that may pass, and
+// fails on a problem only a person can fix or once its deadline passed.
+func (c *Controller) passOn(ctx context.Context, p *pass) error {
+	p.status.Phase = gitopsv1alpha1.ReconciliationPending
+	if p.now.After(p.deadline) {
+		p.fail(gitopsv1alpha1.ReasonTimedOut, p.notPassedOn())
+		return nil
 	}
-	if failure != nil {
-		status.Phase = gitopsv1alpha1.ReconciliationFailed
-		status.CompletionTime = &metav1.Time{Time: now}
-		c.setReady(status, req, metav1.ConditionFalse, failure.reason, failure.message)
+	for i := range p.req.Spec.Targets {
+		problem, stalled, err := targetProblemOf(c.request(ctx, p.req, i, p.value))
+		switch {
+		case err != nil:
+			return err
+		case problem == nil:
+			p.status.Targets[i].Message = "Asked to reconcile."
+			continue
+		}
+		p.status.Targets[i].Message = problem.message
+		if stalled {
+			p.fail(problem.reason, problem.message)
+			return nil
+		}
+		p.retry(problem)
 	}
-	if err := c.writeStatus(ctx, req, status); err != nil {
+	if p.keepTrying() {
+		return nil
+	}
+	p.status.Phase = gitopsv1alpha1.ReconciliationInProgress
+	p.setReady(metav1.ConditionUnknown, gitopsv1alpha1.ReasonInProgress, inProgressMessage(p.req, p.value))
+	return nil
+}
+
+// notPassedOn is the message of a request that timed out before every target was asked: what
+// kept it from being passed on, when its Ready condition said.
+func (p *pass) notPassedOn() string {
+	message := fmt.Sprintf("The request was not passed on before its timeout of %s.", timeout(p.req))
+	if prev := apimeta.FindStatusCondition(p.req.Status.Conditions, gitopsv1alpha1.ConditionReady); prev != nil && prev.Reason != gitopsv1alpha1.ReasonInProgress {
+		message += " " + prev.Message
+	}
+	return message
+}
+
+// follow reads what every target reports (phase InProgress) and decides the request: it
+// succeeds once every target handled it, is Ready and reports the revision it names; it fails
+// when a target's reconcile failed, a newer push superseded it, or its deadline passed; it
+// stays InProgress otherwise.
+func (c *Controller) follow(ctx context.Context, p *pass) error {
+	waiting, err := c.observeTargets(ctx, p)
+	if err != nil || p.ended() {
 		return err
 	}
-	if status.Phase == gitopsv1alpha1.ReconciliationPending || status.Phase == gitopsv1alpha1.ReconciliationInProgress {
-		// Pending only while a target could not be asked yet, or in progress: poll, and not
-		// later than the deadline, so that a request times out on time.
-		c.EnqueueAfter(key, max(min(c.poll, deadline.Sub(now)), 0)+time.Millisecond)
+	if len(waiting) == 0 {
+		n := len(p.req.Spec.Targets)
+		p.succeed(fmt.Sprintf("%s handled the request made at %s and %s Ready.", capitalize(count(n)), p.value, isAre(n)))
+		return nil
 	}
+	if superseded := c.superseded(p.req); superseded != "" {
+		p.fail(gitopsv1alpha1.ReasonSuperseded, superseded)
+		return nil
+	}
+	if p.now.After(p.deadline) {
+		p.fail(gitopsv1alpha1.ReasonTimedOut, fmt.Sprintf("Not handled and Ready within %s: %s.", timeout(p.req), strings.Join(waiting, "; ")))
+		return nil
+	}
+	if p.keepTrying() {
+		return nil
+	}
+	p.setReady(metav1.ConditionUnknown, gitopsv1alpha1.ReasonInProgress, inProgressMessage(p.req, p.value))
 	return nil
+}
+
+// observeTargets records what each target reports in its status entry and returns the
+// targets still waited for, described for a message. It stops at the first target whose
+// problem or failed reconcile fails the request.
+func (c *Controller) observeTargets(ctx context.Context, p *pass) ([]string, error) {
+	var waiting []string
+	for i, t := range p.req.Spec.Targets {
+		obs, err := c.observe(ctx, p.req, i)
+		problem, stalled, err := targetProblemOf(err)
+		if err != nil {
+			return nil, err
+		}
+		entry := &p.status.Targets[i]
+		if problem != nil {
+			entry.Ready, entry.Message = false, problem.message
+			if stalled {
+				p.fail(problem.reason, problem.message)
+				return nil, nil
+			}
+			p.retry(problem)
+			waiting = append(waiting, fmt.Sprintf("%s (%s)", describe(t), strings.TrimSuffix(problem.message, ".")))
+			continue
+		}
+		record(entry, obs, p.value, t.Revision, p.now)
+		if obs.failed(p.value, t.Revision) {
+			p.fail(gitopsv1alpha1.ReasonReconciliationFailed, fmt.Sprintf("%s handled the request and is not Ready: %s", describe(t), entry.Message))
+			return nil, nil
+		}
+		if w := stillWaitingFor(t, entry, obs); w != "" {
+			waiting = append(waiting, w)
+		}
+	}
+	return waiting, nil
+}
+
+// stillWaitingFor describes a target that is not Ready yet for a message, or is "" for a Ready
+// one: with the revision it reports when that is not the one the request waits for.
+func stillWaitingFor(t gitopsv1alpha1.ReconciliationTarget, entry *gitopsv1alpha1.ReconciliationTargetStatus, obs observation) string {
+	switch {
+	case entry.Ready:
+		return ""
+	case !obs.at(t.Revision):
+		return fmt.Sprintf("%s (%s)", describe(t), strings.TrimSuffix(reports(obs.revision, t.Revision), "."))
+	default:
+		return describe(t)
+	}
+}
+
+// retry notes a problem that may pass: the request tries again at the next poll.
+func (p *pass) retry(problem *targetProblem) {
+	p.retrying = append(p.retrying, problem.message)
+	p.retryReason = cmp.Or(p.retryReason, problem.reason)
+}
+
+// keepTrying says whether the pass met problems that may pass, and if so says in the Ready
+// condition that the request tries again until its deadline.
+func (p *pass) keepTrying() bool {
+	if len(p.retrying) == 0 {
+		return false
+	}
+	p.setReady(metav1.ConditionUnknown, p.retryReason,
+		fmt.Sprintf("%s Trying again until %s.", strings.Join(p.retrying, " "), p.deadline.UTC().Format(time.RFC3339)))
+	return true
+}
+
+// ended says whether the pass finished the request.
+func (p *pass) ended() bool { return finished(p.status.Phase) }
+
+// succeed ends the request as Succeeded.
+func (p *pass) succeed(message string) {
+	p.status.Phase = gitopsv1alpha1.ReconciliationSucceeded
+	p.status.CompletionTime = &metav1.Time{Time: p.now}
+	p.setReady(metav1.ConditionTrue, gitopsv1alpha1.ReasonSucceeded, message)
+}
+
+// fail ends the request as Failed, for reason.
+func (p *pass) fail(reason, message string) {
+	p.status.Phase = gitopsv1alpha1.ReconciliationFailed
+	p.status.CompletionTime = &metav1.Time{Time: p.now}
+	p.setReady(metav1.ConditionFalse, reason, message)
+}
+
+func (p *pass) setReady(status metav1.ConditionStatus, reason, message string) {
+	conditions.SetAt(&p.status.Conditions, p.req.Generation, metav1.NewTime(p.now), gitopsv1alpha1.ConditionReady, status, reason, message)
+}
+
+// targetProblemOf splits what asking or reading a target returned: nothing, a problem with the
+// target (stalled when only a person can fix it), or an error of the controller's own.
+func targetProblemOf(err error) (problem *targetProblem, stalled bool, other error) {
+	if err == nil {
+		return nil, false, nil
+	}
+	if !errors.As(err, &problem) {
+		return nil, false, err
+	}
+	return problem, errkind.IsStalled(err), nil
 }
 
 // superseded says why an Automatic request will not see its revision reach the targets, or
@@ -394,32 +482,21 @@ func reports(revision, want string) string {
 	return fmt.Sprintf("waiting for revision %s, it reports %s.", want, revision)
 }
 
-func (c *Controller) setReady(status *gitopsv1alpha1.ReconciliationRequestStatus, req *gitopsv1alpha1.ReconciliationRequest,
-	s metav1.ConditionStatus, reason, message string) {
-	apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: gitopsv1alpha1.ConditionReady, Status: s, Reason: reason, Message: message,
-		ObservedGeneration: req.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now()),
-	})
-}
-
 // writeStatus stores status when it changed and records the Ready condition's transitions as
-// events.
+// events. A request deleted meanwhile needs nothing written.
 func (c *Controller) writeStatus(ctx context.Context, req *gitopsv1alpha1.ReconciliationRequest, status *gitopsv1alpha1.ReconciliationRequestStatus) error {
-	if apiequality.Semantic.DeepEqual(req.Status, *status) {
-		return nil
-	}
 	updated := req.DeepCopy()
 	updated.Status = *status
-	if _, err := c.client.ReconciliationRequests(req.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
+	_, wrote, err := c.status.Write(ctx, req, updated)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	if req.Status.Phase != status.Phase {
+	if wrote && req.Status.Phase != status.Phase {
 		klog.FromContext(ctx).V(2).Info("Reconciliation request phase changed", "request", klog.KObj(req), "from", req.Status.Phase, "to", status.Phase)
 	}
-	transition.Condition(c.recorder, updated, req.Status.Conditions, status.Conditions, gitopsv1alpha1.ConditionReady, ReasonSucceeded, "Reconcile")
 	return nil
 }
 

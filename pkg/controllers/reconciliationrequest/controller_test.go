@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,6 +296,27 @@ func TestFluxTargetsAreAnnotatedThenFollowedToSuccess(t *testing.T) {
 	}
 }
 
+// TestReconcilesFromItsOwnWrite: a reconcile right after a status write, before the informer
+// shows it, works from what the write returned: it follows the targets it asked instead of
+// asking them again, and its next write is based on its last (no conflict).
+func TestReconcilesFromItsOwnWrite(t *testing.T) {
+	h := newHarness(t, request(fluxTarget("Kustomization")), nil, fluxObject("Kustomization"))
+	if err := h.c.reconcile(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	h.target.ClearActions()
+	if err := h.c.reconcile(context.Background(), key); err != nil { // the cache still holds the request as created
+		t.Fatal(err)
+	}
+	if patches := annotationPatches(h.target.Actions()); len(patches) != 0 {
+		t.Errorf("asked the targets again: %v", patches)
+	}
+	if got := h.stored(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress ||
+		got.Status.Targets[0].Message != "Waiting for the request to be handled." {
+		t.Errorf("status: %+v", got.Status)
+	}
+}
+
 func TestMissingTargetFails(t *testing.T) {
 	h := newHarness(t, request(fluxTarget("OCIRepository"), fluxTarget("Kustomization")), nil, fluxObject("OCIRepository"))
 	got := h.reconcile()
@@ -382,7 +405,7 @@ func TestHandledButNotReadyFails(t *testing.T) {
 	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionFalse, "ConfigMap/apps/x dry-run failed", "")
 	got := h.reconcile()
 	cond := readyCondition(t, got)
-	if got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonReconciliationFailed || got.Status.Targets[0].HandledAt == nil ||
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != gitopsv1alpha1.ReasonReconciliationFailed || got.Status.Targets[0].HandledAt == nil ||
 		cond.Message != "Kustomization flux-system/team-a-app on cluster local handled the request and is not Ready: ConfigMap/apps/x dry-run failed." {
 		t.Fatalf("status: %+v", got.Status)
 	}
@@ -468,12 +491,12 @@ func TestTransientErrorsAreRetriedUntilTheDeadline(t *testing.T) {
 	got := h.reconcile()
 	cond := readyCondition(t, got)
 	message := "Kustomization flux-system/team-a-app on cluster local could not be read or asked: Applying: the server is currently unable to handle the request."
-	if got.Status.Phase != gitopsv1alpha1.ReconciliationPending || cond.Status != metav1.ConditionUnknown || cond.Reason != ReasonTargetUnavailable ||
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationPending || cond.Status != metav1.ConditionUnknown || cond.Reason != gitopsv1alpha1.ReasonTargetUnavailable ||
 		cond.Message != message+" Trying again until 2026-11-24T02:01:00Z." || got.Status.Targets[0].Message != message {
 		t.Fatalf("status after a server error: %+v", got.Status)
 	}
 	failing = false
-	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || readyCondition(t, got).Reason != ReasonInProgress {
+	if got := h.reconcile(); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || readyCondition(t, got).Reason != gitopsv1alpha1.ReasonInProgress {
 		t.Fatalf("status once the error passed: %+v", got.Status)
 	}
 }
@@ -482,39 +505,52 @@ func TestTransientErrorsAreRetriedUntilTheDeadline(t *testing.T) {
 // request is passed on or followed, does not fail it at once: it times out at its deadline,
 // naming the problem.
 func TestUnreachableClusterIsRetriedUntilTheDeadline(t *testing.T) {
-	unreachable := errors.New("cluster local: dial tcp 127.0.0.1:1: connection refused")
+	unreachable := fmt.Errorf("cluster local: %w", &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, Err: syscall.ECONNREFUSED})
 	h := newHarness(t, request(fluxTarget("Kustomization")), nil, fluxObject("Kustomization"))
 	h.clients.err = unreachable
 	got := h.reconcile()
 	cond := readyCondition(t, got)
-	if got.Status.Phase != gitopsv1alpha1.ReconciliationPending || cond.Status != metav1.ConditionUnknown || cond.Reason != ReasonClusterUnreachable ||
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationPending || cond.Status != metav1.ConditionUnknown || cond.Reason != gitopsv1alpha1.ReasonUnreachable ||
 		cond.Message != "Cluster local: dial tcp 127.0.0.1:1: connection refused. Trying again until 2026-11-24T02:01:00Z." {
 		t.Fatalf("status while the cluster is down: %+v", got.Status)
 	}
-	h.expectEvents("Warning ClusterUnreachable " + cond.Message)
+	h.expectEvents("Warning Unreachable " + cond.Message)
 	h.clock.SetTime(created.Add(time.Minute + time.Millisecond))
 	got = h.reconcile()
-	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonTimedOut ||
+	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != gitopsv1alpha1.ReasonTimedOut ||
 		cond.Message != "The request was not passed on before its timeout of 1m0s. Cluster local: dial tcp 127.0.0.1:1: connection refused. Trying again until 2026-11-24T02:01:00Z." {
 		t.Fatalf("status after the deadline: %+v", got.Status)
 	}
 
-	// Once in progress: a failed read (no API status: the network) is retried too.
+	// Once in progress: a failed read (the network) is retried too.
 	h = newHarness(t, request(fluxTarget("Kustomization")), nil, fluxObject("Kustomization"))
 	h.reconcile()
 	h.target.PrependReactor("get", "kustomizations", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("read tcp 127.0.0.1:6443: connection reset by peer")
+		return true, nil, &net.OpError{Op: "read", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6443}, Err: syscall.ECONNRESET}
 	})
 	got = h.reconcile()
 	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || cond.Status != metav1.ConditionUnknown ||
-		cond.Reason != ReasonClusterUnreachable || got.Status.Targets[0].Ready {
+		cond.Reason != gitopsv1alpha1.ReasonUnreachable || got.Status.Targets[0].Ready {
 		t.Fatalf("status after a failed read: %+v", got.Status)
 	}
 	h.clock.SetTime(created.Add(time.Minute + time.Millisecond))
 	got = h.reconcile()
-	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonTimedOut ||
+	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != gitopsv1alpha1.ReasonTimedOut ||
 		cond.Message != "Not handled and Ready within 1m0s: Kustomization flux-system/team-a-app on cluster local (Cluster local could not be reached: Read tcp 127.0.0.1:6443: connection reset by peer)." {
 		t.Fatalf("status after the deadline: %+v", got.Status)
+	}
+}
+
+// TestClientProblemsAreNotUnreachability: an error getting a cluster's clients that does not
+// say, by its type, that the cluster did not answer (a kubeconfig that cannot be read) is
+// retried until the deadline as TargetUnavailable, whatever its text says.
+func TestClientProblemsAreNotUnreachability(t *testing.T) {
+	h := newHarness(t, request(fluxTarget("Kustomization")), nil, fluxObject("Kustomization"))
+	h.clients.err = errors.New("reading the kubeconfig of cluster local: connection refused")
+	got := h.reconcile()
+	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationPending || cond.Status != metav1.ConditionUnknown ||
+		cond.Reason != gitopsv1alpha1.ReasonTargetUnavailable {
+		t.Fatalf("status: %+v", got.Status)
 	}
 }
 
@@ -559,7 +595,7 @@ func TestTargetsMustReportTheRevision(t *testing.T) {
 	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionTrue, "Applied revision: 1.0.0@sha256:aa", "1.0.0@sha256:aa")
 	got := h.reconcile()
 	r, ks := got.Status.Targets[0], got.Status.Targets[1]
-	if got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || readyCondition(t, got).Reason != ReasonInProgress || !r.Ready ||
+	if got.Status.Phase != gitopsv1alpha1.ReconciliationInProgress || readyCondition(t, got).Reason != gitopsv1alpha1.ReasonInProgress || !r.Ready ||
 		ks.Ready || ks.HandledAt == nil || ks.Revision != "1.0.0@sha256:aa" ||
 		ks.Message != "Handled the request; waiting for revision 1.1.0@sha256:bb, it reports 1.0.0@sha256:aa." {
 		t.Fatalf("status while the Kustomization applied the old revision: %+v", got.Status)
@@ -632,7 +668,7 @@ func TestTargetNotAtTheRevisionTimesOut(t *testing.T) {
 			}
 			h.clock.SetTime(created.Add(time.Minute + time.Millisecond))
 			got := h.reconcile()
-			if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonTimedOut ||
+			if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != gitopsv1alpha1.ReasonTimedOut ||
 				cond.Message != "Not handled and Ready within 1m0s: "+c.want+"." {
 				t.Fatalf("status after the deadline: %+v", got.Status)
 			}
@@ -670,7 +706,7 @@ func TestAnOlderRevisionsFailureIsNotTheRequests(t *testing.T) {
 	h.report(kustomizationGVR, "team-a-app", value, metav1.ConditionFalse, "ConfigMap/apps/y dry-run failed", "0.9.0@sha256:99")
 	attempt("1.1.0@sha256:bb")
 	got := h.reconcile()
-	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != ReasonReconciliationFailed ||
+	if cond := readyCondition(t, got); got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || cond.Reason != gitopsv1alpha1.ReasonReconciliationFailed ||
 		cond.Message != "Kustomization flux-system/team-a-app on cluster local handled the request and is not Ready: ConfigMap/apps/y dry-run failed." {
 		t.Fatalf("status after the revision failed: %+v", got.Status)
 	}
@@ -747,7 +783,7 @@ func TestAutomaticRequestSupersededByANewerPush(t *testing.T) {
 			}
 			cond := readyCondition(t, got)
 			want := "OCIArtifact app pushed revision 1.3.0@sha256:cc since; the targets will not get revision 1.2.0@sha256:bb this request waited for."
-			if got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || got.Status.CompletionTime == nil || cond.Reason != ReasonSuperseded || cond.Message != want {
+			if got.Status.Phase != gitopsv1alpha1.ReconciliationFailed || got.Status.CompletionTime == nil || cond.Reason != gitopsv1alpha1.ReasonSuperseded || cond.Message != want {
 				t.Fatalf("status: %+v", got.Status)
 			}
 			h.expectEvents("Normal Superseded " + want)

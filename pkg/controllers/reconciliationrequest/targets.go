@@ -20,27 +20,37 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
 	"github.com/plinth-dev/plinth/pkg/message"
 )
 
-// FieldManager is the field manager of the annotation the controller sets on targets.
-const FieldManager = "plinth-reconcile"
+// TargetFieldManager is the field manager of the annotation the controller sets on targets.
+const TargetFieldManager = "plinth-reconcile"
 
-// targetError is a problem with a target, told to the user with reason and message. Without
-// retry it fails the request at once: a target or Cluster that does not exist, a cluster
-// without Flux, a refusal. Those are a person's setup, do not change by themselves within the
-// request's timeout, and failing at once tells the person what to fix now instead of after the
-// timeout. With retry (a cluster that does not answer, a server error, throttling) the problem
-// may pass within the timeout, as a network blip or a restarting API server does: the request
-// tries again at each poll until its deadline, and times out with the last problem.
-type targetError struct {
+// targetProblem is a problem with a target, told to the user with reason and message. It comes
+// as one of two kinds (pkg/errkind). Stalled fails the request at once: a target or Cluster that
+// does not exist, a cluster without Flux, a refusal. Those are a person's setup, do not change
+// by themselves within the request's timeout, and failing at once tells the person what to fix
+// now instead of after the timeout. Waiting (a cluster that does not answer, a server error,
+// throttling) may pass within the timeout, as a network blip or a restarting API server does:
+// the request tries again at each poll until its deadline, and times out with the last problem.
+type targetProblem struct {
 	reason, message string
-	retry           bool
 }
 
-func (e *targetError) Error() string { return e.message }
+func (e *targetProblem) Error() string { return e.message }
+
+// fails is a target problem that fails the request.
+func fails(reason, message string) error {
+	return errkind.Stalled(&targetProblem{reason: reason, message: message})
+}
+
+// mayPass is a target problem the request tries again after, at its next poll.
+func (c *Controller) mayPass(reason, message string) error {
+	return errkind.Waiting(&targetProblem{reason: reason, message: message}, c.poll)
+}
 
 // observation is what a target reports.
 type observation struct {
@@ -112,15 +122,15 @@ func (c *Controller) request(ctx context.Context, req *gitopsv1alpha1.Reconcilia
 		if err := c.artifactTargets(req.Namespace, t); err != nil {
 			return err
 		}
-		_, err := c.client.OCIArtifacts(req.Namespace).Patch(ctx, t.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-		return targetFailure(t, err)
+		_, err := c.client.OCIArtifacts(req.Namespace).Patch(ctx, t.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: TargetFieldManager})
+		return c.targetFailure(t, err)
 	}
 	client, err := c.fluxClient(ctx, t)
 	if err != nil {
 		return err
 	}
-	_, err = client.Patch(ctx, t.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	return targetFailure(t, err)
+	_, err = client.Patch(ctx, t.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: TargetFieldManager})
+	return c.targetFailure(t, err)
 }
 
 // observe reads what target i of req reports.
@@ -138,7 +148,7 @@ func (c *Controller) observe(ctx context.Context, req *gitopsv1alpha1.Reconcilia
 	}
 	u, err := client.Get(ctx, t.Name, metav1.GetOptions{})
 	if err != nil {
-		return observation{}, targetFailure(t, err)
+		return observation{}, c.targetFailure(t, err)
 	}
 	return observeFlux(u)
 }
@@ -178,7 +188,7 @@ func observeFlux(u *unstructured.Unstructured) (observation, error) {
 func (c *Controller) observeArtifact(namespace string, t gitopsv1alpha1.ReconciliationTarget) (observation, error) {
 	art, err := c.artifacts.OCIArtifacts(namespace).Get(t.Name)
 	if err != nil {
-		return observation{}, targetFailure(t, err)
+		return observation{}, c.targetFailure(t, err)
 	}
 	obs := observation{ready: metav1.ConditionUnknown}
 	for _, s := range art.Status.Targets {
@@ -198,7 +208,7 @@ func (c *Controller) observeArtifact(namespace string, t gitopsv1alpha1.Reconcil
 func (c *Controller) clusterRegistered(t gitopsv1alpha1.ReconciliationTarget) error {
 	_, err := c.clusters.Get(t.Cluster)
 	if apierrors.IsNotFound(err) {
-		return &targetError{reason: ReasonClusterNotFound, message: fmt.Sprintf("Cluster %s is not registered.", t.Cluster)}
+		return fails(gitopsv1alpha1.ReasonClusterNotFound, fmt.Sprintf("Cluster %s is not registered.", t.Cluster))
 	}
 	return err
 }
@@ -208,14 +218,14 @@ func (c *Controller) clusterRegistered(t gitopsv1alpha1.ReconciliationTarget) er
 func (c *Controller) artifactTargets(namespace string, t gitopsv1alpha1.ReconciliationTarget) error {
 	art, err := c.artifacts.OCIArtifacts(namespace).Get(t.Name)
 	if err != nil {
-		return targetFailure(t, err)
+		return c.targetFailure(t, err)
 	}
 	for _, target := range art.Spec.Targets {
 		if target.Cluster == t.Cluster {
 			return nil
 		}
 	}
-	return &targetError{reason: ReasonTargetNotFound, message: fmt.Sprintf("OCIArtifact %s is not delivered to cluster %s.", t.Name, t.Cluster)}
+	return fails(gitopsv1alpha1.ReasonTargetNotFound, fmt.Sprintf("OCIArtifact %s is not delivered to cluster %s.", t.Name, t.Cluster))
 }
 
 // fluxClient is the client of a Flux target's kind and namespace on its cluster.
@@ -223,20 +233,20 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 	kind, ok := fluxKinds[t.Kind]
 	if !ok {
 		// The API refuses other kinds; a stored one is not something to retry.
-		return nil, &targetError{reason: ReasonTargetNotFound, message: fmt.Sprintf("Kind %s cannot be reconciled.", t.Kind)}
+		return nil, fails(gitopsv1alpha1.ReasonTargetNotFound, fmt.Sprintf("Kind %s cannot be reconciled.", t.Kind))
 	}
 	client, mapper, err := c.clients.For(ctx, t.Cluster)
 	if err != nil {
-		return nil, &targetError{reason: ReasonClusterUnreachable, message: message.Error(err), retry: true}
+		return nil, c.clusterProblem(err)
 	}
 	mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
 	if apimeta.IsNoMatchError(err) {
-		return nil, &targetError{reason: ReasonFluxNotInstalled,
-			message: fmt.Sprintf("Cluster %s does not serve Flux's %s %s: Flux is not installed there.", t.Cluster, kind.GroupVersion(), kind.Kind)}
+		return nil, fails(gitopsv1alpha1.ReasonFluxNotInstalled,
+			fmt.Sprintf("Cluster %s does not serve Flux's %s %s: Flux is not installed there.", t.Cluster, kind.GroupVersion(), kind.Kind))
 	}
 	if err != nil {
-		// Discovery failed: the cluster did not answer.
-		return nil, &targetError{reason: ReasonClusterUnreachable, message: message.Error(err), retry: true}
+		// Discovery failed.
+		return nil, c.clusterProblem(err)
 	}
 	namespace := t.Namespace
 	if namespace == "" {
@@ -245,23 +255,34 @@ func (c *Controller) fluxClient(ctx context.Context, t gitopsv1alpha1.Reconcilia
 	return client.Resource(mapping.Resource).Namespace(namespace), nil
 }
 
+// clusterProblem is a failure to get a Flux target's cluster clients or its discovery:
+// Unreachable when the error's type says the cluster did not answer, TargetUnavailable
+// otherwise. Either may pass (a restarting cluster, a kubeconfig being rotated), so the request
+// tries again until its deadline.
+func (c *Controller) clusterProblem(err error) error {
+	if errkind.Unreachable(err) {
+		return c.mayPass(gitopsv1alpha1.ReasonUnreachable, message.Error(err))
+	}
+	return c.mayPass(gitopsv1alpha1.ReasonTargetUnavailable, message.Error(err))
+}
+
 // targetFailure classifies an error reading or patching a target: a target that is gone or
-// forbidden fails the request; a Flux target's cluster that does not answer (an error without
-// an API status) and other API errors (throttling, a server error, a timeout) are retried
-// until the deadline. An OCIArtifact is read and patched through plinth's own API, not its
-// cluster's, so its errors never say the cluster is unreachable.
-func targetFailure(t gitopsv1alpha1.ReconciliationTarget, err error) error {
-	var status apierrors.APIStatus
+// forbidden fails the request; any other answer of the target's API server (throttling, a
+// server error, a timeout) and a Flux target's cluster that does not answer (told by the
+// error's type) are retried until the deadline. An OCIArtifact is read and patched through
+// plinth's own API, not its cluster's, so its errors never say the cluster is unreachable.
+func (c *Controller) targetFailure(t gitopsv1alpha1.ReconciliationTarget, err error) error {
+	var answer apierrors.APIStatus
 	switch {
 	case err == nil:
 		return nil
 	case apierrors.IsNotFound(err):
-		return &targetError{reason: ReasonTargetNotFound, message: fmt.Sprintf("%s does not exist.", describe(t))}
+		return fails(gitopsv1alpha1.ReasonTargetNotFound, fmt.Sprintf("%s does not exist.", describe(t)))
 	case apierrors.IsForbidden(err):
-		return &targetError{reason: ReasonForbidden, message: fmt.Sprintf("Plinth may not reconcile %s.", describe(t))}
-	case !errors.As(err, &status) && t.Kind != gitopsv1alpha1.TargetKindOCIArtifact:
-		return &targetError{reason: ReasonClusterUnreachable, message: fmt.Sprintf("Cluster %s could not be reached: %s", t.Cluster, message.Error(err)), retry: true}
+		return fails(gitopsv1alpha1.ReasonForbidden, fmt.Sprintf("Plinth may not reconcile %s.", describe(t)))
+	case !errors.As(err, &answer) && t.Kind != gitopsv1alpha1.TargetKindOCIArtifact && errkind.Unreachable(err):
+		return c.mayPass(gitopsv1alpha1.ReasonUnreachable, fmt.Sprintf("Cluster %s could not be reached: %s", t.Cluster, message.Error(err)))
 	default:
-		return &targetError{reason: ReasonTargetUnavailable, message: fmt.Sprintf("%s could not be read or asked: %s", describe(t), message.Error(err)), retry: true}
+		return c.mayPass(gitopsv1alpha1.ReasonTargetUnavailable, fmt.Sprintf("%s could not be read or asked: %s", describe(t), message.Error(err)))
 	}
 }
