@@ -16,11 +16,31 @@
 // version are not delivered to again on those polls), with backoff while a push or a delivery
 // fails (up to the Cluster's Flux interval while Flux reports a target failing and retries by
 // itself), and every resync period otherwise; a Cluster being registered or getting Flux
-// wakes it.
+// wakes it. A push refused until something changes (manifests not valid, no running registry,
+// a version pushed with other content) is errkind.Stalled: not retried, woken by the change.
 //
 // Deleting an OCIArtifact removes what its engines created on every target and deletes its
 // tag from the registry before the finalizer lets it go; what cannot be removed within two
 // minutes is left behind, named in a LeftBehind warning.
+//
+// State the controller keeps in memory, and what a restart loses:
+//   - written: each artifact's last status write until the informer shows it (loop.Written),
+//     so a reconcile woken right after it — by a Kustomization's watch, a poll — starts from
+//     what it wrote, not from a cache that lacks the push (which it would take for a push
+//     whose status was lost, and adopt). A restart starts from a synced cache: nothing lost.
+//   - requested: the revision each artifact last asked its Flux targets to reconcile. After a
+//     restart it is asked once more; the request's name, derived from the revision, makes
+//     that an AlreadyExists.
+//   - delivered: what each target was given, Ready, so polls skip it. After a restart every
+//     target is delivered to once.
+//   - checked: when each pushed version was last found in its registry. After a restart each
+//     artifact looks at its registry once.
+//   - stalls: the backoff exponent of artifacts with a target Flux reports failing. After a
+//     restart the backoff starts over.
+//   - repositories: the lock of each registry repository, held only during a push.
+//   - watches: the Kustomization informers of the target Clusters. After a restart each starts
+//     again on the first reconcile of an artifact with a Flux target there; until it has
+//     listed, the targets are polled.
 package ociartifact
 
 import (
@@ -33,7 +53,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,9 +64,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	gitopsinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops/v1alpha1"
@@ -60,6 +81,9 @@ import (
 
 // Name names the controller in logs, metrics and events.
 const Name = "ociartifact"
+
+// FieldManager is the field manager of the controller's writes to OCIArtifacts.
+const FieldManager = "plinth-ociartifact"
 
 const (
 	// DefaultPollInterval is how soon an artifact with a target not Ready is looked at again.
@@ -111,8 +135,13 @@ type Options struct {
 // Controller pushes and delivers OCIArtifacts.
 type Controller struct {
 	*loop.Loop
-	plinth     versioned.Interface
-	recorder   events.EventRecorder
+	plinth versioned.Interface
+	// events records the artifacts' events, typed by the gitops vocabulary.
+	events *transition.Recorder
+	// status writes the artifacts' status and records Ready's transitions.
+	status *statuswriter.Writer[*gitopsv1alpha1.OCIArtifact]
+	// written is each artifact's last status write until the informer shows it.
+	written    loop.Written[*gitopsv1alpha1.OCIArtifact]
 	artifacts  gitopslisters.OCIArtifactLister
 	indexer    cache.Indexer
 	registries gitopslisters.OCIRegistryLister
@@ -190,11 +219,23 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, ar
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	c := &Controller{
-		plinth: plinth, recorder: recorder, engines: engines,
+		plinth: plinth, events: transition.New(recorder, gitopsv1alpha1.Reasons), engines: engines,
 		artifacts: artifacts.Lister(), indexer: artifacts.Informer().GetIndexer(), registries: registries.Lister(),
 		clusters: clusters.Lister(), configMaps: configMaps.Lister(),
 		resync: opts.ResyncPeriod, poll: opts.PollInterval, clock: opts.Clock, watchedPoll: opts.WatchedPollInterval,
 		requested: map[cache.ObjectName]string{}, delivered: map[targetKey]delivered{}, stalls: map[cache.ObjectName]int{},
+	}
+	c.status = &statuswriter.Writer[*gitopsv1alpha1.OCIArtifact]{
+		FieldManager: FieldManager,
+		Reasons:      gitopsv1alpha1.Reasons,
+		Conditions:   func(a *gitopsv1alpha1.OCIArtifact) []metav1.Condition { return a.Status.Conditions },
+		Update: func(ctx context.Context, a *gitopsv1alpha1.OCIArtifact, opts metav1.UpdateOptions) (*gitopsv1alpha1.OCIArtifact, error) {
+			return plinth.GitopsV1alpha1().OCIArtifacts(a.Namespace).UpdateStatus(ctx, a, opts)
+		},
+		Events: c.events,
+		// Ready's transitions only: each push records its own event.
+		Rules:   []transition.Rule{{Condition: gitopsv1alpha1.ConditionReady, ReadyReason: gitopsv1alpha1.ReasonReady, Action: "Reconcile"}},
+		Written: &c.written,
 	}
 	c.Loop = loop.New(Name, c.reconcile, artifacts.Informer(), registries.Informer(), clusters.Informer(), configMaps.Informer())
 	c.after = c.EnqueueAfter
@@ -284,68 +325,73 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err != nil {
 		return err
 	}
+	art = c.written.Fresher(key, art)
 	if art.DeletionTimestamp != nil {
 		return c.finalize(ctx, art)
 	}
-	if !slices.Contains(art.Finalizers, gitopsv1alpha1.ArtifactFinalizer) {
-		// Before anything is pushed or delivered, so that a delete leaves nothing behind.
-		updated := art.DeepCopy()
-		updated.Finalizers = append(updated.Finalizers, gitopsv1alpha1.ArtifactFinalizer)
-		if art, err = c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
+	if art, err = c.ensureFinalizer(ctx, art); err != nil {
+		return err
 	}
-	stored := art
-	p := newPass(c, stored)
-	p.status.ObservedGeneration = stored.Generation
+	p := newPass(c, art)
+	p.status.ObservedGeneration = art.Generation
 	result, err := p.push(ctx)
-	if err != nil || result == nil {
-		// Not pushed: the status says why. Failures that may pass (the registry is down or
-		// restarting) are retried with backoff; a refusal waits for a change.
-		if werr := c.writeStatus(ctx, stored, p.status); werr != nil {
+	if err != nil {
+		// Not pushed: the status says why. A refusal (Stalled) waits for a change; failures
+		// that may pass (the registry is down or restarting) are retried with backoff.
+		if werr := c.writeStatus(ctx, art, p.status); werr != nil {
 			return werr
 		}
 		return err
 	}
 	deliveryErr := p.deliver(ctx, result)
 	c.watches.track(key, fluxClusters(p.art, p.status))
-	if err := c.writeStatus(ctx, stored, p.status); err != nil {
+	if err := c.writeStatus(ctx, art, p.status); err != nil {
 		return err
 	}
 	if deliveryErr != nil {
 		return deliveryErr
 	}
+	c.after(key, c.nextLook(key, p))
+	return nil
+}
+
+// ensureFinalizer adds the artifact's finalizer before anything is pushed or delivered, so
+// that a delete leaves nothing behind, and returns the artifact as stored.
+func (c *Controller) ensureFinalizer(ctx context.Context, art *gitopsv1alpha1.OCIArtifact) (*gitopsv1alpha1.OCIArtifact, error) {
+	if slices.Contains(art.Finalizers, gitopsv1alpha1.ArtifactFinalizer) {
+		return art, nil
+	}
+	updated := art.DeepCopy()
+	updated.Finalizers = append(updated.Finalizers, gitopsv1alpha1.ArtifactFinalizer)
+	return c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+}
+
+// nextLook is how soon a delivered artifact is looked at again.
+func (c *Controller) nextLook(key cache.ObjectName, p *pass) time.Duration {
 	switch {
 	case p.inProgress:
 		// An engine is on its way (Flux has not applied yet): the watch of its Cluster's
 		// Kustomizations wakes it when Flux reports, the poll is the fallback.
 		c.settle(key)
-		c.after(key, c.pollFor(p.art, p.status))
+		return c.pollFor(p.art, p.status)
 	case p.stalledFor > 0:
 		// Flux reports a failure and retries by itself at its interval: polling it every
 		// poll interval would cost requests on the target and learn nothing new.
-		c.after(key, c.backoff(key, p.stalledFor))
+		return c.backoff(key, p.stalledFor)
 	default:
 		// At rest, or waiting for a Cluster to be registered or get Flux, which wakes it.
 		c.settle(key)
-		c.after(key, c.resync)
+		return c.resync
 	}
-	return nil
 }
 
-// writeStatus writes st when it differs from the stored status and records the transitions of
-// Ready (each push records its own event).
+// writeStatus writes st as art's status when it changed, and records Ready's transitions
+// (each push records its own event).
 func (c *Controller) writeStatus(ctx context.Context, art *gitopsv1alpha1.OCIArtifact, st *gitopsv1alpha1.OCIArtifactStatus) error {
-	if apiequality.Semantic.DeepEqual(st, &art.Status) {
-		return nil
-	}
 	updated := art.DeepCopy()
 	updated.Status = *st
-	if _, err := c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	transition.Condition(c.recorder, art, art.Status.Conditions, st.Conditions, gitopsv1alpha1.ConditionReady, "Ready", "Reconcile")
-	return nil
+	_, _, err := c.status.Write(ctx, art, updated)
+	return err
 }
 
 // finalize removes the artifact from its targets and then its tag from the registry, and lets
@@ -369,7 +415,8 @@ func (c *Controller) finalize(ctx context.Context, art *gitopsv1alpha1.OCIArtifa
 	// The tag goes after the targets, which may still pull it, unless they are given up.
 	if len(errs) == 0 || waited >= removalBound {
 		if err := p.deleteTag(ctx); err != nil {
-			setCondition(p.status, art.Generation, c.clock.Now(), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleteFailed, message.Error(err))
+			conditions.SetAt(&p.status.Conditions, art.Generation, metav1.NewTime(c.clock.Now()), gitopsv1alpha1.ConditionReady, metav1.ConditionFalse,
+				gitopsv1alpha1.ReasonDeleteFailed, message.Error(err))
 			errs = append(errs, err)
 			left = append(left, "tag "+p.status.URL)
 		}
@@ -383,12 +430,12 @@ func (c *Controller) finalize(ctx context.Context, art *gitopsv1alpha1.OCIArtifa
 		return errors.Join(errs...)
 	}
 	if len(errs) > 0 {
-		transition.Record(c.recorder, art, ReasonLeftBehind, "Delete", fmt.Sprintf(
+		c.events.Record(art, gitopsv1alpha1.ReasonLeftBehind, "Delete", fmt.Sprintf(
 			"Removing the artifact failed for %s since its deletion; it is deleted and leaves behind %s.", removalBound, strings.Join(left, ", ")))
 	}
 	updated := art.DeepCopy()
 	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == gitopsv1alpha1.ArtifactFinalizer })
-	if _, err := c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.plinth.GitopsV1alpha1().OCIArtifacts(art.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Artifact removed from its targets and registry, finalizer removed", "leftBehind", left)
@@ -426,8 +473,10 @@ func (c *Controller) settle(key cache.ObjectName) {
 	delete(c.stalls, key)
 }
 
+// forget drops what the controller keeps in memory of an artifact that is gone.
 func (c *Controller) forget(key cache.ObjectName) {
 	c.watches.forget(key)
+	c.written.Forget(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.requested, key)
@@ -438,12 +487,4 @@ func (c *Controller) forget(key cache.ObjectName) {
 			delete(c.delivered, k)
 		}
 	}
-}
-
-// setCondition sets a condition, keeping its transition time while its status stays.
-func setCondition(st *gitopsv1alpha1.OCIArtifactStatus, generation int64, now time.Time, condType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: condType, Status: status, Reason: reason, Message: message,
-		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
-	})
 }

@@ -30,7 +30,9 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
 	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
@@ -126,6 +128,7 @@ func newHarness(t *testing.T, art *gitopsv1alpha1.OCIArtifact, objects ...runtim
 		}
 	}
 	plinth := fake.NewSimpleClientset(plinthObjects...) // NewClientset needs apply configurations, which Plinth does not generate
+	looptest.ResourceVersions(&plinth.Fake, plinth.Tracker(), gitopsv1alpha1.SchemeGroupVersion.WithResource("ociartifacts"))
 	kube := kubefake.NewSimpleClientset(kubeObjects...)
 	pf, kf := informers.NewSharedInformerFactory(plinth, 0), kubeinformers.NewSharedInformerFactory(kube, 0)
 	gitops, platform := pf.Gitops().V1alpha1(), pf.Platform().V1alpha1()
@@ -179,6 +182,16 @@ func (h *harness) step() *gitopsv1alpha1.OCIArtifact {
 	h.t.Helper()
 	if err := h.reconcile(); err != nil {
 		h.t.Fatalf("reconcile: %v", err)
+	}
+	return h.get()
+}
+
+// refused is a reconcile that must end Stalled: the push is refused until something changes,
+// and not retried.
+func (h *harness) refused() *gitopsv1alpha1.OCIArtifact {
+	h.t.Helper()
+	if err := h.reconcile(); !errkind.IsStalled(err) {
+		h.t.Fatalf("reconcile: %v, want a Stalled error", err)
 	}
 	return h.get()
 }
@@ -281,9 +294,9 @@ func TestPushesAndDelivers(t *testing.T) {
 		st.PushedAt == nil || !st.PushedAt.Time.Equal(start) || st.ObservedGeneration != 1 {
 		t.Errorf("status %+v", st)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed)
-	expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionTrue, ReasonDelivered)
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, gitopsv1alpha1.ReasonPushed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 
 	// Flux's own client pulls what was pushed: one file per manifest.
 	dir := t.TempDir()
@@ -345,12 +358,12 @@ func TestRegistryNotRunning(t *testing.T) {
 	h.setRegistry(func(r *gitopsv1alpha1.OCIRegistry) {
 		r.Status.Phase, r.Status.LastError = gitopsv1alpha1.RegistryPhaseError, "the port is taken"
 	})
-	art := h.step()
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonRegistryNotReady)
+	art := h.refused()
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonRegistryNotReady)
 	if c.Message != "OCIRegistry local is not running (phase Error): The port is taken." {
 		t.Errorf("message %q", c.Message)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonRegistryNotReady)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, gitopsv1alpha1.ReasonRegistryNotReady)
 	if tags := h.tags(); len(tags) != 0 || len(h.kubectl.took()) != 0 {
 		t.Errorf("pushed %v or delivered with the registry not running", tags)
 	}
@@ -362,7 +375,7 @@ func TestRegistryNotRunning(t *testing.T) {
 		r.Status.Phase, r.Status.LastError = gitopsv1alpha1.RegistryPhaseRunning, ""
 	})
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	if tags := h.tags(); !slices.Equal(tags, []string{"1.0.0"}) {
 		t.Errorf("tags %v", tags)
 	}
@@ -371,8 +384,8 @@ func TestRegistryNotRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) { a.Spec.Version = "1.1.0"; a.Spec.Tag = "" })
-	art = h.step()
-	if c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonRegistryNotReady); c.Message != "OCIRegistry local does not exist." {
+	art = h.refused()
+	if c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonRegistryNotReady); c.Message != "OCIRegistry local does not exist." {
 		t.Errorf("message %q", c.Message)
 	}
 }
@@ -387,7 +400,7 @@ func TestRegistryDownDuringAReconcile(t *testing.T) {
 		t.Fatal("a reconcile with the registry down succeeded")
 	}
 	art := h.get()
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonRegistryUnavailable)
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonRegistryUnavailable)
 	if !strings.HasPrefix(c.Message, "Reading oci://"+h.reg.Endpoint+"/team-a/app:1.0.0 from OCIRegistry local failed: ") {
 		t.Errorf("message %q", c.Message)
 	}
@@ -396,7 +409,7 @@ func TestRegistryDownDuringAReconcile(t *testing.T) {
 	}
 	h.reg.Restart()
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	if art.Status.Digest == "" {
 		t.Error("not pushed after the registry came back")
 	}
@@ -411,7 +424,7 @@ func TestPushFailureIsRetried(t *testing.T) {
 		t.Fatal("a failed push did not fail the reconcile")
 	}
 	art := h.get()
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonPushFailed)
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonPushFailed)
 	if !strings.HasPrefix(c.Message, "Pushing oci://"+h.reg.Endpoint+"/team-a/app:1.0.0 to OCIRegistry local failed: ") {
 		t.Errorf("message %q", c.Message)
 	}
@@ -420,7 +433,7 @@ func TestPushFailureIsRetried(t *testing.T) {
 	}
 	h.reg.FailWrites(false)
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 }
 
 func configMapArtifact(t *testing.T) *gitopsv1alpha1.OCIArtifact {
@@ -440,8 +453,8 @@ func TestInvalidConfigMapManifestsAreNotPushed(t *testing.T) {
 		"notes.txt": "not a manifest",
 	})
 	h := newHarness(t, configMapArtifact(t), bad)
-	art := h.step()
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonInvalidManifests)
+	art := h.refused()
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonInvalidManifests)
 	if !strings.Contains(c.Message, "app.yaml#2") || !strings.Contains(c.Message, "kind") || !strings.HasPrefix(c.Message, "ConfigMap app-manifests: ") {
 		t.Errorf("message %q does not name the file and document", c.Message)
 	}
@@ -460,7 +473,7 @@ func TestInvalidConfigMapManifestsAreNotPushed(t *testing.T) {
 		t.Errorf("the ConfigMap wakes %v", keys)
 	}
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	dir := t.TempDir()
 	if _, err := oci.NewClient(nil).Pull(context.Background(), h.reg.Endpoint+"/team-a/app:1.0.0", dir); err != nil {
 		t.Fatal(err)
@@ -479,8 +492,8 @@ func TestInvalidConfigMapManifestsAreNotPushed(t *testing.T) {
 
 func TestMissingConfigMap(t *testing.T) {
 	h := newHarness(t, configMapArtifact(t))
-	art := h.step()
-	if c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonInvalidManifests); !strings.HasPrefix(c.Message, "ConfigMap app-manifests does not exist.") {
+	art := h.refused()
+	if c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonInvalidManifests); !strings.HasPrefix(c.Message, "ConfigMap app-manifests does not exist.") {
 		t.Errorf("message %q", c.Message)
 	}
 }
@@ -501,12 +514,12 @@ func TestVersionImmutable(t *testing.T) {
 	if err := h.configMaps.Update(changed); err != nil {
 		t.Fatal(err)
 	}
-	art = h.step()
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonVersionImmutable)
+	art = h.refused()
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonVersionImmutable)
 	if !strings.Contains(c.Message, "Version 1.0.0 is already pushed to oci://"+h.reg.Endpoint+"/team-a/app:1.0.0 with other content") {
 		t.Errorf("message %q", c.Message)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonVersionImmutable)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, gitopsv1alpha1.ReasonVersionImmutable)
 	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); tagged.Digest != pushed.Digest {
 		t.Errorf("the tag moved to %s", tagged.Digest)
 	}
@@ -523,7 +536,7 @@ func TestVersionImmutable(t *testing.T) {
 	// The new content as a new version is pushed; latest may move.
 	h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) { a.Spec.Version, a.Spec.Tag = "1.1.0", "" })
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) { a.Spec.Version, a.Spec.Tag = "latest", "" })
 	h.step()
 	again := changed.DeepCopy()
@@ -533,7 +546,7 @@ func TestVersionImmutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "latest"); tagged.Digest != art.Status.Digest {
 		t.Errorf("latest holds %s, want %s", tagged.Digest, art.Status.Digest)
 	}
@@ -548,13 +561,14 @@ func TestAdoptsTheSamePush(t *testing.T) {
 	if _, err := h.plinth.GitopsV1alpha1().OCIArtifacts("team-a").UpdateStatus(context.Background(), h.get(), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	h.refresh()
 	h.clock.Step(time.Minute)
 	h.events()
 	art := h.step()
 	if art.Status.Digest != digest {
 		t.Errorf("pushed again: digest %s, was %s", art.Status.Digest, digest)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	// Told as what it is, not as a push.
 	evs := h.events()
 	if !slices.ContainsFunc(evs, func(e string) bool {
@@ -648,9 +662,42 @@ func TestRetention(t *testing.T) {
 	// A rollback to an older version keeps what was just pushed.
 	h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) { a.Spec.Version, a.Spec.Tag = "1.2.0", "" })
 	art := h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	if tags := h.tags(); !slices.Equal(tags, []string{"1.10.0", "1.11.0", "1.2.0"}) {
 		t.Errorf("tags %v after the rollback", tags)
+	}
+}
+
+// A reconcile woken right after a status write, before the informer shows it (a Kustomization's
+// watch, a poll), starts from what the write returned: it neither takes the new version for a
+// push whose status was lost (and adopts it, with an Adopted event) nor writes from the stale
+// copy (a conflict).
+func TestReconcilesFromItsOwnWrite(t *testing.T) {
+	h := newHarness(t, newArtifact(t))
+	h.step()
+	h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) {
+		a.Spec.Version, a.Spec.Tag = "1.1.0", ""
+		a.Spec.Manifests = []common.RawObject{raw(t, configMap("web", "bonjour"))}
+	})
+	h.events()
+	if err := h.c.reconcile(context.Background(), appKey); err != nil {
+		t.Fatal(err)
+	}
+	pushed := h.get()
+	h.plinth.ClearActions()
+	if err := h.c.reconcile(context.Background(), appKey); err != nil { // the cache still holds 1.1.0 unpushed
+		t.Fatal(err)
+	}
+	for _, a := range h.plinth.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			t.Errorf("unexpected %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	if evs := h.events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Normal Pushed Version 1.1.0 is pushed") {
+		t.Errorf("events %v, want the one push", evs)
+	}
+	if art := h.get(); art.Status.Digest != pushed.Status.Digest || art.ResourceVersion != pushed.ResourceVersion {
+		t.Errorf("status %+v, was %+v", art.Status, pushed.Status)
 	}
 }
 
@@ -660,7 +707,7 @@ func TestTwoVersionsInQuickSuccession(t *testing.T) {
 	h := newHarness(t, newArtifact(t))
 	h.kubectl.ready = false
 	art := h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, ReasonDeliveryInProgress)
+	expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, gitopsv1alpha1.ReasonDeliveryInProgress)
 	first := art.Status.Digest
 	h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) {
 		a.Spec.Version, a.Spec.Tag = "1.1.0", ""
@@ -668,7 +715,7 @@ func TestTwoVersionsInQuickSuccession(t *testing.T) {
 	})
 	h.kubectl.ready = true
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	if art.Status.PushedVersion != "1.1.0" || art.Status.Digest == first || art.Status.Targets[0].Revision != "1.1.0@"+art.Status.Digest {
 		t.Errorf("status %+v", art.Status)
 	}
@@ -712,11 +759,11 @@ func TestTargetsOfEveryKind(t *testing.T) {
 		t.Error("an engine was asked for a cluster it does not serve")
 	}
 	// Not in progress: waiting for Flux, which the reason says and a warning tells.
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, ReasonFluxNotAvailable)
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, gitopsv1alpha1.ReasonFluxNotAvailable)
 	if !strings.HasPrefix(c.Message, "2 of 4 targets applied revision 1.0.0@sha256:") || !strings.HasSuffix(c.Message, "Cluster noflux: Flux is not available on cluster noflux: Flux's CRDs are not installed.") {
 		t.Errorf("message %q", c.Message)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonFluxNotAvailable)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, gitopsv1alpha1.ReasonFluxNotAvailable)
 	if evs := h.events(); !slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, "Warning FluxNotAvailable ") }) {
 		t.Errorf("events %v, want a FluxNotAvailable warning", evs)
 	}
@@ -736,7 +783,7 @@ func TestUnregisteredCluster(t *testing.T) {
 	art.Spec.Targets = []gitopsv1alpha1.ArtifactTarget{{Cluster: "east"}, {Cluster: "nowhere"}}
 	h := newHarness(t, art)
 	art = h.step()
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonClusterNotFound)
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, gitopsv1alpha1.ReasonClusterNotFound)
 	if !strings.HasSuffix(c.Message, "Cluster nowhere: Cluster nowhere is not registered.") {
 		t.Errorf("message %q", c.Message)
 	}
@@ -814,7 +861,7 @@ func TestStalledTargetBacksOff(t *testing.T) {
 	if !slices.Equal(delays, want) {
 		t.Errorf("looked at again after %v, want %v", delays, want)
 	}
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeliveryFailed)
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, gitopsv1alpha1.ReasonDeliveryFailed)
 	if !strings.HasSuffix(c.Message, "Cluster fluxy: Kustomization flux-system/team-a-app is not ready (ReconciliationFailed): dry-run failed.") {
 		t.Errorf("message %q", c.Message)
 	}
@@ -836,8 +883,8 @@ func TestDeliveryFailureIsRetried(t *testing.T) {
 		t.Fatal("a failed delivery did not fail the reconcile")
 	}
 	art := h.get()
-	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed)
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeliveryFailed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, gitopsv1alpha1.ReasonPushed)
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, gitopsv1alpha1.ReasonDeliveryFailed)
 	if !strings.Contains(c.Message, "Cluster east: applying Deployment shop/web failed: forbidden") {
 		t.Errorf("message %q", c.Message)
 	}
@@ -859,7 +906,7 @@ func TestDroppedTargetIsRemoved(t *testing.T) {
 		art.Status.Targets[1].Message != "Removing the artifact from cluster fluxy failed: Cluster fluxy does not answer." {
 		t.Errorf("targets %+v", art.Status.Targets)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, ReasonDeliveryFailed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, gitopsv1alpha1.ReasonDeliveryFailed)
 
 	h.flux.removeErr = nil
 	art = h.step()
@@ -869,7 +916,7 @@ func TestDroppedTargetIsRemoved(t *testing.T) {
 	if len(h.flux.removed) != 2 || h.flux.removed[1].OCIRepository != "flux-system/team-a-app" {
 		t.Errorf("removed %+v", h.flux.removed)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 }
 
 // A Cluster that changes engines has the old engine's delivery removed before the new one's.
@@ -1030,7 +1077,7 @@ func TestAutomaticReconciliationRequest(t *testing.T) {
 	if n := creates(); n != 1 || len(h.requests()) != 1 {
 		t.Errorf("after a restart: %d creates, requests %v", n, h.requests())
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, ReasonDeliveryInProgress)
+	expectCondition(t, art, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, gitopsv1alpha1.ReasonDeliveryInProgress)
 }
 
 func (h *harness) requests() []gitopsv1alpha1.ReconciliationRequest {
@@ -1136,7 +1183,7 @@ func TestDeletionWaitsForRemoval(t *testing.T) {
 func TestDeletionWithoutAPush(t *testing.T) {
 	h := newHarness(t, newArtifact(t))
 	h.setRegistry(func(r *gitopsv1alpha1.OCIRegistry) { r.Status.Phase = gitopsv1alpha1.RegistryPhaseProvisioning })
-	h.step()
+	h.refused()
 	h.markDeleted()
 	if err := h.reconcile(); err != nil {
 		t.Fatal(err)

@@ -18,9 +18,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/reconciliationrequest"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/message"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
@@ -86,7 +88,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 	}
 	cluster, err := p.c.clusters.Get(t.Cluster)
 	if apierrors.IsNotFound(err) {
-		p.reasons[t.Cluster] = ReasonClusterNotFound
+		p.reasons[t.Cluster] = gitopsv1alpha1.ReasonClusterNotFound
 		return notReady(fmt.Sprintf("Cluster %s is not registered.", t.Cluster)), nil
 	}
 	if err != nil {
@@ -105,7 +107,7 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 			}
 			ts := notReady(msg)
 			ts.Engine = string(name)
-			p.reasons[t.Cluster] = ReasonFluxNotAvailable
+			p.reasons[t.Cluster] = gitopsv1alpha1.ReasonFluxNotAvailable
 			return ts, nil
 		}
 	}
@@ -134,12 +136,12 @@ func (p *pass) deliverTo(ctx context.Context, art delivery.Artifact, t gitopsv1a
 	// from spec.
 	ts.Prune = ptr.To(t.Prune == nil || *t.Prune)
 	p.c.remember(key, given, err == nil && ts.Ready)
-	if errors.Is(err, delivery.ErrStalled) {
-		// Not retried as an error: the target retries by itself, and the artifact is looked
-		// at again with backoff up to the target's interval.
-		p.reasons[t.Cluster] = ReasonDeliveryFailed
-		if i := target.Interval(); p.stalledFor == 0 || i < p.stalledFor {
-			p.stalledFor = i
+	if interval, waiting := errkind.WaitFor(err); waiting {
+		// Not retried as an error: the target reports the failure and retries by itself, and
+		// the artifact is looked at again with backoff up to the target's interval.
+		p.reasons[t.Cluster] = gitopsv1alpha1.ReasonDeliveryFailed
+		if p.stalledFor == 0 || interval < p.stalledFor {
+			p.stalledFor = interval
 		}
 		return ts, nil
 	}
@@ -230,7 +232,7 @@ func (p *pass) removeWith(ctx context.Context, name platformv1alpha1.GitOpsEngin
 
 // setDelivered sets Delivered and Ready from the targets' status.
 func (p *pass) setDelivered(art delivery.Artifact, failed bool) {
-	st, gen, now := p.status, p.art.Generation, p.now
+	st, gen, now := p.status, p.art.Generation, metav1.NewTime(p.now)
 	targets := st.Targets[:len(p.art.Spec.Targets)]
 	ready := 0
 	var waiting *gitopsv1alpha1.ArtifactTargetStatus
@@ -243,9 +245,9 @@ func (p *pass) setDelivered(art delivery.Artifact, failed bool) {
 	}
 	switch {
 	case len(targets) == 0 && len(st.Targets) == 0:
-		setCondition(st, gen, now, gitopsv1alpha1.ConditionDelivered, metav1.ConditionTrue, ReasonNoTargets, "The artifact has no targets.")
+		conditions.SetAt(&st.Conditions, gen, now, gitopsv1alpha1.ConditionDelivered, metav1.ConditionTrue, gitopsv1alpha1.ReasonNoTargets, "The artifact has no targets.")
 	case waiting == nil && len(st.Targets) == len(targets):
-		setCondition(st, gen, now, gitopsv1alpha1.ConditionDelivered, metav1.ConditionTrue, ReasonDelivered,
+		conditions.SetAt(&st.Conditions, gen, now, gitopsv1alpha1.ConditionDelivered, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered,
 			fmt.Sprintf("Every target applied revision %s.", art.Revision()))
 	default:
 		msg := fmt.Sprintf("%d of %d targets applied revision %s.", ready, len(targets), art.Revision())
@@ -257,22 +259,22 @@ func (p *pass) setDelivered(art delivery.Artifact, failed bool) {
 		switch {
 		case reason != "":
 		case failed:
-			reason = ReasonDeliveryFailed
+			reason = gitopsv1alpha1.ReasonDeliveryFailed
 		default:
-			reason = ReasonDeliveryInProgress
+			reason = gitopsv1alpha1.ReasonDeliveryInProgress
 		}
 		if waiting.Message != "" {
 			msg += " Cluster " + waiting.Cluster + ": " + waiting.Message
 		}
-		setCondition(st, gen, now, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, reason, msg)
+		conditions.SetAt(&st.Conditions, gen, now, gitopsv1alpha1.ConditionDelivered, metav1.ConditionFalse, reason, msg)
 	}
 	delivered := meta.FindStatusCondition(st.Conditions, gitopsv1alpha1.ConditionDelivered)
 	if delivered.Status == metav1.ConditionTrue {
-		setCondition(st, gen, now, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered,
+		conditions.SetAt(&st.Conditions, gen, now, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered,
 			fmt.Sprintf("Version %s is pushed and applied on every target.", p.art.Spec.Version))
 		return
 	}
-	setCondition(st, gen, now, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, delivered.Reason, delivered.Message)
+	conditions.SetAt(&st.Conditions, gen, now, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, delivered.Reason, delivered.Message)
 }
 
 // requestReconcile creates an Automatic ReconciliationRequest of the Flux objects of the

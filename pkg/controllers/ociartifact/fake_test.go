@@ -2,11 +2,12 @@ package ociartifact
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 )
 
@@ -19,7 +20,8 @@ type fakeEngine struct {
 	ready bool
 	// timeout is the time the last Deliver was given.
 	timeout time.Duration
-	// stalled makes a delivery not Ready report delivery.ErrStalled, as Flux failing.
+	// stalled makes a delivery not Ready report a Waiting error for the target's interval, as
+	// Flux failing and retrying by itself.
 	stalled   bool
 	err       error
 	removeErr error
@@ -59,7 +61,7 @@ func (f *fakeEngine) Deliver(ctx context.Context, art delivery.Artifact, target 
 	}
 	if f.stalled {
 		st.Message = "Kustomization flux-system/team-a-app is not ready (ReconciliationFailed): dry-run failed."
-		return st, fmt.Errorf("%s: %w", st.Message, delivery.ErrStalled)
+		return st, errkind.Waiting(errors.New(st.Message), target.Interval())
 	}
 	return st, nil
 }

@@ -2,6 +2,7 @@ package ociartifact
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,76 +16,19 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
 	"github.com/plinth-dev/plinth/pkg/message"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
 )
 
-// Reasons of the Pushed, Delivered and Ready conditions, and of the events recorded when they
-// change.
-const (
-	// ReasonPushed: the version is in the registry.
-	ReasonPushed = "Pushed"
-	// ReasonInvalidManifests: the manifests (or the ConfigMap holding them) are missing or not
-	// valid; nothing is pushed until they are.
-	ReasonInvalidManifests = "InvalidManifests"
-	// ReasonRegistryNotReady: the OCIRegistry does not exist or is not Running.
-	ReasonRegistryNotReady = "RegistryNotReady"
-	// ReasonRegistryUnavailable: the registry is Running but did not answer (it is restarting);
-	// retried with backoff.
-	ReasonRegistryUnavailable = "RegistryUnavailable"
-	// ReasonVersionImmutable: the version's tag holds other content; a pushed version never
-	// changes.
-	ReasonVersionImmutable = "VersionImmutable"
-	// ReasonPushFailed: the push failed; retried with backoff.
-	ReasonPushFailed = "PushFailed"
-	// ReasonDelivered: every target applied the pushed version.
-	ReasonDelivered = "Delivered"
-	// ReasonNoTargets: there is nothing to deliver to.
-	ReasonNoTargets = "NoTargets"
-	// ReasonDeliveryInProgress: a target has not applied the pushed version yet.
-	ReasonDeliveryInProgress = "DeliveryInProgress"
-	// ReasonClusterNotFound: a target names a Cluster that is not registered; its
-	// registration wakes the artifact.
-	ReasonClusterNotFound = "ClusterNotFound"
-	// ReasonFluxNotAvailable: a target's Cluster has the GitOps engine Flux, but Flux has not
-	// been detected there (not installed, not running, or not probed yet); Flux being
-	// detected wakes the artifact.
-	ReasonFluxNotAvailable = "FluxNotAvailable"
-	// ReasonDeliveryFailed: a delivery to a target failed; retried with backoff.
-	ReasonDeliveryFailed = "DeliveryFailed"
-	// ReasonDeleteFailed: the artifact is being deleted and its tag could not be deleted yet.
-	ReasonDeleteFailed = "DeleteFailed"
-	// ReasonLeftBehind: the artifact was deleted without removing everything it delivered or
-	// pushed within removalBound; the event names what is left (an event only).
-	ReasonLeftBehind = "LeftBehind"
-	// ReasonAdopted: the version's tag already held the same content (pushed before the
-	// status recorded it), which is kept rather than pushed again (an event only).
-	ReasonAdopted = "Adopted"
-	// ReasonTagMoved: the pushed version's tag pointed to another manifest than the one
-	// pushed (the event of the TagMoved condition).
-	ReasonTagMoved = "TagMoved"
-	// ReasonRestored: the pushed manifest was put back under its moved tag, the same digest
-	// (TagMoved's reason).
-	ReasonRestored = "Restored"
-	// ReasonPushedAgain: the registry no longer had the pushed manifest, so the version was
-	// pushed again under its moved tag, as a new digest (TagMoved's reason).
-	ReasonPushedAgain = "PushedAgain"
-	// ReasonRestoreFailed: putting the pushed version back under its moved tag failed;
-	// retried with backoff (TagMoved's reason).
-	ReasonRestoreFailed = "RestoreFailed"
-	// ReasonPruneFailed: retention could not delete old versions (an event only).
-	ReasonPruneFailed = "PruneFailed"
-	// ReasonPruned: retention deleted old versions (an event only).
-	ReasonPruned = "Pruned"
-)
-
 // pass is one reconcile of an artifact: what it read and the status it builds.
 type pass struct {
-	c *Controller
-	// stored is the artifact as the cache holds it, art a copy with its defaults applied
+	c   *Controller
+	key cache.ObjectName
+	// stored is the artifact as the reconcile read it, art a copy with its defaults applied
 	// (the server applies them, but an object read from elsewhere may lack them).
 	stored, art *gitopsv1alpha1.OCIArtifact
 	status      *gitopsv1alpha1.OCIArtifactStatus
@@ -92,8 +36,8 @@ type pass struct {
 	// inProgress says an engine reported a target on its way, not failed: it is polled.
 	inProgress bool
 	// stalledFor, when not zero, says a target's engine reported it failing and retrying by
-	// itself (delivery.ErrStalled): the smallest Flux interval of such targets, which bounds
-	// the backoff.
+	// itself (an errkind.Waiting error): the smallest time such targets asked to wait, their
+	// Flux interval, which bounds the backoff.
 	stalledFor time.Duration
 	// reasons are the Delivered reasons of targets not Ready for a known cause (not
 	// registered, no Flux, stalled), by Cluster; the others are in progress or failed.
@@ -103,213 +47,283 @@ type pass struct {
 func newPass(c *Controller, stored *gitopsv1alpha1.OCIArtifact) *pass {
 	art := stored.DeepCopy()
 	gitopsv1alpha1.SetObjectDefaults_OCIArtifact(art)
-	return &pass{c: c, stored: stored, art: art, status: stored.Status.DeepCopy(), now: c.clock.Now(), reasons: map[string]string{}}
+	return &pass{c: c, key: cache.MetaObjectToName(stored), stored: stored, art: art, status: stored.Status.DeepCopy(),
+		now: c.clock.Now(), reasons: map[string]string{}}
 }
 
 // pushed is the artifact's version as it is in the registry.
 type pushed struct {
 	endpoint string
 	objects  []manifests.Object
-	// previousRevision is the revision pushed before this pass, when this pass pushed another.
-	previousRevision string
 }
 
-// push makes sure the artifact's version is in its registry and returns it; nil when it is not
-// (the status says why), with an error when trying again may help.
+// version is what a pass pushes: the artifact's files, validated, and where they go.
+type version struct {
+	objects  []manifests.Object
+	files    map[string][]byte
+	revision string
+	registry *gitopsv1alpha1.OCIRegistry
+	// endpoint is the registry's; url is oci://<endpoint>/<repository>:<tag>.
+	endpoint, url string
+	// request is the artifact's reconcile.fluxcd.io/requestedAt, which asks for a look at the
+	// registry too.
+	request string
+}
+
+func (v *version) pushed() *pushed { return &pushed{endpoint: v.endpoint, objects: v.objects} }
+
+// push makes sure the artifact's version is in its registry and returns it. When it is not,
+// the status says why and the error is Stalled when only a change can help (manifests not
+// valid, no running registry, a version pushed with other content: each of them wakes the
+// artifact when it changes), any other error when trying again may.
+//
+// The registry is read only when the status records no push of this version, or the pushed
+// one is due a look: once a resync period, when asked to reconcile, and once after this
+// process started. The tag may have been deleted by hand, lost with the registry's data, or
+// moved to other content by whoever could write to the registry, and nothing else would ever
+// put it right.
 func (p *pass) push(ctx context.Context) (*pushed, error) {
+	v, err := p.prepare()
+	if err != nil {
+		return nil, err
+	}
+	if p.recorded(v) {
+		return p.keepPushed(ctx, v)
+	}
+	return p.pushNew(ctx, v)
+}
+
+// keepPushed keeps the version the status records pushed: it is looked up in the registry
+// only when due (checkRecorded), and otherwise taken as pushed — found there lately, or the
+// registry not running to look (its phase change wakes the artifact).
+func (p *pass) keepPushed(ctx context.Context, v *version) (*pushed, error) {
+	if !p.registryLookDue(v) {
+		p.stillPushed(v.url)
+		return v.pushed(), nil
+	}
+	return p.withRepository(ctx, v, func(ctx context.Context, tagged artifact.Tagged, found bool, err error) (*pushed, error) {
+		return p.checkRecorded(ctx, v, tagged, found, err)
+	})
+}
+
+// pushNew pushes a version the status does not record, to a running registry: a tag already
+// there is adopted or refused (adoptOrRefuse), else the files are pushed.
+func (p *pass) pushNew(ctx context.Context, v *version) (*pushed, error) {
+	if !running(v.registry) {
+		return nil, p.refuse(gitopsv1alpha1.ReasonRegistryNotReady, notRunning(v.registry))
+	}
+	return p.withRepository(ctx, v, func(ctx context.Context, tagged artifact.Tagged, found bool, err error) (*pushed, error) {
+		switch {
+		case err != nil:
+			return nil, p.failPush(gitopsv1alpha1.ReasonRegistryUnavailable,
+				fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", v.url, v.registry.Name, message.Error(err)), err)
+		case found:
+			return p.adoptOrRefuse(ctx, v, tagged)
+		default:
+			return p.pushFresh(ctx, v)
+		}
+	})
+}
+
+// withRepository looks up the artifact's tag and hands what it found to decide, holding the
+// repository's lock and bounding the registry operations by operationTimeout. One artifact at
+// a time per repository, from the lookup to the retention: another artifact of the repository
+// could push between this lookup and push, or its retention delete the version pushed here.
+func (p *pass) withRepository(ctx context.Context, v *version,
+	decide func(ctx context.Context, tagged artifact.Tagged, found bool, err error) (*pushed, error)) (*pushed, error) {
+	defer p.c.repositories.lock(v.endpoint + "/" + p.art.Spec.Repository)()
+	ctx, cancel := context.WithTimeout(ctx, operationTimeout)
+	defer cancel()
+	tagged, found, err := artifact.Lookup(ctx, v.endpoint, p.art.Spec.Repository, p.art.Spec.Tag)
+	return decide(ctx, tagged, found, err)
+}
+
+// prepare gathers and validates the artifact's files and finds its registry. Nothing is pushed
+// from files that are not valid or to a registry that does not exist.
+func (p *pass) prepare() (*version, error) {
 	spec := p.art.Spec
 	objects, files, err := p.gather()
 	if err != nil {
-		p.notPushed(ReasonInvalidManifests, message.Error(err)+" Nothing is pushed until the manifests are valid.")
-		return nil, nil
+		return nil, p.refuse(gitopsv1alpha1.ReasonInvalidManifests, message.Error(err)+" Nothing is pushed until the manifests are valid.")
 	}
-	revision := artifact.Revision(spec.Version, files)
-
 	registry, err := p.c.registries.OCIRegistries(p.art.Namespace).Get(spec.RegistryRef.Name)
 	if apierrors.IsNotFound(err) {
-		p.notPushed(ReasonRegistryNotReady, fmt.Sprintf("OCIRegistry %s does not exist.", spec.RegistryRef.Name))
-		return nil, nil
+		return nil, p.refuse(gitopsv1alpha1.ReasonRegistryNotReady, fmt.Sprintf("OCIRegistry %s does not exist.", spec.RegistryRef.Name))
 	}
 	if err != nil {
 		return nil, err
 	}
-	endpoint := registry.Spec.Endpoint
-	url := artifact.URL(endpoint, spec.Repository, spec.Tag)
+	return &version{
+		objects: objects, files: files, revision: artifact.Revision(spec.Version, files), registry: registry,
+		endpoint: registry.Spec.Endpoint, url: artifact.URL(registry.Spec.Endpoint, spec.Repository, spec.Tag),
+		request: p.art.Annotations[gitopsv1alpha1.ReconcileRequestAnnotation],
+	}, nil
+}
+
+// recorded says whether the status records this version as pushed, as status.digest.
+func (p *pass) recorded(v *version) bool {
 	st := p.status
-	key := cache.NewObjectName(p.art.Namespace, p.art.Name)
-	running := registry.Status.Phase == gitopsv1alpha1.RegistryPhaseRunning
-	// recorded: the status says the version is pushed, as st.Digest. The registry is looked
-	// at again once a resync period (or when asked to reconcile, or once after this process
-	// started): the tag may have been deleted by hand, lost with the registry's data, or moved
-	// to other content by whoever could write to the registry, and nothing else would ever
-	// put it right.
-	recorded := st.PushedVersion == spec.Version && st.Revision == revision && st.URL == url && st.Digest != ""
-	request := p.art.Annotations[gitopsv1alpha1.ReconcileRequestAnnotation]
-	if recorded && (!running || !p.c.registryCheckDue(key, url, st.Digest, request, p.now)) {
-		// Pushed already and found there lately (or the registry is not running to look:
-		// its phase change wakes the artifact); the registry is not needed.
-		p.stillPushed(url)
-		return &pushed{endpoint: endpoint, objects: objects}, nil
-	}
-	if !running {
-		msg := fmt.Sprintf("OCIRegistry %s is not running (phase %s).", registry.Name, phaseOf(registry))
-		if registry.Status.LastError != "" {
-			msg = fmt.Sprintf("OCIRegistry %s is not running (phase %s): %s", registry.Name, phaseOf(registry), message.Sentence(registry.Status.LastError))
-		}
-		// The registry's status change wakes the artifact.
-		p.notPushed(ReasonRegistryNotReady, msg)
-		return nil, nil
-	}
+	return st.PushedVersion == p.art.Spec.Version && st.Revision == v.revision && st.URL == v.url && st.Digest != ""
+}
 
-	// One artifact at a time per repository, from the lookup to the retention: another
-	// artifact of the repository could push between this lookup and push, or its retention
-	// delete the version pushed here.
-	defer p.c.repositories.lock(endpoint + "/" + spec.Repository)()
-	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
-	defer cancel()
-	tagged, found, err := artifact.Lookup(opCtx, endpoint, spec.Repository, spec.Tag)
-	if err != nil && recorded {
-		// Not known to be gone: the version stays pushed for this pass (delivering it needs
-		// no registry for the Kubectl engine, and Flux pulls it by digest), and the next
-		// reconcile looks again.
-		klog.FromContext(ctx).V(2).Info("Checking the pushed version in the registry failed", "url", url, "err", err)
-		p.stillPushed(url)
-		return &pushed{endpoint: endpoint, objects: objects}, nil
+// registryLookDue says whether the pushed version is to be looked up in its registry on this
+// pass: the registry is running and due a look (registryCheckDue).
+func (p *pass) registryLookDue(v *version) bool {
+	return running(v.registry) && p.c.registryCheckDue(p.key, v.url, p.status.Digest, v.request, p.now)
+}
+
+// checkRecorded decides about the version the status records, from the registry's lookup:
+// found as pushed, it stays pushed until the next look; the tag gone or pointing elsewhere,
+// the pushed manifest is put back. A failed lookup does not tell it gone: the version stays
+// pushed for this pass (delivering it needs no registry for the Kubectl engine, and Flux pulls
+// it by digest), and the next reconcile looks again.
+func (p *pass) checkRecorded(ctx context.Context, v *version, tagged artifact.Tagged, found bool, lookupErr error) (*pushed, error) {
+	switch {
+	case lookupErr != nil:
+		klog.FromContext(ctx).V(2).Info("Checking the pushed version in the registry failed", "url", v.url, "err", lookupErr)
+	case found && tagged.Digest == p.status.Digest:
+		p.c.registryChecked(p.key, v.url, p.status.Digest, v.request, p.now)
+	default:
+		return p.putBack(ctx, v, tagged, found)
+	}
+	p.stillPushed(v.url)
+	return v.pushed(), nil
+}
+
+// putBack puts the pushed version back under its tag, which is gone or points elsewhere.
+// Whatever the tag points to now, and whatever its annotations claim, it is not what was
+// pushed: the pushed manifest goes back under the tag, the same bytes and digest, so Flux
+// (which pulls by that digest) and the registry agree again; only a registry that lost the
+// manifest gets a new push. A tag found pointing elsewhere sets TagMoved.
+func (p *pass) putBack(ctx context.Context, v *version, tagged artifact.Tagged, found bool) (*pushed, error) {
+	spec, st := p.art.Spec, p.status
+	digest := st.Digest
+	restored, err := artifact.Restore(ctx, v.endpoint, spec.Repository, spec.Tag, digest)
+	if err == nil && !restored {
+		digest, err = artifact.Push(ctx, v.endpoint, spec.Repository, spec.Tag, v.files, p.metadata(v))
+	}
+	if found {
+		p.tagMoved(v.url, tagged.Digest, digest, restored, err)
 	}
 	if err != nil {
-		p.notPushed(ReasonRegistryUnavailable, fmt.Sprintf("Reading %s from OCIRegistry %s failed: %s", url, registry.Name, message.Error(err)))
+		return nil, p.failPush(gitopsv1alpha1.ReasonPushFailed,
+			fmt.Sprintf("Putting version %s back under %s in OCIRegistry %s failed: %s", spec.Version, v.url, v.registry.Name, message.Error(err)), err)
+	}
+	if !found {
+		how := "put back as " + digest
+		if !restored {
+			how = "pushed again as " + digest
+		}
+		p.pushEvent(gitopsv1alpha1.ReasonPushed, fmt.Sprintf("Version %s was missing from %s (deleted from the registry); %s.", spec.Version, v.url, how))
+	}
+	if !restored {
+		return p.pushedAs(ctx, v, digest, false), nil
+	}
+	// The same manifest as pushed then: pushedAt stays.
+	p.c.registryChecked(p.key, v.url, digest, v.request, p.c.clock.Now())
+	p.stillPushed(v.url)
+	p.prune(ctx, v)
+	return v.pushed(), nil
+}
+
+// adoptOrRefuse decides about a tag found holding a version the status does not record: pushed
+// by an earlier pass whose status was lost, or by someone else. Only the same files under the
+// same revision are kept (adopted, not pushed again); the annotation alone proves nothing,
+// since anyone who can push writes any annotation. Other content is refused, unless the
+// version is latest, whose tag moves to the new content.
+func (p *pass) adoptOrRefuse(ctx context.Context, v *version, tagged artifact.Tagged) (*pushed, error) {
+	spec := p.art.Spec
+	layer, err := artifact.LayerDigest(v.files)
+	if err != nil {
 		return nil, err
 	}
-	md := artifact.Metadata{Source: artifact.Source(p.art.Namespace, p.art.Name), Revision: revision, Created: p.now.UTC().Format(time.RFC3339)}
-	var digest string
-	var adopted bool
-	var outcome func() // records the event of what this pass did, once the status is set
 	switch {
-	case recorded && found && tagged.Digest == st.Digest:
-		// Still there as pushed: nothing to do until the next check.
-		p.c.registryChecked(key, url, st.Digest, request, p.now)
-		p.stillPushed(url)
-		return &pushed{endpoint: endpoint, objects: objects}, nil
-	case recorded:
-		// The tag is gone or points elsewhere. Whatever it points to now, and whatever its
-		// annotations claim, it is not what was pushed: the pushed manifest goes back under
-		// the tag, the same bytes and digest, so Flux (which pulls by that digest) and the
-		// registry agree again; only a registry that lost the manifest gets a new push.
-		var restored bool
-		restored, err = artifact.Restore(opCtx, endpoint, spec.Repository, spec.Tag, st.Digest)
-		digest = st.Digest
-		if err == nil && !restored {
-			digest, err = artifact.Push(opCtx, endpoint, spec.Repository, spec.Tag, files, md)
-		}
-		if found {
-			outcome = p.tagMoved(url, tagged.Digest, digest, restored, err)
-		}
-		if err != nil {
-			p.notPushed(ReasonPushFailed, fmt.Sprintf("Putting version %s back under %s in OCIRegistry %s failed: %s", spec.Version, url, registry.Name, message.Error(err)))
-			if outcome != nil {
-				outcome()
-			}
-			return nil, err
-		}
-		if outcome == nil {
-			how := "put back as " + digest
-			if !restored {
-				how = "pushed again as " + digest
-			}
-			outcome = func() {
-				transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push",
-					fmt.Sprintf("Version %s was missing from %s (deleted from the registry); %s.", spec.Version, url, how))
-			}
-		}
-		if restored {
-			// The same manifest as pushed then: pushedAt stays.
-			p.c.registryChecked(key, url, digest, request, p.c.clock.Now())
-			p.stillPushed(url)
-			outcome()
-			p.prune(opCtx, registry, endpoint)
-			return &pushed{endpoint: endpoint, objects: objects}, nil
-		}
-	case found:
-		// Not recorded: pushed by an earlier pass whose status was lost, or by someone else.
-		// Only the same files under the same revision are kept; the annotation alone proves
-		// nothing, since anyone who can push writes any annotation.
-		layer, err := artifact.LayerDigest(files)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case tagged.Holds(revision, layer):
-			digest, adopted = tagged.Digest, true
-			outcome = func() {
-				transition.Record(p.c.recorder, p.stored, ReasonAdopted, "Push",
-					fmt.Sprintf("Version %s was found in %s with the same content as %s; adopted, not pushed again.", spec.Version, url, digest))
-			}
-		case spec.Version != gitopsv1alpha1.LatestVersion:
-			p.notPushed(ReasonVersionImmutable, fmt.Sprintf(
-				"Version %s is already pushed to %s with other content (manifest %s); a pushed version never changes, so push the new content as a new version.",
-				spec.Version, url, tagged.Digest))
-			return nil, nil
-		}
+	case tagged.Holds(v.revision, layer):
+		p.pushEvent(gitopsv1alpha1.ReasonAdopted,
+			fmt.Sprintf("Version %s was found in %s with the same content as %s; adopted, not pushed again.", spec.Version, v.url, tagged.Digest))
+		return p.pushedNew(ctx, v, tagged.Digest, true), nil
+	case spec.Version == gitopsv1alpha1.LatestVersion:
+		return p.pushFresh(ctx, v)
+	default:
+		return nil, p.refuse(gitopsv1alpha1.ReasonVersionImmutable, fmt.Sprintf(
+			"Version %s is already pushed to %s with other content (manifest %s); a pushed version never changes, so push the new content as a new version.",
+			spec.Version, v.url, tagged.Digest))
 	}
-	if digest == "" {
-		digest, err = artifact.Push(opCtx, endpoint, spec.Repository, spec.Tag, files, md)
-		if err != nil {
-			p.notPushed(ReasonPushFailed, fmt.Sprintf("Pushing %s to OCIRegistry %s failed: %s", url, registry.Name, message.Error(err)))
-			return nil, err
-		}
-	}
-	if !recorded {
-		// Another version (or content) than the one whose tag had moved.
-		apimeta.RemoveStatusCondition(&st.Conditions, gitopsv1alpha1.ConditionTagMoved)
-	}
+}
 
-	// When the push completed, not when the pass began: packaging and pushing a large
-	// artifact takes a while. An adopted tag keeps the time this status recorded for its
-	// version, if any (it was pushed then, or before).
-	done := p.c.clock.Now()
-	p.c.registryChecked(key, url, digest, request, done)
-	result := &pushed{endpoint: endpoint, objects: objects}
-	if st.Revision != "" && st.Revision != revision {
-		result.previousRevision = st.Revision
+// pushFresh pushes the version's files under its tag.
+func (p *pass) pushFresh(ctx context.Context, v *version) (*pushed, error) {
+	spec := p.art.Spec
+	digest, err := artifact.Push(ctx, v.endpoint, spec.Repository, spec.Tag, v.files, p.metadata(v))
+	if err != nil {
+		return nil, p.failPush(gitopsv1alpha1.ReasonPushFailed, fmt.Sprintf("Pushing %s to OCIRegistry %s failed: %s", v.url, v.registry.Name, message.Error(err)), err)
 	}
+	p.pushEvent(gitopsv1alpha1.ReasonPushed, pushedMessage(spec.Version, v.url, digest))
+	return p.pushedNew(ctx, v, digest, false), nil
+}
+
+// pushedNew records a version the status did not record as pushed: another version (or
+// content) than the one whose tag had moved, if any, so TagMoved goes.
+func (p *pass) pushedNew(ctx context.Context, v *version, digest string, adopted bool) *pushed {
+	apimeta.RemoveStatusCondition(&p.status.Conditions, gitopsv1alpha1.ConditionTagMoved)
+	return p.pushedAs(ctx, v, digest, adopted)
+}
+
+// pushedAs records that the version is in the registry as digest, and applies the registry's
+// retention. pushedAt is when the push completed, not when the pass began: packaging and
+// pushing a large artifact takes a while. An adopted tag keeps the time this status recorded
+// for its version, if any (it was pushed then, or before).
+func (p *pass) pushedAs(ctx context.Context, v *version, digest string, adopted bool) *pushed {
+	spec, st := p.art.Spec, p.status
+	done := p.c.clock.Now()
+	p.c.registryChecked(p.key, v.url, digest, v.request, done)
 	if !adopted || st.PushedVersion != spec.Version || st.PushedAt == nil {
 		st.PushedAt = &metav1.Time{Time: done}
 	}
-	st.RegistryEndpoint, st.URL, st.Digest, st.Revision, st.PushedVersion = endpoint, url, digest, revision, spec.Version
-	msg := fmt.Sprintf("Version %s is pushed to %s as %s.", spec.Version, url, digest)
-	setCondition(st, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed, msg)
-	if outcome != nil {
-		outcome()
-	} else {
-		transition.Record(p.c.recorder, p.stored, ReasonPushed, "Push", msg)
-	}
-	p.prune(opCtx, registry, endpoint)
-	return result, nil
+	st.RegistryEndpoint, st.URL, st.Digest, st.Revision, st.PushedVersion = v.endpoint, v.url, digest, v.revision, spec.Version
+	conditions.SetAt(&st.Conditions, p.art.Generation, metav1.NewTime(p.now), gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue,
+		gitopsv1alpha1.ReasonPushed, pushedMessage(spec.Version, v.url, digest))
+	p.prune(ctx, v)
+	return v.pushed()
+}
+
+// metadata is what the pushed artifact says of itself.
+func (p *pass) metadata(v *version) artifact.Metadata {
+	return artifact.Metadata{Source: artifact.Source(p.art.Namespace, p.art.Name), Revision: v.revision, Created: p.now.UTC().Format(time.RFC3339)}
+}
+
+func pushedMessage(version, url, digest string) string {
+	return fmt.Sprintf("Version %s is pushed to %s as %s.", version, url, digest)
 }
 
 // tagMoved sets the TagMoved condition for a tag found pointing to foreign instead of the
-// pushed manifest, and returns the recording of its Warning event: the pushed manifest was put
-// back (restored), pushed again as digest, or putting it back failed (err).
-func (p *pass) tagMoved(url, foreign, digest string, restored bool, err error) func() {
+// pushed manifest, and records its Warning event: the pushed manifest was put back (restored),
+// pushed again as digest, or putting it back failed (err).
+func (p *pass) tagMoved(url, foreign, digest string, restored bool, err error) {
 	found := fmt.Sprintf("Tag %s in %s pointed to %s instead of the pushed %s", p.art.Spec.Tag, url, foreign, p.status.Digest)
 	var reason, msg string
 	switch {
 	case err != nil:
-		reason, msg = ReasonRestoreFailed, fmt.Sprintf("%s; putting the pushed version back failed: %s", found, message.Error(err))
+		reason, msg = gitopsv1alpha1.ReasonRestoreFailed, fmt.Sprintf("%s; putting the pushed version back failed: %s", found, message.Error(err))
 	case restored:
-		reason, msg = ReasonRestored, found+"; the pushed version is back under the tag."
+		reason, msg = gitopsv1alpha1.ReasonRestored, found+"; the pushed version is back under the tag."
 	default:
-		reason, msg = ReasonPushedAgain, fmt.Sprintf("%s, which the registry no longer has; the version is pushed again as %s.", found, digest)
+		reason, msg = gitopsv1alpha1.ReasonPushedAgain, fmt.Sprintf("%s, which the registry no longer has; the version is pushed again as %s.", found, digest)
 	}
 	msg = message.Sentence(msg)
-	setCondition(p.status, p.art.Generation, p.now, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, reason, msg)
-	return func() { transition.Record(p.c.recorder, p.stored, ReasonTagMoved, "Push", msg) }
+	conditions.SetAt(&p.status.Conditions, p.art.Generation, metav1.NewTime(p.now), gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, reason, msg)
+	p.pushEvent(gitopsv1alpha1.ReasonTagMoved, msg)
 }
 
 // stillPushed says the version the status records is pushed, as it was.
 func (p *pass) stillPushed(url string) {
-	setCondition(p.status, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed,
-		fmt.Sprintf("Version %s is pushed to %s as %s.", p.art.Spec.Version, url, p.status.Digest))
+	conditions.SetAt(&p.status.Conditions, p.art.Generation, metav1.NewTime(p.now), gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue,
+		gitopsv1alpha1.ReasonPushed, pushedMessage(p.art.Spec.Version, url, p.status.Digest))
+}
+
+// pushEvent records an event of the push on the artifact.
+func (p *pass) pushEvent(reason, msg string) {
+	p.c.events.Record(p.stored, reason, "Push", msg)
 }
 
 // registryCheck is when an artifact's pushed version was last found in (or pushed to) its
@@ -344,27 +358,56 @@ func (c *Controller) registryChecked(key cache.ObjectName, url, digest, request 
 
 // prune applies the registry's retention to the artifact's repository, never deleting the
 // version just pushed. A failure does not fail the push: the next push prunes again.
-func (p *pass) prune(ctx context.Context, registry *gitopsv1alpha1.OCIRegistry, endpoint string) {
-	if registry.Spec.Retention == nil || registry.Spec.Retention.KeepVersions <= 0 {
+func (p *pass) prune(ctx context.Context, v *version) {
+	retention := v.registry.Spec.Retention
+	if retention == nil || retention.KeepVersions <= 0 {
 		return
 	}
 	spec := p.art.Spec
-	deleted, err := artifact.Prune(ctx, endpoint, spec.Repository, int(registry.Spec.Retention.KeepVersions), spec.Tag)
+	deleted, err := artifact.Prune(ctx, v.endpoint, spec.Repository, int(retention.KeepVersions), spec.Tag)
 	if err != nil {
-		transition.Record(p.c.recorder, p.stored, ReasonPruneFailed, "Push",
-			fmt.Sprintf("Deleting versions beyond the newest %d of %s failed: %s", registry.Spec.Retention.KeepVersions, spec.Repository, message.Error(err)))
+		p.pushEvent(gitopsv1alpha1.ReasonPruneFailed,
+			fmt.Sprintf("Deleting versions beyond the newest %d of %s failed: %s", retention.KeepVersions, spec.Repository, message.Error(err)))
 		return
 	}
 	if len(deleted) > 0 {
-		transition.Record(p.c.recorder, p.stored, ReasonPruned, "Push",
-			fmt.Sprintf("Deleted %s from %s, keeping the newest %d versions.", strings.Join(deleted, ", "), spec.Repository, registry.Spec.Retention.KeepVersions))
+		p.pushEvent(gitopsv1alpha1.ReasonPruned,
+			fmt.Sprintf("Deleted %s from %s, keeping the newest %d versions.", strings.Join(deleted, ", "), spec.Repository, retention.KeepVersions))
 	}
 }
 
+// refuse records why the version is not pushed when only a change can help: Pushed and Ready
+// False, and a Stalled error. The change (the manifests, the registry) wakes the artifact.
+func (p *pass) refuse(reason, msg string) error {
+	p.notPushed(reason, msg)
+	return errkind.Stalled(errors.New(msg))
+}
+
+// failPush records why the version is not pushed when trying again may help, and returns err
+// to be retried with backoff.
+func (p *pass) failPush(reason, msg string, err error) error {
+	p.notPushed(reason, msg)
+	return err
+}
+
 // notPushed records why the version is not in the registry: Pushed and Ready False.
-func (p *pass) notPushed(reason, message string) {
-	setCondition(p.status, p.art.Generation, p.now, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, reason, message)
-	setCondition(p.status, p.art.Generation, p.now, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+func (p *pass) notPushed(reason, msg string) {
+	now := metav1.NewTime(p.now)
+	conditions.SetAt(&p.status.Conditions, p.art.Generation, now, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, reason, msg)
+	conditions.SetAt(&p.status.Conditions, p.art.Generation, now, gitopsv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+}
+
+// running says whether the registry serves.
+func running(r *gitopsv1alpha1.OCIRegistry) bool {
+	return r.Status.Phase == gitopsv1alpha1.RegistryPhaseRunning
+}
+
+// notRunning says that the registry does not serve, and why when its status says.
+func notRunning(r *gitopsv1alpha1.OCIRegistry) string {
+	if r.Status.LastError != "" {
+		return fmt.Sprintf("OCIRegistry %s is not running (phase %s): %s", r.Name, phaseOf(r), message.Sentence(r.Status.LastError))
+	}
+	return fmt.Sprintf("OCIRegistry %s is not running (phase %s).", r.Name, phaseOf(r))
 }
 
 func phaseOf(r *gitopsv1alpha1.OCIRegistry) gitopsv1alpha1.RegistryPhase {

@@ -58,8 +58,8 @@ func TestPushesAgainWhatTheRegistryLost(t *testing.T) {
 	if st.PushedAt == nil || !st.PushedAt.Equal(pushed.PushedAt) {
 		t.Errorf("pushedAt %v, want %v (the same manifest as pushed then)", st.PushedAt, pushed.PushedAt)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed)
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, gitopsv1alpha1.ReasonPushed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	if meta.FindStatusCondition(art.Status.Conditions, gitopsv1alpha1.ConditionTagMoved) != nil {
 		t.Error("a deleted tag is reported as moved")
 	}
@@ -149,11 +149,11 @@ func TestRecheckFindsTheTagMoved(t *testing.T) {
 	}
 	url := "oci://" + h.reg.Endpoint + "/team-a/app:1.0.0"
 	want := "Tag 1.0.0 in " + url + " pointed to " + foreign + " instead of the pushed " + pushed.Digest + "; the pushed version is back under the tag."
-	if c := expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestored); c.Message != want {
+	if c := expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, gitopsv1alpha1.ReasonRestored); c.Message != want {
 		t.Errorf("TagMoved message %q, want %q", c.Message, want)
 	}
-	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed)
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, gitopsv1alpha1.ReasonPushed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	if evs := h.events(); !slices.Contains(evs, "Warning TagMoved "+want) || slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, "Adopted") }) {
 		t.Errorf("events %v, want the TagMoved warning and no adoption", evs)
 	}
@@ -167,7 +167,7 @@ func TestRecheckFindsTheTagMoved(t *testing.T) {
 	// with the next version.
 	h.clock.Step(DefaultResyncPeriod)
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestored)
+	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, gitopsv1alpha1.ReasonRestored)
 	h.edit(true, func(a *gitopsv1alpha1.OCIArtifact) { a.Spec.Version, a.Spec.Tag = "1.1.0", "" })
 	art = h.step()
 	if c := meta.FindStatusCondition(art.Status.Conditions, gitopsv1alpha1.ConditionTagMoved); c != nil {
@@ -190,7 +190,7 @@ func TestReconcileRequestLooksAtTheRegistry(t *testing.T) {
 		a.Annotations = map[string]string{gitopsv1alpha1.ReconcileRequestAnnotation: "now"}
 	})
 	art := h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestored)
+	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, gitopsv1alpha1.ReasonRestored)
 	if tagged, _, _ := artifact.Lookup(context.Background(), h.reg.Endpoint, "team-a/app", "1.0.0"); tagged.Digest != pushed.Digest {
 		t.Errorf("the tag points to %s, want the pushed %s back", tagged.Digest, pushed.Digest)
 	}
@@ -212,7 +212,7 @@ func TestMovedTagThatCannotBeRestored(t *testing.T) {
 	if art.Status.Digest == pushed.Digest || art.Status.Digest == foreign || tagged.Digest != art.Status.Digest {
 		t.Errorf("status digest %s, registry %s; pushed %s, foreign %s", art.Status.Digest, tagged.Digest, pushed.Digest, foreign)
 	}
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonPushedAgain)
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, gitopsv1alpha1.ReasonPushedAgain)
 	if !strings.HasSuffix(c.Message, "which the registry no longer has; the version is pushed again as "+art.Status.Digest+".") {
 		t.Errorf("message %q", c.Message)
 	}
@@ -228,8 +228,8 @@ func TestMovedTagThatCannotBeRestored(t *testing.T) {
 		t.Error("a failed restore is not retried")
 	}
 	art = h.get()
-	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestoreFailed)
-	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonPushFailed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, gitopsv1alpha1.ReasonRestoreFailed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonPushFailed)
 	if evs := h.events(); !slices.ContainsFunc(evs, func(e string) bool { return strings.HasPrefix(e, "Warning TagMoved Tag 1.0.0 in") }) {
 		t.Errorf("events %v, want a TagMoved warning", evs)
 	}
@@ -238,8 +238,8 @@ func TestMovedTagThatCannotBeRestored(t *testing.T) {
 	}
 	h.reg.FailWrites(false)
 	art = h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, ReasonRestored)
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionTagMoved, metav1.ConditionTrue, gitopsv1alpha1.ReasonRestored)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 }
 
 // A tag found holding the version's revision annotation before any status recorded a push
@@ -253,8 +253,8 @@ func TestNoAdoptionByAnnotation(t *testing.T) {
 	}
 	revision := artifact.Revision("1.0.0", files)
 	foreign := h.pushOver("1.0.0", evilFiles, revision)
-	art := h.step()
-	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, ReasonVersionImmutable)
+	art := h.refused()
+	c := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionFalse, gitopsv1alpha1.ReasonVersionImmutable)
 	if !strings.Contains(c.Message, "with other content (manifest "+foreign+")") {
 		t.Errorf("message %q", c.Message)
 	}
@@ -276,8 +276,8 @@ func TestRecheckWithTheRegistryDown(t *testing.T) {
 	h.reg.Stop()
 	h.clock.Step(DefaultResyncPeriod)
 	art := h.step()
-	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed)
-	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, gitopsv1alpha1.ReasonPushed)
+	expectCondition(t, art, gitopsv1alpha1.ConditionReady, metav1.ConditionTrue, gitopsv1alpha1.ReasonDelivered)
 	if art.Status.Digest != pushed.Digest || len(h.kubectl.took()) != 1 {
 		t.Errorf("digest %s, want %s, and a delivery", art.Status.Digest, pushed.Digest)
 	}
@@ -303,7 +303,7 @@ func TestPushedAtIsWhenThePushCompleted(t *testing.T) {
 	h := newHarness(t, newArtifact(t))
 	h.c.clock = tickingClock{h.clock}
 	art := h.step()
-	began := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, ReasonPushed).LastTransitionTime
+	began := expectCondition(t, art, gitopsv1alpha1.ConditionPushed, metav1.ConditionTrue, gitopsv1alpha1.ReasonPushed).LastTransitionTime
 	if art.Status.PushedAt == nil || !art.Status.PushedAt.After(began.Time) {
 		t.Errorf("pushedAt %v, want after the reconcile began (%v)", art.Status.PushedAt, began)
 	}

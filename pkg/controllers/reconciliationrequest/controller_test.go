@@ -86,6 +86,7 @@ func newHarness(t *testing.T, req *gitopsv1alpha1.ReconciliationRequest, plinthO
 	objects := append([]runtime.Object{req, local}, plinthObjects...)
 	h := &harness{t: t, plinth: fake.NewSimpleClientset(objects...), recorder: events.NewFakeRecorder(20),
 		clock: clocktesting.NewFakePassiveClock(requested.Add(time.Second))}
+	looptest.ResourceVersions(&h.plinth.Fake, h.plinth.Tracker(), gitopsv1alpha1.SchemeGroupVersion.WithResource("reconciliationrequests"))
 	h.target = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		repoGVR: "OCIRepositoryList", kustomizationGVR: "KustomizationList",
 	}, fluxObjects...)

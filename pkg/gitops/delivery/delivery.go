@@ -7,7 +7,6 @@ package delivery
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -79,19 +78,15 @@ func (t Target) Interval() time.Duration {
 	return platformv1alpha1.DefaultFluxInterval
 }
 
-// ErrStalled is wrapped by the error Deliver returns when the target reports that applying
-// the artifact failed and retries by itself at its interval (Flux's objects Ready=False, not
-// progressing). Looking again sooner learns nothing, so the controller backs off up to the
-// target's Interval instead of polling.
-var ErrStalled = errors.New("the target reports the failure and retries by itself")
-
 // Engine delivers artifacts to clusters of one spec.gitOps.engine.
 type Engine interface {
 	// Deliver makes the target apply the artifact (idempotent: called again until the returned
 	// status is Ready) and reports what the target has applied so far. An error means the
 	// delivery could not be attempted or failed; the status then says why in one sentence.
-	// An error wrapping ErrStalled means the target itself reports the failure and retries
-	// on its own.
+	// An errkind.Waiting error means the target itself reports the failure and retries on its
+	// own (Flux's objects Ready=False, not progressing), at the interval the error names
+	// (errkind.WaitFor): looking again sooner learns nothing, so the caller backs off up to
+	// it instead of polling or retrying the delivery.
 	Deliver(ctx context.Context, art Artifact, target Target) (gitopsv1alpha1.ArtifactTargetStatus, error)
 	// Remove undoes Deliver when the artifact or the target goes away: the Flux engine deletes
 	// its OCIRepository and Kustomization (Flux prunes the applied objects when prune is set),

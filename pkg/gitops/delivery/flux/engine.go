@@ -21,6 +21,7 @@ import (
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/message"
 )
@@ -46,8 +47,8 @@ func New(clients delivery.Clients) delivery.Engine {
 // Deliver validates and applies the OCIRepository and the Kustomization of art on the target,
 // and reports what Flux has applied: Ready once the Kustomization is Ready with art's revision
 // applied. A failure Flux reports (the pull or the apply failed; Flux retries by itself) is
-// in the status, with an error wrapping delivery.ErrStalled once Flux stopped progressing; any
-// other error means the objects are invalid, the cluster cannot be reached, Flux's kinds are
+// in the status, with an errkind.Waiting error for the target's interval once Flux stopped
+// progressing; any other error means the objects are invalid, the cluster cannot be reached, Flux's kinds are
 // not served there, or the names are taken by another artifact.
 //
 // Objects delivered before under other names (the target's namespace changed) are handed
@@ -101,7 +102,8 @@ func (e *engine) Deliver(ctx context.Context, art delivery.Artifact, target deli
 	}
 	status = Observe(status, art, &appliedRepo, &applied)
 	if !status.Ready && Stalled(art, &appliedRepo, &applied) {
-		return status, fmt.Errorf("%s: %w", status.Message, delivery.ErrStalled)
+		interval := target.Interval()
+		return status, errkind.Waitingf(interval, "%s Flux retries by itself every %s.", status.Message, interval)
 	}
 	return status, nil
 }

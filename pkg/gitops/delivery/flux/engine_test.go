@@ -3,7 +3,6 @@ package flux
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 )
 
@@ -532,7 +532,7 @@ func TestStalled(t *testing.T) {
 }
 
 // TestDeliverReportsAStalledTarget: Flux failing to apply the revision is reported in the
-// status with an error wrapping delivery.ErrStalled.
+// status with a Waiting error for the target's Flux interval: Flux retries by itself.
 func TestDeliverReportsAStalledTarget(t *testing.T) {
 	art, target := testArtifact(), testTarget()
 	repo, k := Objects(art, target)
@@ -543,7 +543,7 @@ func TestDeliverReportsAStalledTarget(t *testing.T) {
 	k.Status.LastAttemptedRevision = art.Revision()
 	_, clients := newFakeCluster(t, fluxStatus(t, repo), fluxStatus(t, k))
 	status, err := New(clients).Deliver(context.Background(), art, target)
-	if !errors.Is(err, delivery.ErrStalled) || status.Ready ||
+	if after, waiting := errkind.WaitFor(err); !waiting || after != target.Interval() || status.Ready ||
 		status.Message != "Kustomization flux-system/team-a-app is not ready (ReconciliationFailed): ConfigMap/x dry-run failed." {
 		t.Errorf("error %v, status %+v", err, status)
 	}
