@@ -14,7 +14,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/approval"
+	"github.com/plinth-dev/plinth/pkg/governance/approval"
 	gt "github.com/plinth-dev/plinth/pkg/registry/governance/governancetest"
 )
 
