@@ -1,16 +1,4 @@
-// Package kubevirt is the `kubevirt` compute provider: a tenant-compute provider (Provider) and
-// a Score runtime (Runtime, for WorkloadPlans of runtime class kubevirt, see runtime.go), each
-// asking for governed VMs. For tenant compute, each tenant gets a governed VM.
-// The provider asks for a ManagedVM (governance.plinth.dev) in the TenantCompute's namespace,
-// under a SystemService named after the tenant in the System tenant-compute, and the VM's
-// cloud-init runs the tenant's containers with podman. Governance applies as to any ManagedVM:
-// creating, changing and deleting it wait for approval, an approver chooses its cluster, and the
-// VM runtime materializes it once approved. The tenant's status follows the ManagedVM's.
-//
-// The provider and the runtime write ManagedVMs, SystemServices and Systems through
-// plinth-apiserver, never a VirtualMachine: the approval flow is the only way a VM comes to
-// exist.
-package kubevirt
+package governedvm
 
 import (
 	"time"

@@ -10,10 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
-	"github.com/plinth-dev/plinth/pkg/provider"
+	"github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 func fakeProvider() (*Provider, *kubevirtfake.Clientset, *kubefake.Clientset) {
@@ -23,10 +22,10 @@ func fakeProvider() (*Provider, *kubevirtfake.Clientset, *kubefake.Clientset) {
 	return p, kv, kube
 }
 
-func spec() provider.VMSpec {
+func spec() vmprovider.VMSpec {
 	mem := resource.MustParse("2Gi")
 	disk := resource.MustParse("20Gi")
-	return provider.VMSpec{
+	return vmprovider.VMSpec{
 		Name: "team-a-shop-redis-01", Namespace: "team-a", Hostname: "team-a-shop-redis-01",
 		Labels: map[string]string{"kubevirt-shepherd.io/managed-by": "plinth", "kubevirt-shepherd.io/instance": "01"},
 		CPU:    2, Memory: &mem, Image: "quay.io/containerdisks/fedora:40", DiskSize: &disk, StorageClass: "fast", RunStrategy: "Always",
@@ -40,7 +39,7 @@ func TestEnsureVMCreatesThenConverges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vm.State != provider.VMStateProvisioning || vm.RunStrategy != "Always" {
+	if vm.State != vmprovider.VMStateProvisioning || vm.RunStrategy != "Always" {
 		t.Errorf("domain VM: %+v", vm)
 	}
 	got, err := kv.KubevirtV1().VirtualMachines("team-a").Get(ctx, "team-a-shop-redis-01", metav1.GetOptions{})
@@ -85,21 +84,21 @@ func TestEnsureVMCreatesThenConverges(t *testing.T) {
 	if err := p.DeleteVM(ctx, "local", "team-a", "team-a-shop-redis-01"); err != nil {
 		t.Errorf("deleting a missing VM: %v", err)
 	}
-	if _, err := p.GetVM(ctx, "local", "team-a", "team-a-shop-redis-01"); !errors.Is(err, provider.ErrNotFound) {
+	if _, err := p.GetVM(ctx, "local", "team-a", "team-a-shop-redis-01"); !errors.Is(err, vmprovider.ErrNotFound) {
 		t.Errorf("get after delete: %v", err)
 	}
 }
 
 func TestToDomainStates(t *testing.T) {
-	for printable, want := range map[kubevirtv1.VirtualMachinePrintableStatus]provider.VMState{
-		"":                 provider.VMStateProvisioning,
-		"Running":          provider.VMStateRunning,
-		"Paused":           provider.VMStateRunning,
-		"Stopped":          provider.VMStateStopped,
-		"Stopping":         provider.VMStateStopping,
-		"Starting":         provider.VMStateStarting,
-		"CrashLoopBackOff": provider.VMStateFailed,
-		"Unknown":          provider.VMStateUnknown,
+	for printable, want := range map[kubevirtv1.VirtualMachinePrintableStatus]vmprovider.VMState{
+		"":                 vmprovider.VMStateProvisioning,
+		"Running":          vmprovider.VMStateRunning,
+		"Paused":           vmprovider.VMStateRunning,
+		"Stopped":          vmprovider.VMStateStopped,
+		"Stopping":         vmprovider.VMStateStopping,
+		"Starting":         vmprovider.VMStateStarting,
+		"CrashLoopBackOff": vmprovider.VMStateFailed,
+		"Unknown":          vmprovider.VMStateUnknown,
 	} {
 		vm := toDomain(&kubevirtv1.VirtualMachine{Status: kubevirtv1.VirtualMachineStatus{PrintableStatus: printable}})
 		if vm.State != want {
@@ -108,7 +107,7 @@ func TestToDomainStates(t *testing.T) {
 	}
 }
 
-func TestCapabilitiesAndInstanceTypes(t *testing.T) {
+func TestDetectCapabilities(t *testing.T) {
 	ctx := context.Background()
 	p, kv, _ := fakeProvider()
 	_, _ = kv.KubevirtV1().KubeVirts("kubevirt").Create(ctx, &kubevirtv1.KubeVirt{
@@ -120,17 +119,6 @@ func TestCapabilitiesAndInstanceTypes(t *testing.T) {
 	caps, err := p.DetectCapabilities(ctx, "local")
 	if err != nil || caps.Version != "v1.9.0" || len(caps.Features) != 2 || caps.Features[0] != "LiveMigration" {
 		t.Errorf("capabilities %+v %v", caps, err)
-	}
-	_, _ = kv.InstancetypeV1beta1().VirtualMachineClusterInstancetypes().Create(ctx, &instancetypev1beta1.VirtualMachineClusterInstancetype{
-		ObjectMeta: metav1.ObjectMeta{Name: "u1.medium"},
-		Spec:       instancetypev1beta1.VirtualMachineInstancetypeSpec{CPU: instancetypev1beta1.CPUInstancetype{Guest: 1}, Memory: instancetypev1beta1.MemoryInstancetype{Guest: resource.MustParse("4Gi")}},
-	}, metav1.CreateOptions{})
-	types, err := p.ListInstanceTypes(ctx, "local")
-	if err != nil || len(types) != 1 || types[0].CPU != 1 || types[0].Memory.String() != "4Gi" {
-		t.Errorf("instance types %+v %v", types, err)
-	}
-	if _, err := p.GetInstanceType(ctx, "local", "nope"); !errors.Is(err, provider.ErrNotFound) {
-		t.Errorf("missing instance type: %v", err)
 	}
 }
 

@@ -1,23 +1,13 @@
-// Package provider is the contract between Plinth's VM governance and the infrastructure VMs
-// run on. Providers speak in the domain types of this package, never in an infrastructure's
-// own types (anti-corruption layer): the controller that materializes ManagedVMs knows
-// nothing of KubeVirt, and another infrastructure plugs in behind the same interfaces.
-//
-// InfrastructureProvider and InstanceTypeProvider are implemented in full by the KubeVirt
-// provider (providers/kubevirt), MigrationProvider in its basic methods. SnapshotProvider,
-// CloneProvider and ConsoleProvider are contracts only, so that the governance code written
-// against them does not change when they are implemented.
-package provider
+package vmprovider
 
 import (
 	"context"
 	"errors"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// ErrNotFound is returned (wrapped) when a VM, an instance type or a migration does not exist.
+// ErrNotFound is returned (wrapped) when a VM, or a cluster's virtualization layer, does not exist.
 var ErrNotFound = errors.New("not found")
 
 // VMSpec is a VM as the platform wants it on a cluster.
@@ -102,65 +92,4 @@ type InfrastructureProvider interface {
 	RestartVM(ctx context.Context, cluster, namespace, name, at string) error
 	// DetectCapabilities reports the version and enabled features of the cluster.
 	DetectCapabilities(ctx context.Context, cluster string) (*Capabilities, error)
-}
-
-// Migration is a live migration of a VM.
-type Migration struct {
-	Name, VMName, Namespace string
-	// Phase is Pending, Scheduling, Running, Succeeded or Failed.
-	Phase string
-}
-
-// MigrationProvider moves running VMs between nodes. Basic methods only.
-type MigrationProvider interface {
-	MigrateVM(ctx context.Context, cluster, namespace, name string) (*Migration, error)
-	GetVMMigration(ctx context.Context, cluster, namespace, name string) (*Migration, error)
-}
-
-// InstanceType is a VM size offered by a cluster.
-type InstanceType struct {
-	Name   string
-	CPU    int32
-	Memory resource.Quantity
-}
-
-// InstanceTypeProvider lists the sizes a cluster offers.
-type InstanceTypeProvider interface {
-	ListInstanceTypes(ctx context.Context, cluster string) ([]InstanceType, error)
-	GetInstanceType(ctx context.Context, cluster, name string) (*InstanceType, error)
-}
-
-// Snapshot is a point-in-time copy of a VM's disks.
-type Snapshot struct {
-	Name, VMName, Namespace string
-	Ready                   bool
-	CreatedAt               time.Time
-}
-
-// SnapshotProvider takes and restores VM snapshots. Contract only (not implemented yet).
-type SnapshotProvider interface {
-	CreateSnapshot(ctx context.Context, cluster, namespace, vmName, snapshotName string) (*Snapshot, error)
-	GetSnapshot(ctx context.Context, cluster, namespace, snapshotName string) (*Snapshot, error)
-	ListSnapshots(ctx context.Context, cluster, namespace, vmName string) ([]Snapshot, error)
-	DeleteSnapshot(ctx context.Context, cluster, namespace, snapshotName string) error
-	RestoreSnapshot(ctx context.Context, cluster, namespace, vmName, snapshotName string) error
-}
-
-// CloneProvider clones VMs. Contract only (not implemented yet).
-type CloneProvider interface {
-	CloneVM(ctx context.Context, cluster, namespace, sourceVM, targetVM string) error
-	GetCloneStatus(ctx context.Context, cluster, namespace, targetVM string) (phase string, err error)
-}
-
-// ConsoleSession is how a client reaches a VM's console.
-type ConsoleSession struct {
-	// URL is a websocket URL valid until ExpiresAt.
-	URL       string
-	ExpiresAt time.Time
-}
-
-// ConsoleProvider opens VNC and serial consoles. Contract only (not implemented yet).
-type ConsoleProvider interface {
-	VNCConsole(ctx context.Context, cluster, namespace, name string) (*ConsoleSession, error)
-	SerialConsole(ctx context.Context, cluster, namespace, name string) (*ConsoleSession, error)
 }

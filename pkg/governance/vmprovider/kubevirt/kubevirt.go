@@ -1,7 +1,3 @@
-// Package kubevirt is the KubeVirt provider: it materializes the platform's VMs as KubeVirt
-// VirtualMachines through kubevirt.io/client-go's generated clientset, on clusters whose REST
-// configs come from a credentials.Provider. It returns the domain types of pkg/provider and
-// never lets a KubeVirt type out.
 package kubevirt
 
 import (
@@ -9,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -23,7 +18,7 @@ import (
 	kubevirtclient "kubevirt.io/client-go/kubevirt"
 
 	"github.com/plinth-dev/plinth/pkg/credentials"
-	"github.com/plinth-dev/plinth/pkg/provider"
+	"github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 // RestartAnnotation records the restart a VM last got (RestartVM's time), so a restart
@@ -39,7 +34,7 @@ type Clients struct {
 // ClientsFunc returns the clients of a cluster.
 type ClientsFunc func(ctx context.Context, cluster string) (*Clients, error)
 
-// FromCredentials builds clients from a credentials provider. client-go shares TLS transports
+// FromCredentials builds clients from a credentials vmprovider. client-go shares TLS transports
 // between identical configs, so building clients per call costs no new connections.
 func FromCredentials(creds credentials.Provider) ClientsFunc {
 	return func(ctx context.Context, cluster string) (*Clients, error) {
@@ -59,18 +54,14 @@ func FromCredentials(creds credentials.Provider) ClientsFunc {
 	}
 }
 
-// Provider is the KubeVirt provider.
+// Provider is the KubeVirt vmprovider.
 type Provider struct {
 	clients ClientsFunc
 }
 
-var (
-	_ provider.InfrastructureProvider = &Provider{}
-	_ provider.MigrationProvider      = &Provider{}
-	_ provider.InstanceTypeProvider   = &Provider{}
-)
+var _ vmprovider.InfrastructureProvider = &Provider{}
 
-// New returns the provider.
+// New returns the vmprovider.
 func New(clients ClientsFunc) *Provider { return &Provider{clients: clients} }
 
 // Type is "kubevirt".
@@ -78,7 +69,7 @@ func (p *Provider) Type() string { return "kubevirt" }
 
 // EnsureVM creates the VirtualMachine (and its namespace), or updates the fields the platform
 // owns — labels, run strategy, size, boot source — on an existing one.
-func (p *Provider) EnsureVM(ctx context.Context, cluster string, spec provider.VMSpec) (*provider.VM, error) {
+func (p *Provider) EnsureVM(ctx context.Context, cluster string, spec vmprovider.VMSpec) (*vmprovider.VM, error) {
 	c, err := p.clients(ctx, cluster)
 	if err != nil {
 		return nil, err
@@ -119,14 +110,14 @@ func (p *Provider) EnsureVM(ctx context.Context, cluster string, spec provider.V
 }
 
 // GetVM returns the VirtualMachine as a domain VM.
-func (p *Provider) GetVM(ctx context.Context, cluster, namespace, name string) (*provider.VM, error) {
+func (p *Provider) GetVM(ctx context.Context, cluster, namespace, name string) (*vmprovider.VM, error) {
 	c, err := p.clients(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
 	vm, err := c.KubeVirt.KubevirtV1().VirtualMachines(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("VirtualMachine %s/%s on cluster %s: %w", namespace, name, cluster, provider.ErrNotFound)
+		return nil, fmt.Errorf("VirtualMachine %s/%s on cluster %s: %w", namespace, name, cluster, vmprovider.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
@@ -135,7 +126,7 @@ func (p *Provider) GetVM(ctx context.Context, cluster, namespace, name string) (
 }
 
 // ListVMs lists the VirtualMachines carrying every label of selector.
-func (p *Provider) ListVMs(ctx context.Context, cluster string, selector map[string]string) ([]provider.VM, error) {
+func (p *Provider) ListVMs(ctx context.Context, cluster string, selector map[string]string) ([]vmprovider.VM, error) {
 	c, err := p.clients(ctx, cluster)
 	if err != nil {
 		return nil, err
@@ -144,7 +135,7 @@ func (p *Provider) ListVMs(ctx context.Context, cluster string, selector map[str
 	if err != nil {
 		return nil, err
 	}
-	out := make([]provider.VM, 0, len(list.Items))
+	out := make([]vmprovider.VM, 0, len(list.Items))
 	for i := range list.Items {
 		out = append(out, *toDomain(&list.Items[i]))
 	}
@@ -201,7 +192,7 @@ func (p *Provider) RestartVM(ctx context.Context, cluster, namespace, name, at s
 }
 
 // DetectCapabilities reads the KubeVirt resource: the observed version and the feature gates.
-func (p *Provider) DetectCapabilities(ctx context.Context, cluster string) (*provider.Capabilities, error) {
+func (p *Provider) DetectCapabilities(ctx context.Context, cluster string) (*vmprovider.Capabilities, error) {
 	c, err := p.clients(ctx, cluster)
 	if err != nil {
 		return nil, err
@@ -211,7 +202,7 @@ func (p *Provider) DetectCapabilities(ctx context.Context, cluster string) (*pro
 
 // DetectFromConfig is DetectCapabilities for a REST config in hand: plinth-controller's
 // cluster probes use it.
-func DetectFromConfig(ctx context.Context, cfg *rest.Config) (*provider.Capabilities, error) {
+func DetectFromConfig(ctx context.Context, cfg *rest.Config) (*vmprovider.Capabilities, error) {
 	kv, err := kubevirtclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -221,16 +212,16 @@ func DetectFromConfig(ctx context.Context, cfg *rest.Config) (*provider.Capabili
 
 // detect reads the first KubeVirt resource. No kubevirt.io API, or no KubeVirt resource, is
 // ErrNotFound.
-func detect(ctx context.Context, kv kubevirtclient.Interface) (*provider.Capabilities, error) {
+func detect(ctx context.Context, kv kubevirtclient.Interface) (*vmprovider.Capabilities, error) {
 	list, err := kv.KubevirtV1().KubeVirts(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
 	if apierrors.IsNotFound(err) || (err == nil && len(list.Items) == 0) {
-		return nil, fmt.Errorf("KubeVirt: %w", provider.ErrNotFound)
+		return nil, fmt.Errorf("KubeVirt: %w", vmprovider.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
 	kv0 := list.Items[0]
-	caps := &provider.Capabilities{
+	caps := &vmprovider.Capabilities{
 		Version: kv0.Status.ObservedKubeVirtVersion, Phase: string(kv0.Status.Phase),
 		Deployed: kv0.Status.Phase == kubevirtv1.KubeVirtPhaseDeployed,
 	}
@@ -238,79 +229,6 @@ func detect(ctx context.Context, kv kubevirtclient.Interface) (*provider.Capabil
 		caps.Features = slices.Compact(slices.Sorted(slices.Values(cfg.FeatureGates)))
 	}
 	return caps, nil
-}
-
-// MigrateVM asks KubeVirt to live-migrate the VM's running instance.
-func (p *Provider) MigrateVM(ctx context.Context, cluster, namespace, name string) (*provider.Migration, error) {
-	c, err := p.clients(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	m, err := c.KubeVirt.KubevirtV1().VirtualMachineInstanceMigrations(namespace).Create(ctx, &kubevirtv1.VirtualMachineInstanceMigration{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-migration-"},
-		Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: name},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return &provider.Migration{Name: m.Name, VMName: name, Namespace: namespace, Phase: string(m.Status.Phase)}, nil
-}
-
-// GetVMMigration returns the VM's most recent migration.
-func (p *Provider) GetVMMigration(ctx context.Context, cluster, namespace, name string) (*provider.Migration, error) {
-	c, err := p.clients(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	list, err := c.KubeVirt.KubevirtV1().VirtualMachineInstanceMigrations(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var latest *kubevirtv1.VirtualMachineInstanceMigration
-	for i := range list.Items {
-		m := &list.Items[i]
-		if m.Spec.VMIName == name && (latest == nil || latest.CreationTimestamp.Before(&m.CreationTimestamp)) {
-			latest = m
-		}
-	}
-	if latest == nil {
-		return nil, fmt.Errorf("migration of %s/%s on cluster %s: %w", namespace, name, cluster, provider.ErrNotFound)
-	}
-	return &provider.Migration{Name: latest.Name, VMName: name, Namespace: namespace, Phase: string(latest.Status.Phase)}, nil
-}
-
-// ListInstanceTypes lists the cluster-wide instance types, by name.
-func (p *Provider) ListInstanceTypes(ctx context.Context, cluster string) ([]provider.InstanceType, error) {
-	c, err := p.clients(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	list, err := c.KubeVirt.InstancetypeV1beta1().VirtualMachineClusterInstancetypes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]provider.InstanceType, 0, len(list.Items))
-	for _, it := range list.Items {
-		out = append(out, provider.InstanceType{Name: it.Name, CPU: int32(it.Spec.CPU.Guest), Memory: it.Spec.Memory.Guest})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// GetInstanceType returns one cluster-wide instance type.
-func (p *Provider) GetInstanceType(ctx context.Context, cluster, name string) (*provider.InstanceType, error) {
-	c, err := p.clients(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	it, err := c.KubeVirt.InstancetypeV1beta1().VirtualMachineClusterInstancetypes().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("instance type %s on cluster %s: %w", name, cluster, provider.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &provider.InstanceType{Name: it.Name, CPU: int32(it.Spec.CPU.Guest), Memory: it.Spec.Memory.Guest}, nil
 }
 
 func ensureNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
@@ -328,7 +246,7 @@ func ensureNamespace(ctx context.Context, kube kubernetes.Interface, name string
 func diskName(vm string) string { return vm + "-disk" }
 
 // ensureDisk creates the data disk's claim, owned by the VirtualMachine so that it goes with it.
-func ensureDisk(ctx context.Context, kube kubernetes.Interface, spec provider.VMSpec, owner *kubevirtv1.VirtualMachine) error {
+func ensureDisk(ctx context.Context, kube kubernetes.Interface, spec vmprovider.VMSpec, owner *kubevirtv1.VirtualMachine) error {
 	if spec.DiskSize == nil {
 		return nil
 	}
@@ -414,7 +332,7 @@ func withOwnedFields(current, desired *kubevirtv1.VirtualMachine) *kubevirtv1.Vi
 }
 
 // virtualMachine translates a domain VM spec into KubeVirt's VirtualMachine.
-func virtualMachine(spec provider.VMSpec) *kubevirtv1.VirtualMachine {
+func virtualMachine(spec vmprovider.VMSpec) *kubevirtv1.VirtualMachine {
 	runStrategy := kubevirtv1.VirtualMachineRunStrategy(spec.RunStrategy)
 	vmi := kubevirtv1.VirtualMachineInstanceSpec{Hostname: spec.Hostname}
 	if spec.InstanceType == "" {
@@ -464,8 +382,8 @@ func virtualMachine(spec provider.VMSpec) *kubevirtv1.VirtualMachine {
 }
 
 // toDomain translates KubeVirt's view of a VM into the domain's.
-func toDomain(vm *kubevirtv1.VirtualMachine) *provider.VM {
-	out := &provider.VM{
+func toDomain(vm *kubevirtv1.VirtualMachine) *vmprovider.VM {
+	out := &vmprovider.VM{
 		Name: vm.Name, Namespace: vm.Namespace, Labels: vm.Labels, Ready: vm.Status.Ready,
 		RestartRequestedAt: vm.Annotations[RestartAnnotation], Deleting: vm.DeletionTimestamp != nil,
 	}
@@ -475,26 +393,26 @@ func toDomain(vm *kubevirtv1.VirtualMachine) *provider.VM {
 	out.Spec = shapeOf(vm)
 	switch s := vm.Status.PrintableStatus; s {
 	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusPaused, kubevirtv1.VirtualMachineStatusMigrating:
-		out.State = provider.VMStateRunning
+		out.State = vmprovider.VMStateRunning
 	case kubevirtv1.VirtualMachineStatusStopped:
-		out.State = provider.VMStateStopped
+		out.State = vmprovider.VMStateStopped
 	case kubevirtv1.VirtualMachineStatusStarting:
-		out.State = provider.VMStateStarting
+		out.State = vmprovider.VMStateStarting
 	case kubevirtv1.VirtualMachineStatusStopping, kubevirtv1.VirtualMachineStatusTerminating:
-		out.State = provider.VMStateStopping
+		out.State = vmprovider.VMStateStopping
 	case "", kubevirtv1.VirtualMachineStatusProvisioning, kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding:
-		out.State = provider.VMStateProvisioning
+		out.State = vmprovider.VMStateProvisioning
 	case kubevirtv1.VirtualMachineStatusUnknown:
-		out.State, out.Message = provider.VMStateUnknown, "KubeVirt reports the VM's state as unknown."
+		out.State, out.Message = vmprovider.VMStateUnknown, "KubeVirt reports the VM's state as unknown."
 	default: // CrashLoopBackOff, ErrorUnschedulable, ErrImagePull, DataVolumeError, ...
-		out.State, out.Message = provider.VMStateFailed, fmt.Sprintf("KubeVirt reports %s.", s)
+		out.State, out.Message = vmprovider.VMStateFailed, fmt.Sprintf("KubeVirt reports %s.", s)
 	}
 	return out
 }
 
 // shapeOf reads back the domain spec of a VirtualMachine: what adoption records.
-func shapeOf(vm *kubevirtv1.VirtualMachine) provider.VMSpec {
-	spec := provider.VMSpec{Name: vm.Name, Namespace: vm.Namespace, Labels: vm.Labels}
+func shapeOf(vm *kubevirtv1.VirtualMachine) vmprovider.VMSpec {
+	spec := vmprovider.VMSpec{Name: vm.Name, Namespace: vm.Namespace, Labels: vm.Labels}
 	if vm.Spec.RunStrategy != nil {
 		spec.RunStrategy = string(*vm.Spec.RunStrategy)
 	}
