@@ -1,8 +1,9 @@
-// Package computeprovider is the ComputeProvider admission plugin: a TenantCompute is stored
-// only if the ComputeProvider it names is Ready and can provision it — its providerConfig
-// passes the provider's published configSchema, and its secret sources, health-check types
-// and public IP are ones the provider supports. A tenant learns of a bad config from kubectl
-// apply (422, naming the field) instead of from a failed status minutes later.
+// Package tenantcompute is the TenantCompute admission plugin, named after what it admits: a
+// TenantCompute is stored only if the ComputeProvider it names is Ready and can provision it —
+// its providerConfig passes the provider's published configSchema, and its secret sources,
+// health-check types and public IP are ones the provider supports. A tenant learns of a bad
+// config from kubectl apply (422, naming the field) instead of from a failed status minutes
+// later.
 //
 // Providers come from the Plinth informer, never from etcd per request; each provider's
 // schema is compiled once per change. A create is judged in full; an update only in what it
@@ -13,7 +14,7 @@
 // The plugin also guards placement: a create or update that sets or changes
 // spec.providerConfig.cluster (ClusterConfigKey) needs the verb use on that Cluster
 // (VerbUse), asked of the authorizer, or is refused 403 Forbidden.
-package computeprovider
+package tenantcompute
 
 import (
 	"bytes"
@@ -44,14 +45,14 @@ import (
 )
 
 // PluginName is the plugin's name in --enable-admission-plugins and the plugin order.
-const PluginName = "ComputeProvider"
+const PluginName = "TenantCompute"
 
 // Register adds the plugin to a registry.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) { return New(), nil })
 }
 
-// Plugin is the ComputeProvider admission plugin.
+// Plugin is the TenantCompute admission plugin.
 type Plugin struct {
 	*admission.Handler
 	providers  listers.ComputeProviderLister

@@ -1,4 +1,4 @@
-package computeprovider
+package tenantcompute
 
 import (
 	"context"
