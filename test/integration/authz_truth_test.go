@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/plinth-dev/plinth/internal/localplatform"
-	"github.com/plinth-dev/plinth/pkg/admission/plugin/computeprovider"
+	"github.com/plinth-dev/plinth/pkg/admission/plugin/tenantcompute"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/authorization"
 	"github.com/plinth-dev/plinth/test/integration/framework"
@@ -99,7 +99,7 @@ func authzVerbs(ctx context.Context, t *testing.T, admin kubernetes.Interface, r
 					// would find nothing and call every yes of can-i a lie. ComputeProvider
 					// admission asks for it when a TenantCompute is placed on a Cluster;
 					// TestTenantCompute checks that it is honoured.
-					if v != "*" && v != computeprovider.VerbUse {
+					if v != "*" && v != tenantcompute.VerbUse {
 						verbs.Insert(v)
 					}
 				}

@@ -26,7 +26,7 @@ import (
 // kube-apiserver: nothing another plugin refuses is charged to a quota.
 func TestAdmissionPluginOrder(t *testing.T) {
 	a := NewOptions(io.Discard).Recommended.Admission
-	want := []string{"NamespaceLifecycle", "PlatformPolicy", "ComputeProvider", "GitOpsTargets", "PackTargets", "Provisioners",
+	want := []string{"NamespaceLifecycle", "PlatformPolicy", "TenantCompute", "GitOpsTargets", "PackTargets", "Provisioners",
 		"MutatingAdmissionPolicy",
 		"MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota"}
 	if !slices.Equal(a.RecommendedPluginOrder, want) {

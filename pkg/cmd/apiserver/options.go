@@ -35,11 +35,11 @@ import (
 	netutils "k8s.io/utils/net"
 
 	plinthinitializer "github.com/plinth-dev/plinth/pkg/admission/initializer"
-	"github.com/plinth-dev/plinth/pkg/admission/plugin/computeprovider"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/gitopstargets"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/packtargets"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/platformpolicy"
 	"github.com/plinth-dev/plinth/pkg/admission/plugin/provisioners"
+	"github.com/plinth-dev/plinth/pkg/admission/plugin/tenantcompute"
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	governancev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
@@ -124,18 +124,18 @@ func NewOptions(out io.Writer) *Options {
 	// Without a secure port flag the server listens on 8443 like sample-apiserver.
 	o.Recommended.SecureServing.BindPort = 8443
 	// PlatformPolicy runs after namespace lifecycle and before webhooks and admission
-	// policies, so they see the defaulted workload; ComputeProvider, GitOpsTargets,
+	// policies, so they see the defaulted workload; TenantCompute, GitOpsTargets,
 	// PackTargets and Provisioners beside it. ResourceQuota runs last, as in kube-apiserver, so
 	// that a request another plugin refuses is never charged to a quota.
 	plugins := o.Recommended.Admission.Plugins
 	platformpolicy.Register(plugins)
-	computeprovider.Register(plugins)
+	tenantcompute.Register(plugins)
 	gitopstargets.Register(plugins)
 	packtargets.Register(plugins)
 	provisioners.Register(plugins)
 	resourcequota.Register(plugins)
 	order := o.Recommended.Admission.RecommendedPluginOrder
-	order = append([]string{order[0], platformpolicy.PluginName, computeprovider.PluginName, gitopstargets.PluginName, packtargets.PluginName, provisioners.PluginName}, order[1:]...)
+	order = append([]string{order[0], platformpolicy.PluginName, tenantcompute.PluginName, gitopstargets.PluginName, packtargets.PluginName, provisioners.PluginName}, order[1:]...)
 	o.Recommended.Admission.RecommendedPluginOrder = append(order, resourcequota.PluginName)
 	o.Recommended.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
 		f, err := o.plinthInformers(c.LoopbackClientConfig)
@@ -373,7 +373,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	// Admission plugins ask the delegated authorizer (RBAC), not the chain below: ApplyTo's
 	// generic initializer has already handed it out, and standaloneAdmission gets it too.
-	// The ComputeProvider plugin asks it for the verb use on a Cluster, which a platform team
+	// The TenantCompute plugin asks it for the verb use on a Cluster, which a platform team
 	// may grant a tenant group; the internal-API authorizer, which keeps Clusters' objects
 	// from everyone outside the platform groups, must not refuse that.
 	delegated := cfg.Authorization.Authorizer
@@ -449,7 +449,7 @@ func (o *Options) standaloneAdmission(cfg *genericapiserver.RecommendedConfig, a
 	}
 	// Without a kube-apiserver there are no ResourceQuota objects to enforce, so the
 	// ResourceQuota plugin (and its kube client and informer) is left out.
-	plugins := []admission.Interface{platformpolicy.New(), computeprovider.New(), gitopstargets.New(), packtargets.New(), provisioners.New()}
+	plugins := []admission.Interface{platformpolicy.New(), tenantcompute.New(), gitopstargets.New(), packtargets.New(), provisioners.New()}
 	initializers := admission.PluginInitializers{plinthinitializer.New(f), authorizerInitializer{authz}}
 	for _, plugin := range plugins {
 		initializers.Initialize(plugin)

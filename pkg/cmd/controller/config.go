@@ -29,8 +29,8 @@ import (
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
+	kubevirtcompute "github.com/plinth-dev/plinth/pkg/compute/providers/governedvm"
 	kubernetescompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
-	kubevirtcompute "github.com/plinth-dev/plinth/pkg/compute/providers/kubevirt"
 	"github.com/plinth-dev/plinth/pkg/controllers/adoption"
 	"github.com/plinth-dev/plinth/pkg/controllers/cluster"
 	"github.com/plinth-dev/plinth/pkg/controllers/clustergitops"
@@ -54,10 +54,10 @@ import (
 	fluxdelivery "github.com/plinth-dev/plinth/pkg/gitops/delivery/flux"
 	kubectldelivery "github.com/plinth-dev/plinth/pkg/gitops/delivery/kubectl"
 	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
+	kubevirtprovider "github.com/plinth-dev/plinth/pkg/governance/vmprovider/kubevirt"
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/packs/render"
 	"github.com/plinth-dev/plinth/pkg/packs/revisions"
-	kubevirtprovider "github.com/plinth-dev/plinth/pkg/provider/kubevirt"
 )
 
 // Config is what the controllers run with: clients and informer factories built from valid

@@ -25,7 +25,7 @@ import (
 	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
 	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/provider"
+	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 // Name names the adopter in logs, metrics and events.

@@ -9,7 +9,7 @@ import (
 
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/provider"
+	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 func TestAdoptionCandidates(t *testing.T) {

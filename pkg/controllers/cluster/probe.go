@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/provider"
+	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 // Finding is what one probe of a cluster found.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/provider/kubevirt"
+	"github.com/plinth-dev/plinth/pkg/governance/vmprovider/kubevirt"
 )
 
 // fakeCluster answers like a kube-apiserver with a KubeVirt installation, or, where ready or

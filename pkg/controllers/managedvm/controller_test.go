@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/provider"
+	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 func TestPhaseOf(t *testing.T) {

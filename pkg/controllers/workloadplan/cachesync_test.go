@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/compute"
+	kubevirtruntime "github.com/plinth-dev/plinth/pkg/compute/providers/governedvm"
 	kubernetesruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubernetes"
-	kubevirtruntime "github.com/plinth-dev/plinth/pkg/compute/providers/kubevirt"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"

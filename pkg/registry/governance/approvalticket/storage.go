@@ -17,7 +17,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/governance"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/governance/validation"
-	"github.com/plinth-dev/plinth/pkg/registry/governance/approval"
+	"github.com/plinth-dev/plinth/pkg/governance/approval"
 	"github.com/plinth-dev/plinth/pkg/registry/store"
 	"github.com/plinth-dev/plinth/pkg/registry/strategy"
 	"github.com/plinth-dev/plinth/pkg/registry/table"

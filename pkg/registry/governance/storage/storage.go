@@ -10,7 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	"github.com/plinth-dev/plinth/pkg/registry/governance/approval"
+	"github.com/plinth-dev/plinth/pkg/governance/approval"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/approvalpolicy"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/approvalticket"
 	"github.com/plinth-dev/plinth/pkg/registry/governance/auditlog"
