@@ -150,7 +150,7 @@ spec:
 		alice(workload("site", `  resources:
     route: {type: route, params: {host: site.example.com, port: 80}}
 `), "apply", "-f", "-")
-		const msg = `Ingress "site-route" already exists and is not managed by this resource.`
+		const msg = `Ingress "site-route" already exists and was not created for resource "route".`
 		waitForWorkload(t, plinth, ns, "site", 60*time.Second, func(w *v1b1.Workload) (bool, string) {
 			c := meta.FindStatusCondition(w.Status.Conditions, v1b1.ConditionBindingsReady)
 			refused := c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1b1.ReasonBindingFailed &&

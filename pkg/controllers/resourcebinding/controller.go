@@ -2,15 +2,23 @@
 // provisioners. Bindings whose type has no built-in provisioner stay Pending, naming the type,
 // so an external resolver can claim them through spec.provisioner and write their status.
 // It is woken by bindings and by the StatefulSets and Deployments its provisioners make.
+//
+// In memory, besides its informers' caches, it keeps:
+//   - the bindings its status writes returned, and the template provisioners' state Secrets its
+//     updates returned, until the caches show them (loop.Written);
+//   - per route binding, the Ingress it last applied (appliedIngresses), so that an unchanged
+//     route applies nothing;
+//   - the Provisioner objects compiled into templates, by resourceVersion (templateSet).
+//
+// A restart loses nothing the API does not hold: the caches fill again, each route applies its
+// Ingress once more, and the Provisioner objects are compiled again.
 package resourcebinding
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,9 +31,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	scoreinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score/v1b1"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
@@ -40,6 +51,10 @@ const (
 	builtinController  = "plinth-builtin"
 	templateController = "plinth-template"
 )
+
+// fieldManager names the controller (the seed's resolver) in the managedFields of the binding
+// status, Ingresses and Secrets it writes.
+const fieldManager = "plinth-resolver"
 
 // ProvisionerName is the spec.provisioner value of bindings the built-in provisioners handle.
 const ProvisionerName = "plinth"
@@ -59,8 +74,7 @@ type Options struct {
 // Controller reconciles ResourceBindings.
 type Controller struct {
 	*loop.Loop
-	client   clientset.Interface
-	recorder events.EventRecorder
+	status   *statuswriter.Writer[*v1b1.ResourceBinding]
 	bindings listers.ResourceBindingLister
 	env      Env
 	state    *stateStore
@@ -92,8 +106,9 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{client: client, recorder: recorder, bindings: bindings.Lister(), env: env, state: newStateStore(kube),
+	c := &Controller{bindings: bindings.Lister(), env: env, state: newStateStore(kube, secrets.Lister()),
 		builtins: Builtins(env), templates: newTemplateSet(static, provisionerObjects.Lister())}
+	c.writeStatusWith(client, recorder)
 	c.Loop = loop.New(Name, c.reconcile, bindings.Informer(), provisionerObjects.Informer(), workloads.Informer(),
 		secrets.Informer(), services.Informer(), statefulSets.Informer(), deployments.Informer(), ingresses.Informer())
 	owners := loop.OwnerKeys(v1b1.SchemeGroupVersion.String(), "ResourceBinding")
@@ -109,7 +124,7 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 		c.WatchMapped(deployments.Informer(), owners),
 		// A route's Ingress edited or deleted by someone else is applied again.
 		c.WatchMapped(ingresses.Informer(), owners),
-		// An Ingress in a route's way (TakenError), gone or changed, lets the route publish.
+		// An Ingress in a route's way (ForeignObjectError), gone or changed, lets the route publish.
 		c.WatchMapped(ingresses.Informer(), c.refusedRouteOf),
 		// A Provisioner applied, changed or deleted takes effect without a restart: the set is
 		// rebuilt and every binding of its type is looked at again.
@@ -126,9 +141,26 @@ func NewController(client clientset.Interface, kube kubernetes.Interface, dyn dy
 	return c, nil
 }
 
+// writeStatusWith sets up the controller's status writer: bindings' status through client,
+// their Ready outcomes as events through recorder.
+func (c *Controller) writeStatusWith(client clientset.Interface, recorder events.EventRecorder) {
+	c.status = &statuswriter.Writer[*v1b1.ResourceBinding]{
+		FieldManager: fieldManager,
+		Reasons:      v1b1.Reasons,
+		Conditions:   func(b *v1b1.ResourceBinding) []metav1.Condition { return b.Status.Conditions },
+		Update: func(ctx context.Context, b *v1b1.ResourceBinding, opts metav1.UpdateOptions) (*v1b1.ResourceBinding, error) {
+			return client.ScoreV1b1().ResourceBindings(b.Namespace).UpdateStatus(ctx, b, opts)
+		},
+		Events: transition.New(recorder, v1b1.Reasons),
+		// Bindings are the platform's, not the tenant's: their outcomes only, Bound or a warning.
+		Rules:   []transition.Rule{{Condition: v1b1.ConditionReady, ReadyReason: v1b1.ReasonBound, Action: "Provision", OutcomesOnly: true}},
+		Written: &c.written,
+	}
+}
+
 // refusedRouteOf maps an Ingress that no ResourceBinding controls to the Failed binding of its
-// name: a route refuses to take over an Ingress of its name (TakenError), and that Ingress's
-// deletion is what lets it publish.
+// name: a route refuses to take over an Ingress of its name (ForeignObjectError), and that
+// Ingress's deletion is what lets it publish.
 func (c *Controller) refusedRouteOf(obj interface{}) []cache.ObjectName {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
@@ -237,17 +269,12 @@ func (c *Controller) provisionerFor(b *v1b1.ResourceBinding) Provisioner {
 	return c.builtins[b.Spec.Type]
 }
 
+// reconcile provisions one binding with the provisioner that handles it and writes the outcome
+// as its status. A binding an external resolver claimed is left to it.
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
-	namespace, name := key.Namespace, key.Name
-	b, err := c.bindings.ResourceBindings(namespace).Get(name)
+	b, err := c.bindings.ResourceBindings(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) || (err == nil && b.DeletionTimestamp != nil) {
-		c.state.forget(key) // owned objects, the state Secret among them, are garbage collected
-		c.written.Forget(key)
-		for _, p := range c.builtins {
-			if f, ok := p.(forgetter); ok {
-				f.forget(key)
-			}
-		}
+		c.forget(key) // owned objects, the state Secret among them, are garbage collected
 		return nil
 	}
 	if err != nil {
@@ -257,75 +284,89 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if b.Spec.Provisioner != "" && b.Spec.Provisioner != ProvisionerName {
 		return nil // claimed by an external resolver
 	}
-	status := b.Status.DeepCopy()
-	status.ObservedGeneration = b.Generation
+	after := b.DeepCopy()
+	after.Status.ObservedGeneration = b.Generation
+	provisionErr := c.provision(ctx, key, b, &after.Status)
+	if _, _, err := c.status.Write(ctx, b, after); err != nil {
+		return err
+	}
+	return provisionErr
+}
+
+// forget drops what the controller remembers of a binding that is gone.
+func (c *Controller) forget(key cache.ObjectName) {
+	c.state.forget(key)
+	c.written.Forget(key)
+	for _, p := range c.builtins {
+		if f, ok := p.(forgetter); ok {
+			f.forget(key)
+		}
+	}
+}
+
+// provision runs the binding's provisioner and records the outcome in status: Pending when no
+// provisioner handles its type, Binding while the resource comes up, Bound once it can be
+// used, Failed when provisioning failed. It returns the provisioner's error: a Stalled one
+// (params or objects that must change first) is not retried, any other is.
+func (c *Controller) provision(ctx context.Context, key cache.ObjectName, b *v1b1.ResourceBinding, status *v1b1.ResourceBindingStatus) error {
 	provisioner := c.provisionerFor(b)
-	var provisionErr error
-	switch {
-	case provisioner == nil:
+	if provisioner == nil {
 		status.Phase = v1b1.BindingPhasePending
 		setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingPending,
 			fmt.Sprintf("No provisioner handles resource type %q yet; an external resolver may claim it.", b.Spec.Type))
+		return nil
+	}
+	result, err := provisioner.Provision(ctx, b)
+	switch {
+	case errkind.IsStalled(err):
+		// The provisioner's sentence names the param or the object that must change.
+		status.Phase = v1b1.BindingPhaseFailed
+		setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, err.Error())
+		return err
+	case err != nil:
+		status.Phase = v1b1.BindingPhaseFailed
+		setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, "The resource could not be provisioned.")
+		return err
+	case result.Ready:
+		status.Phase = v1b1.BindingPhaseBound
+		if status.BindingTime == nil {
+			now := metav1.Now()
+			status.BindingTime = &now
+		}
+		setConditions(status, metav1.ConditionTrue, v1b1.ReasonSucceeded, result.Message)
 	default:
-		result, err := provisioner.Provision(ctx, b)
-		provisionErr = err
-		var userErr userError
-		switch {
-		case errors.As(err, &userErr):
-			// Retrying cannot help: the binding waits for its params or its objects to change.
-			provisionErr = nil
-			status.Phase = v1b1.BindingPhaseFailed
-			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, userErr.userMessage())
-		case err != nil:
-			status.Phase = v1b1.BindingPhaseFailed
-			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingFailed, "The resource could not be provisioned.")
-		case result.Ready:
-			status.Phase = v1b1.BindingPhaseBound
-			if status.BindingTime == nil {
-				now := metav1.Now()
-				status.BindingTime = &now
-			}
-			setConditions(status, metav1.ConditionTrue, v1b1.ReasonSucceeded, result.Message)
-		default:
-			status.Phase = v1b1.BindingPhaseBinding
-			setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingPending, result.Message)
-			// Readiness is also watched through owned objects, but an event can fall between a
-			// crashed leader and its successor; look again rather than wait for one.
-			c.EnqueueAfter(key, 5*time.Second)
-		}
-		if err == nil {
-			status.Outputs = &v1b1.BindingOutputs{Metadata: result.Values}
-			if result.SecretName != "" {
-				status.Outputs.Credentials = &v1b1.CredentialsReference{SecretRef: &v1b1.SecretKeyReference{Name: result.SecretName}}
-			}
-			status.Outputs.Secrets = result.Secrets
-			if host := result.Values["host"]; host != "" {
-				status.Outputs.ConnectionString = host + ":" + result.Values["port"]
-			}
-			status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: builtinController, Version: "v1"}
-			if t, ok := provisioner.(*templateProvisioner); ok {
-				status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: templateController, Version: "v1",
-					Metadata: map[string]string{"uri": t.entry.Template.Spec().URI, "source": t.entry.Source.String(), "name": t.entry.Name}}
-			}
-		}
+		status.Phase = v1b1.BindingPhaseBinding
+		setConditions(status, metav1.ConditionFalse, v1b1.ReasonBindingPending, result.Message)
+		// Readiness is also watched through owned objects, but an event can fall between a
+		// crashed leader and its successor; look again rather than wait for one.
+		c.EnqueueAfter(key, 5*time.Second)
 	}
-	if !apiequality.Semantic.DeepEqual(status, &b.Status) {
-		updated := b.DeepCopy()
-		updated.Status = *status
-		written, err := c.client.ScoreV1b1().ResourceBindings(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-resolver"})
-		if err != nil {
-			return err
-		}
-		c.written.Record(key, b, written)
-		transition.Outcome(c.recorder, b, b.Status.Conditions, status.Conditions, "Ready", "Bound", "Provision")
+	publishOutputs(status, provisioner, result)
+	return nil
+}
+
+// publishOutputs records what a provisioner that succeeded reports: the outputs, where the
+// secret ones are, and which provisioner bound the binding.
+func publishOutputs(status *v1b1.ResourceBindingStatus, provisioner Provisioner, result Result) {
+	status.Outputs = &v1b1.BindingOutputs{Metadata: result.Values}
+	if result.SecretName != "" {
+		status.Outputs.Credentials = &v1b1.CredentialsReference{SecretRef: &v1b1.SecretKeyReference{Name: result.SecretName}}
 	}
-	return provisionErr
+	status.Outputs.Secrets = result.Secrets
+	if host := result.Values["host"]; host != "" {
+		status.Outputs.ConnectionString = host + ":" + result.Values["port"]
+	}
+	status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: builtinController, Version: "v1"}
+	if t, ok := provisioner.(*templateProvisioner); ok {
+		status.ProvisionerInfo = &v1b1.ProvisionerInfo{Controller: templateController, Version: "v1",
+			Metadata: map[string]string{"uri": t.entry.Template.Spec().URI, "source": t.entry.Source.String(), "name": t.entry.Name}}
+	}
 }
 
 // setConditions sets Provisioned, OutputsAvailable and Ready together: for the built-in
 // provisioners outputs exist exactly when the resource is provisioned.
 func setConditions(status *v1b1.ResourceBindingStatus, s metav1.ConditionStatus, reason, message string) {
-	for _, t := range []string{"Provisioned", "OutputsAvailable", "Ready"} {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: message, ObservedGeneration: status.ObservedGeneration})
+	for _, t := range []string{v1b1.ConditionProvisioned, v1b1.ConditionOutputsAvailable, v1b1.ConditionReady} {
+		conditions.Set(&status.Conditions, status.ObservedGeneration, t, s, reason, message)
 	}
 }

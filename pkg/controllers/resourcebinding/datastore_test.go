@@ -19,6 +19,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
 )
@@ -91,7 +92,7 @@ func TestADatastoreUsesOnlyObjectsItMade(t *testing.T) {
 				t.Fatalf("Provision: %+v, %v; want a ForeignObjectError", res, err)
 			}
 			want := tc.kind + ` "shop-db" already exists and was not created for resource "db".`
-			if got := foreign.userMessage(); got != want {
+			if got := foreign.Error(); got != want {
 				t.Errorf("message %q, want %q", got, want)
 			}
 			if res.SecretName != "" {
@@ -120,11 +121,12 @@ func TestADatastoreUsesOnlyObjectsItMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, _ := datastoreEnv(t, []runtime.Object{foreignSecret()}, foreignSecret())
-	c := &Controller{client: plinth, recorder: events.NewFakeRecorder(10), bindings: listers.NewResourceBindingLister(cachedBindings),
-		builtins: Builtins(env), state: newStateStore(env.Client),
+	c := &Controller{bindings: listers.NewResourceBindingLister(cachedBindings),
+		builtins: Builtins(env), state: newStateStore(env.Client, env.Secrets),
 		templates: newTemplateSet(nil, listers.NewProvisionerLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})))}
+	c.writeStatusWith(plinth, events.NewFakeRecorder(10))
 	c.Loop = loop.New(Name, c.reconcile)
-	if err := c.reconcile(context.Background(), cache.NewObjectName("team-a", "shop-db")); err != nil {
+	if err := c.reconcile(context.Background(), cache.NewObjectName("team-a", "shop-db")); !errkind.IsStalled(err) {
 		t.Fatalf("a binding that cannot be provisioned as it stands is not retried: %v", err)
 	}
 	got, err := plinth.ScoreV1b1().ResourceBindings("team-a").Get(context.Background(), "shop-db", metav1.GetOptions{})

@@ -35,7 +35,7 @@ func TestManifestsAreHeldToWhatTheNamespaceCouldCreate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			client := fake.NewClientset()
-			p := &templateProvisioner{env: Env{Client: client}, state: newStateStore(client), entry: compile(t, v1b1.ProvisionerSpec{
+			p := &templateProvisioner{env: Env{Client: client}, state: newStateStore(client, nil), entry: compile(t, v1b1.ProvisionerSpec{
 				URI: "template://team/x", Type: "kv", State: "a: b", Manifests: tc.manifests})}
 			b := binding("")
 			b.Namespace = tc.namespace
@@ -58,7 +58,7 @@ func TestManifestsAreHeldToWhatTheNamespaceCouldCreate(t *testing.T) {
 func TestAPlainOutputHoldingAStatePasswordIsKeptSecret(t *testing.T) {
 	client := fake.NewClientset()
 	ctx := context.Background()
-	p := &templateProvisioner{env: Env{Client: client}, state: newStateStore(client), entry: compile(t, v1b1.ProvisionerSpec{
+	p := &templateProvisioner{env: Env{Client: client}, state: newStateStore(client, nil), entry: compile(t, v1b1.ProvisionerSpec{
 		URI: "template://score-k8s/amqp", Type: "amqp",
 		Init:    `randomPassword: {{ randAlphaNum 16 | quote }}`,
 		State:   `password: {{ dig "password" .Init.randomPassword .State | quote }}`,

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	scorelisters "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
 )
 
@@ -135,14 +136,14 @@ func servicePortOutputs(b *v1b1.ResourceBinding) (map[string]string, error) {
 	}
 	port, err := portParam(params["port"])
 	if err != nil {
-		return nil, &ParamError{Param: "port", Message: `The service-port param "port" must be a port number from 1 to 65535.`}
+		return nil, paramError("port", `The service-port param "port" must be a port number from 1 to 65535.`)
 	}
 	workload, _ := params["workload"].(string)
 	if workload == "" {
 		workload = b.Spec.WorkloadRef.Name
 	}
 	if errs := validation.IsDNS1035Label(workload); len(errs) > 0 {
-		return nil, &ParamError{Param: "workload", Message: fmt.Sprintf("The service-port param \"workload\" (%q) is not a valid workload name.", workload)}
+		return nil, paramError("workload", fmt.Sprintf("The service-port param \"workload\" (%q) is not a valid workload name.", workload))
 	}
 	return map[string]string{"hostname": workload + "." + b.Namespace + ".svc", "port": strconv.Itoa(int(port))}, nil
 }
@@ -255,9 +256,13 @@ func (d *datastore) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Res
 	return result, nil
 }
 
-// ForeignObjectError is an object a provisioner names after the binding that already exists and
-// was not created for it. It is left as it is, unread: the binding fails until the object is
-// renamed or removed, or the resource is.
+// ForeignObjectError is an object in a provisioner's way: one of a name the provisioner gives
+// the binding's own objects (a database's Secret, Service or StatefulSet, a route's Ingress, an
+// object of a template's manifests) that exists and was not made for the binding. It is left as
+// it is, unread: using it would publish its keys or route to it, and taking it over (applies
+// are forced) would let the garbage collector delete it with the binding. It is returned
+// marked errkind.Stalled (foreignObject): the binding goes Failed until the object is renamed
+// or removed, or the resource is.
 type ForeignObjectError struct {
 	// Kind and Name name the object.
 	Kind, Name string
@@ -268,13 +273,25 @@ type ForeignObjectError struct {
 func (e *ForeignObjectError) Error() string {
 	return fmt.Sprintf("%s %q already exists and was not created for resource %q.", e.Kind, e.Name, e.Resource)
 }
-func (e *ForeignObjectError) userMessage() string { return e.Error() }
+
+// foreignObject is the Stalled error of an object in the binding's way.
+func foreignObject(kind, name string, b *v1b1.ResourceBinding) error {
+	return errkind.Stalled(&ForeignObjectError{Kind: kind, Name: name, Resource: resourceName(b)})
+}
+
+// resourceName is the binding's resource's name in its workload, for messages.
+func resourceName(b *v1b1.ResourceBinding) string {
+	if b.Spec.ResourceKey != "" {
+		return b.Spec.ResourceKey
+	}
+	return b.Name
+}
 
 // ownObject says whether obj, found under a name the binding's provisioner gives its objects, is
 // the binding's own: controlled by the binding, by UID. The provisioner made it, in this process
 // or before a restart, so it is used as it is. An object controlled by an earlier binding of the
 // same name is on its way out with that binding (the garbage collector deletes what a deleted
-// binding owned): false, no error, and the binding waits. Anything else is someone else's: a
+// binding owned): false, no error, and the binding waits. Anything else is in the way: a
 // ForeignObjectError.
 func ownObject(kind string, obj metav1.Object, b *v1b1.ResourceBinding) (bool, error) {
 	ref := metav1.GetControllerOf(obj)
@@ -284,11 +301,7 @@ func ownObject(kind string, obj metav1.Object, b *v1b1.ResourceBinding) (bool, e
 	case ref != nil && ref.APIVersion == v1b1.SchemeGroupVersion.String() && ref.Kind == "ResourceBinding" && ref.Name == b.Name:
 		return false, nil
 	}
-	resource := b.Spec.ResourceKey
-	if resource == "" {
-		resource = b.Name
-	}
-	return false, &ForeignObjectError{Kind: kind, Name: obj.GetName(), Resource: resource}
+	return false, foreignObject(kind, obj.GetName(), b)
 }
 
 func secretEnv(name, secret, key string) corev1.EnvVar {

@@ -2,21 +2,22 @@ package resourcebinding
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // FailedObjectError is an applied object that reports it has failed for good (a Job with a
 // Failed condition, a Deployment past its progress deadline, a lost claim). Retrying the
-// apply cannot help, so the binding goes Failed with this message and waits for the object or
-// the binding to change.
+// apply cannot help, so it is returned marked errkind.Stalled: the binding goes Failed with
+// this message and waits for the object or the binding to change.
 type FailedObjectError struct {
-	// Kind and Name identify the object, for logs.
+	// Kind and Name identify the object.
 	Kind, Name string
 	// Message is one neutral sentence for the binding's status.
 	Message string
 }
 
-func (e *FailedObjectError) Error() string       { return e.Kind + " " + e.Name + ": " + e.Message }
-func (e *FailedObjectError) userMessage() string { return e.Message }
+func (e *FailedObjectError) Error() string { return e.Message }
 
 // ObjectReady reports whether an object that a template provisioner applied is ready to be
 // used, by the rules kubectl rollout status follows for the kinds it knows: a workload has
@@ -31,7 +32,7 @@ func (e *FailedObjectError) userMessage() string { return e.Message }
 func ObjectReady(obj *unstructured.Unstructured) (bool, error) {
 	group, kind := obj.GroupVersionKind().Group, obj.GetKind()
 	failed := func(message string) (bool, error) {
-		return false, &FailedObjectError{Kind: kind, Name: obj.GetName(), Message: message}
+		return false, errkind.Stalled(&FailedObjectError{Kind: kind, Name: obj.GetName(), Message: message})
 	}
 	if generation, observed, found := generations(obj); found && observed < generation {
 		return false, nil // the controller has not seen the latest spec yet

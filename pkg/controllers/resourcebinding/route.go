@@ -18,10 +18,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // ParamError is a binding whose params its provisioner cannot use. It is the user's to fix, so
-// the binding goes Failed with this message instead of being retried.
+// it is returned marked errkind.Stalled (paramError): the binding goes Failed with its message
+// instead of being retried.
 type ParamError struct {
 	// Param is the name of the offending param.
 	Param string
@@ -29,28 +31,11 @@ type ParamError struct {
 	Message string
 }
 
-func (e *ParamError) Error() string       { return e.Message }
-func (e *ParamError) userMessage() string { return e.Message }
+func (e *ParamError) Error() string { return e.Message }
 
-// TakenError is an object of the name a provisioner gives the binding's own that the binding
-// does not control. The provisioner applies with Force and makes the binding the controller of
-// what it applies, so applying over it would take it over, and the garbage collector would
-// delete it with the binding: it is left as it is, and the binding goes Failed until it is gone.
-type TakenError struct {
-	// Kind and Name identify the object.
-	Kind, Name string
-}
-
-func (e *TakenError) Error() string {
-	return fmt.Sprintf("%s %q already exists and is not managed by this resource.", e.Kind, e.Name)
-}
-func (e *TakenError) userMessage() string { return e.Error() }
-
-// userError is an error that retrying cannot fix: the binding goes Failed with its message and
-// waits for the binding or the object to change.
-type userError interface {
-	error
-	userMessage() string
+// paramError is the Stalled error of a param the user must fix.
+func paramError(param, message string) error {
+	return errkind.Stalled(&ParamError{Param: param, Message: message})
 }
 
 // route publishes a workload's service port under a host name and path with an Ingress, as
@@ -74,20 +59,20 @@ func ParseRouteParams(params map[string]interface{}) (RouteParams, error) {
 	host, _ := params["host"].(string)
 	switch {
 	case host == "":
-		return out, &ParamError{Param: "host", Message: `The route param "host" is required.`}
+		return out, paramError("host", `The route param "host" is required.`)
 	case len(validation.IsDNS1123Subdomain(strings.TrimPrefix(host, "*."))) > 0:
-		return out, &ParamError{Param: "host", Message: fmt.Sprintf("The route param \"host\" (%q) is not a valid DNS name.", host)}
+		return out, paramError("host", fmt.Sprintf("The route param \"host\" (%q) is not a valid DNS name.", host))
 	}
 	out.Host = host
 	port, err := portParam(params["port"])
 	if err != nil {
-		return out, &ParamError{Param: "port", Message: `The route param "port" must be a port number from 1 to 65535.`}
+		return out, paramError("port", `The route param "port" must be a port number from 1 to 65535.`)
 	}
 	out.Port = port
 	if p, ok := params["path"]; ok {
 		path, _ := p.(string)
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t\n?#") {
-			return out, &ParamError{Param: "path", Message: `The route param "path" must be an absolute URL path such as "/" or "/api".`}
+			return out, paramError("path", `The route param "path" must be an absolute URL path such as "/" or "/api".`)
 		}
 		out.Path = path
 	}
@@ -153,16 +138,16 @@ func (r *route) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result,
 	case err != nil:
 		return Result{}, err
 	case live != nil && !metav1.IsControlledBy(live, b):
-		return Result{}, &TakenError{Kind: "Ingress", Name: b.Name}
+		return Result{}, foreignObject("Ingress", b.Name, b)
 	case live != nil && r.env.Ingresses != nil && r.applied.upToDate(key, manifest, live):
 		return published, nil
 	}
-	applied, err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Apply(ctx, ingress, metav1.ApplyOptions{FieldManager: "plinth-resolver", Force: true})
+	applied, err := r.env.Client.NetworkingV1().Ingresses(b.Namespace).Apply(ctx, ingress, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	if err != nil {
 		if apierrors.IsInvalid(err) {
 			// The cluster's Ingress validation is stricter than ParseRouteParams (an IP as
 			// host, "//" or "/./" in a path): the params are still the user's to fix.
-			return Result{}, r.unpublish(ctx, b, ingressParamError(err))
+			return Result{}, r.unpublish(ctx, b, errkind.Stalled(ingressParamError(err)))
 		}
 		return Result{}, err
 	}
@@ -176,7 +161,7 @@ func (r *route) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result,
 func (r *route) forget(key cache.ObjectName) { r.applied.forget(key) }
 
 // unpublish deletes the route's Ingress because its params went bad (a route must not keep
-// publishing the old host and path) and returns paramErr, or the deletion's error.
+// publishing the old host and path) and returns paramErr (Stalled), or the deletion's error.
 // An Ingress of that name the binding does not control is not the route's to delete.
 func (r *route) unpublish(ctx context.Context, b *v1b1.ResourceBinding, paramErr error) error {
 	r.applied.forget(cache.NewObjectName(b.Namespace, b.Name))
@@ -217,7 +202,7 @@ func bindingParams(b *v1b1.ResourceBinding) (map[string]interface{}, error) {
 	}
 	params, err := b.Spec.Params.Object()
 	if err != nil {
-		return nil, &ParamError{Param: "params", Message: "The resource params are not a JSON object."}
+		return nil, paramError("params", "The resource params are not a JSON object.")
 	}
 	if params == nil {
 		params = map[string]interface{}{}

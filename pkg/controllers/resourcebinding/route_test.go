@@ -17,6 +17,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
 )
 
@@ -142,7 +143,7 @@ func TestServicePortOutputs(t *testing.T) {
 func TestRouteTakesOverNothing(t *testing.T) {
 	b := &v1b1.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "site-route", Namespace: "team-a", UID: "uid-1"},
-		Spec: v1b1.ResourceBindingSpec{WorkloadRef: v1b1.WorkloadReference{Name: "site"}, Type: "route",
+		Spec: v1b1.ResourceBindingSpec{WorkloadRef: v1b1.WorkloadReference{Name: "site"}, ResourceKey: "route", Type: "route",
 			Params: &common.RawObject{Raw: []byte(`{"host":"site.example.com","port":80}`)}},
 	}
 	bad := b.DeepCopy()
@@ -156,12 +157,12 @@ func TestRouteTakesOverNothing(t *testing.T) {
 			client := fake.NewClientset(legacy())
 			r := &route{env: Env{Client: client}}
 			_, err := r.Provision(context.Background(), binding)
-			var taken *TakenError
+			var taken *ForeignObjectError
 			var param *ParamError
 			switch {
-			case binding == b && (!errors.As(err, &taken) || taken.userMessage() != `Ingress "site-route" already exists and is not managed by this resource.`):
+			case binding == b && (!errors.As(err, &taken) || !errkind.IsStalled(err) || err.Error() != `Ingress "site-route" already exists and was not created for resource "route".`):
 				t.Errorf("Provision: %v, want the Ingress refused", err)
-			case binding == bad && !errors.As(err, &param):
+			case binding == bad && (!errors.As(err, &param) || !errkind.IsStalled(err)):
 				t.Errorf("Provision: %v, want the param error", err)
 			}
 			for _, a := range client.Actions() {

@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 )
 
 // A template provisioner's state and the namespace's shared state persist between reconciles.
@@ -32,59 +32,66 @@ const (
 // provisioners name after the binding (names derived from bindings have no dots).
 func StateSecretName(binding string) string { return binding + ".state" }
 
-// stateStore reads and writes provisioner state. It remembers what it last wrote for each
-// binding: the Secret cache may not have seen that write yet on the next reconcile, and
-// rendering from an older state would draw new passwords for a database that already has one.
+// stateStore reads and writes provisioner state. A binding's state Secret is read from the
+// Secret cache, through loop.Written: the cache may not show the store's last update of it on
+// the next reconcile, and rendering from an older state would draw new passwords for a database
+// that already has one. A Secret the cache does not have is read live: the store may have just
+// created it (Written guards updates only, as it needs the cached version an update replaced),
+// and a controller without a Secret cache (nil) reads every Secret live.
 type stateStore struct {
-	client kubernetes.Interface
-	mu     sync.Mutex
-	known  map[cache.ObjectName]storedState
+	client  kubernetes.Interface
+	secrets corelisters.SecretLister
+	written loop.Written[*corev1.Secret]
 }
 
-type storedState struct {
-	// uid is the binding's: a binding deleted and made again under its name starts afresh.
-	uid   types.UID
-	state map[string]interface{}
-	// encoded is the state as stored: comparing encodings ignores the difference between a
-	// rendered 1 and a decoded 1.0.
-	encoded         []byte
-	resourceVersion string
+func newStateStore(client kubernetes.Interface, secrets corelisters.SecretLister) *stateStore {
+	return &stateStore{client: client, secrets: secrets}
 }
 
-func newStateStore(client kubernetes.Interface) *stateStore {
-	return &stateStore{client: client, known: map[cache.ObjectName]storedState{}}
-}
-
-// get returns the binding's state: what this process last wrote, else the Secret as the API
-// server has it (a live read, once per binding and process).
-func (s *stateStore) get(ctx context.Context, b *v1b1.ResourceBinding) (map[string]interface{}, error) {
-	st, ok := s.lookup(b)
-	if ok {
-		return st.state, nil
+// get returns the binding's state, empty when it has none, and the state Secret it was read
+// from (nil when there is none), which put takes back.
+func (s *stateStore) get(ctx context.Context, b *v1b1.ResourceBinding) (map[string]interface{}, *corev1.Secret, error) {
+	secret, err := s.stateSecret(ctx, b)
+	if err != nil {
+		return nil, nil, err
 	}
-	secret, err := s.client.CoreV1().Secrets(b.Namespace).Get(ctx, StateSecretName(b.Name), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return map[string]interface{}{}, nil
-	case err != nil:
-		return nil, err
+	if secret == nil {
+		return map[string]interface{}{}, nil, nil
 	}
 	state, err := decodeState(secret.Data[stateKey])
-	if err != nil {
-		return nil, err
-	}
-	s.remember(b, state, secret.Data[stateKey], secret.ResourceVersion)
-	return state, nil
+	return state, secret, err
 }
 
-// put stores the binding's new state unless it is what is stored already.
-func (s *stateStore) put(ctx context.Context, b *v1b1.ResourceBinding, state map[string]interface{}) error {
-	st, ok := s.lookup(b)
+// stateSecret is the binding's state Secret as last written, nil when there is none.
+func (s *stateStore) stateSecret(ctx context.Context, b *v1b1.ResourceBinding) (*corev1.Secret, error) {
+	name := StateSecretName(b.Name)
+	if s.secrets != nil {
+		cached, err := s.secrets.Secrets(b.Namespace).Get(name)
+		if err == nil {
+			return s.written.Fresher(cache.NewObjectName(b.Namespace, name), cached), nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	secret, err := s.client.CoreV1().Secrets(b.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return secret, err
+}
+
+// put stores the binding's new state, rendered from what get read (read, nil when there was no
+// state Secret), unless it is what is stored already. The write carries the version read, so a
+// Secret another writer (a former leader) changed or created meanwhile fails it rather than
+// being overwritten: the retry renders from that writer's state.
+func (s *stateStore) put(ctx context.Context, b *v1b1.ResourceBinding, state map[string]interface{}, read *corev1.Secret) error {
 	data, err := json.Marshal(state)
 	if err != nil {
 		return err
 	}
-	if ok && bytes.Equal(st.encoded, data) {
+	// Encodings are compared: a rendered 1 and a decoded 1.0 are the same state.
+	if read != nil && bytes.Equal(read.Data[stateKey], data) {
 		return nil
 	}
 	secret := &corev1.Secret{
@@ -94,41 +101,22 @@ func (s *stateStore) put(ctx context.Context, b *v1b1.ResourceBinding, state map
 		Type: StateSecretType,
 		Data: map[string][]byte{stateKey: data},
 	}
-	var saved *corev1.Secret
-	if ok { // known: read from, or written to, the API
-		secret.ResourceVersion = st.resourceVersion
-		saved, err = s.client.CoreV1().Secrets(b.Namespace).Update(ctx, secret, metav1.UpdateOptions{FieldManager: "plinth-resolver"})
-	} else {
-		saved, err = s.client.CoreV1().Secrets(b.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: "plinth-resolver"})
-	}
-	if err != nil {
-		// A conflict or an existing Secret means another writer (a former leader): read it again
-		// on the retry rather than overwrite it.
-		s.forget(cache.MetaObjectToName(b))
+	if read == nil {
+		_, err = s.client.CoreV1().Secrets(b.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
 		return err
 	}
-	s.remember(b, state, data, saved.ResourceVersion)
+	secret.UID, secret.ResourceVersion = read.UID, read.ResourceVersion
+	updated, err := s.client.CoreV1().Secrets(b.Namespace).Update(ctx, secret, metav1.UpdateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return err
+	}
+	s.written.Record(cache.MetaObjectToName(secret), read, updated)
 	return nil
 }
 
-func (s *stateStore) lookup(b *v1b1.ResourceBinding) (storedState, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.known[cache.MetaObjectToName(b)]
-	return st, ok && st.uid == b.UID
-}
-
-func (s *stateStore) remember(b *v1b1.ResourceBinding, state map[string]interface{}, encoded []byte, rv string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.known[cache.MetaObjectToName(b)] = storedState{uid: b.UID, state: state, encoded: encoded, resourceVersion: rv}
-}
-
-// forget drops what is remembered of a binding: it is gone, or its Secret changed under us.
-func (s *stateStore) forget(key cache.ObjectName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.known, key)
+// forget drops what is remembered of a binding that is gone.
+func (s *stateStore) forget(binding cache.ObjectName) {
+	s.written.Forget(cache.NewObjectName(binding.Namespace, StateSecretName(binding.Name)))
 }
 
 // sharedVersion is the shared state's Secret as read: whether it exists, and the
@@ -166,9 +154,9 @@ func (s *stateStore) putShared(ctx context.Context, namespace string, shared map
 		Data: map[string][]byte{stateKey: data},
 	}
 	if !version.exists {
-		_, err = s.client.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: "plinth-resolver"})
+		_, err = s.client.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
 	} else {
-		_, err = s.client.CoreV1().Secrets(namespace).Update(ctx, secret, metav1.UpdateOptions{FieldManager: "plinth-resolver"})
+		_, err = s.client.CoreV1().Secrets(namespace).Update(ctx, secret, metav1.UpdateOptions{FieldManager: fieldManager})
 	}
 	return err
 }

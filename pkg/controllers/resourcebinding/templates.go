@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/provisioners"
 	scorespec "github.com/plinth-dev/plinth/pkg/score"
 )
@@ -32,16 +33,20 @@ const BindingLabel = "score.dev/resource-binding"
 
 // RenderFailedError is a template provisioner whose templates refused the binding (a fail call,
 // a template that cannot run on these inputs): retrying cannot help until the binding or the
-// provisioner changes.
+// provisioner changes, so it is returned marked errkind.Stalled (renderFailed).
 type RenderFailedError struct {
 	// URI names the provisioner.
 	URI string
-	// Message is one neutral sentence for the binding's status.
+	// Message is one neutral sentence for the binding's status, naming the provisioner.
 	Message string
 }
 
-func (e *RenderFailedError) Error() string       { return e.URI + ": " + e.Message }
-func (e *RenderFailedError) userMessage() string { return e.Message }
+func (e *RenderFailedError) Error() string { return e.Message }
+
+// renderFailed is the Stalled error of templates that refused the binding.
+func renderFailed(uri, format string, args ...any) error {
+	return errkind.Stalled(&RenderFailedError{URI: uri, Message: fmt.Sprintf(format, args...)})
+}
 
 // templateProvisioner provisions a binding with one score-k8s template provisioner: it renders
 // the templates from the binding, its workload and the persisted state, stores the new state,
@@ -55,8 +60,12 @@ type templateProvisioner struct {
 
 func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBinding) (Result, error) {
 	spec := t.entry.Template.Spec()
-	data, err := t.data(ctx, b, spec)
+	data, err := t.data(b, spec)
 	if err != nil {
+		return Result{}, err
+	}
+	var stored *corev1.Secret
+	if data.State, stored, err = t.state.get(ctx, b); err != nil {
 		return Result{}, err
 	}
 	var sharedVersion sharedVersion
@@ -69,15 +78,15 @@ func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBin
 	rendered, err := t.entry.Template.Render(data)
 	var renderErr *provisioners.RenderError
 	if errors.As(err, &renderErr) {
-		return Result{}, &RenderFailedError{URI: spec.URI, Message: fmt.Sprintf("The provisioner %s failed in its %s template: %s",
-			spec.URI, renderErr.Template, sentence(renderErr.Message))}
+		return Result{}, renderFailed(spec.URI, "The provisioner %s failed in its %s template: %s",
+			spec.URI, renderErr.Template, sentence(renderErr.Message))
 	}
 	if err != nil {
 		return Result{}, err
 	}
 	outputs, err := provisioners.SplitMixedOutputs(rendered.Outputs)
 	if err != nil {
-		return Result{}, &RenderFailedError{URI: spec.URI, Message: fmt.Sprintf("The provisioner %s gave unusable outputs: %s", spec.URI, sentence(err.Error()))}
+		return Result{}, renderFailed(spec.URI, "The provisioner %s gave unusable outputs: %s", spec.URI, sentence(err.Error()))
 	}
 	// score-k8s's own amqp and mongodb write the password they keep in their state into a plain
 	// output; here such an output is kept secret as a whole, like one that embeds a reference.
@@ -88,7 +97,7 @@ func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBin
 		}
 	}
 	if err := checkManifests(b, rendered.Manifests); err != nil {
-		return Result{}, &RenderFailedError{URI: spec.URI, Message: fmt.Sprintf("The provisioner %s %s", spec.URI, err.Error())}
+		return Result{}, renderFailed(spec.URI, "The provisioner %s %s", spec.URI, err.Error())
 	}
 	// Shared state, then state, then the manifests. The shared write is optimistic and fails
 	// cleanly on a conflict, before a state derived from the losing version is kept; the state
@@ -99,7 +108,7 @@ func (t *templateProvisioner) Provision(ctx context.Context, b *v1b1.ResourceBin
 			return Result{}, err
 		}
 	}
-	if err := t.state.put(ctx, b, rendered.State); err != nil {
+	if err := t.state.put(ctx, b, rendered.State, stored); err != nil {
 		return Result{}, err
 	}
 	ready, err := t.apply(ctx, b, rendered.Manifests)
@@ -180,14 +189,14 @@ func (t *templateProvisioner) assemble(ctx context.Context, b *v1b1.ResourceBind
 		WithOwnerReferences(metav1apply.OwnerReference().WithAPIVersion(v1b1.SchemeGroupVersion.String()).WithKind("ResourceBinding").
 			WithName(b.Name).WithUID(b.UID).WithController(true)).
 		WithData(data)
-	_, err := t.env.Client.CoreV1().Secrets(b.Namespace).Apply(ctx, secret, metav1.ApplyOptions{FieldManager: "plinth-resolver", Force: true})
+	_, err := t.env.Client.CoreV1().Secrets(b.Namespace).Apply(ctx, secret, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	return err == nil, err
 }
 
-// data is what the templates see, as score-k8s gives it: the resource's uid parts, params and
-// metadata, the persisted state, the source workload and the services of every workload in the
-// namespace (Plinth's project).
-func (t *templateProvisioner) data(ctx context.Context, b *v1b1.ResourceBinding, spec *v1b1.ProvisionerSpec) (provisioners.Data, error) {
+// data is what the templates see, as score-k8s gives it, but for the persisted state (Provision
+// reads it): the resource's uid parts, params and metadata, the source workload and the services
+// of every workload in the namespace (Plinth's project).
+func (t *templateProvisioner) data(b *v1b1.ResourceBinding, spec *v1b1.ProvisionerSpec) (provisioners.Data, error) {
 	class := b.Spec.Class
 	if class == "" {
 		class = provisioners.DefaultClass
@@ -219,9 +228,6 @@ func (t *templateProvisioner) data(ctx context.Context, b *v1b1.ResourceBinding,
 				return d, err
 			}
 		}
-	}
-	if d.State, err = t.state.get(ctx, b); err != nil {
-		return d, err
 	}
 	return d, nil
 }
@@ -300,7 +306,7 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 		// binding that uses it rather than with whichever applied last.
 		owner := ownerRef(b)
 		owner.Controller = nil
-		if err := madeByABinding(ctx, resource, gvk.Kind, obj.GetName()); err != nil {
+		if err := madeByABinding(ctx, b, resource, gvk.Kind, obj.GetName()); err != nil {
 			return false, err
 		}
 		obj.SetOwnerReferences([]metav1.OwnerReference{owner})
@@ -309,7 +315,7 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 			return false, err
 		}
 		live, err := resource.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-			metav1.PatchOptions{FieldManager: "plinth-resolver-" + string(b.UID), Force: ptr.To(true)})
+			metav1.PatchOptions{FieldManager: fieldManager + "-" + string(b.UID), Force: ptr.To(true)})
 		if err != nil {
 			// The API's message may quote a field's value, which a template may have drawn from
 			// its state: logs get the object and the reason only.
@@ -331,7 +337,7 @@ func (t *templateProvisioner) apply(ctx context.Context, b *v1b1.ResourceBinding
 // bindings may share one, as score-k8s's s3 shares a MinIO) and is applied again. Owner
 // references name objects of the same namespace only, and a tenant does not see bindings'
 // UIDs, so nobody makes an object look like a binding's by accident.
-func madeByABinding(ctx context.Context, resource dynamic.ResourceInterface, kind, name string) error {
+func madeByABinding(ctx context.Context, b *v1b1.ResourceBinding, resource dynamic.ResourceInterface, kind, name string) error {
 	live, err := resource.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -344,7 +350,7 @@ func madeByABinding(ctx context.Context, resource dynamic.ResourceInterface, kin
 			return nil
 		}
 	}
-	return &TakenError{Kind: kind, Name: name}
+	return foreignObject(kind, name, b)
 }
 
 // ResourceID is the resource's Score id: its shared id, else workload.resource.

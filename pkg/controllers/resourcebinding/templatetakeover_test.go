@@ -32,9 +32,9 @@ func TestTemplateManifestsTakeOverNothing(t *testing.T) {
 		"metadata": map[string]interface{}{"name": "shop-settings"}, "data": map[string]interface{}{"mode": "ours"}}
 
 	_, err := p.apply(ctx, binding(""), []map[string]interface{}{manifest})
-	var taken *TakenError
-	if !errors.As(err, &taken) || err.Error() != `ConfigMap "shop-settings" already exists and is not managed by this resource.` {
-		t.Fatalf("apply over a ConfigMap someone else made: %v, want a TakenError naming it", err)
+	var taken *ForeignObjectError
+	if !errors.As(err, &taken) || err.Error() != `ConfigMap "shop-settings" already exists and was not created for resource "db".` {
+		t.Fatalf("apply over a ConfigMap someone else made: %v, want a ForeignObjectError naming it", err)
 	}
 	live, err := dyn.Resource(configMaps).Namespace("team-a").Get(ctx, "shop-settings", metav1.GetOptions{})
 	if err != nil {
@@ -50,7 +50,7 @@ func TestTemplateManifestsTakeOverNothing(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1b1.SchemeGroupVersion.String(), Kind: "ResourceBinding", Name: "other-db", UID: "other"}}}}
 	dyn = dynamicfake.NewSimpleDynamicClient(scheme.Scheme, shared)
 	for _, name := range []string{"shared", "missing"} {
-		if err := madeByABinding(ctx, dyn.Resource(configMaps).Namespace("team-a"), "ConfigMap", name); err != nil {
+		if err := madeByABinding(ctx, binding(""), dyn.Resource(configMaps).Namespace("team-a"), "ConfigMap", name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -150,9 +150,10 @@ func TestStaleCacheAfterOwnWrite(t *testing.T) {
 	if err := cached.Add(b); err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{client: plinth, recorder: events.NewFakeRecorder(10), bindings: listers.NewResourceBindingLister(cached),
-		builtins: Builtins(Env{DNSDomain: "example.com"}), state: newStateStore(kubefake.NewClientset()),
+	c := &Controller{bindings: listers.NewResourceBindingLister(cached),
+		builtins: Builtins(Env{DNSDomain: "example.com"}), state: newStateStore(kubefake.NewClientset(), nil),
 		templates: newTemplateSet(nil, listers.NewProvisionerLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})))}
+	c.writeStatusWith(plinth, events.NewFakeRecorder(10))
 	c.Loop = loop.New(Name, c.reconcile)
 	key := cache.NewObjectName("team-a", "shop-dns")
 	for i := 0; i < 3; i++ {

@@ -1,7 +1,14 @@
 // Package workload is the Workload controller (the seed's orchestrator): it turns a Workload
 // into its ResourceBindings and its WorkloadPlan, and is the single writer of Workload.status:
 // conditions InputsValid, BindingsReady, RuntimeReady and Ready (true when the other three
-// are), per-binding summaries and the endpoint, in the seed's runtime-neutral vocabulary.
+// are), per-binding summaries and the endpoint, in the seed's runtime-neutral vocabulary
+// (score.dev's Reasons).
+//
+// In memory, besides its informers' caches, it keeps the compiled platform policies (rebuilt
+// from the PlatformPolicy informer on every change of it) and, until the Workload cache shows
+// them, the Workloads its status writes returned (loop.Written). A restart loses nothing the
+// API does not hold: the policies are compiled again as the informer fills, and the first
+// reconciles read the Workloads from the cache.
 package workload
 
 import (
@@ -27,10 +34,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	scoreinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score/v1b1"
 	listers "github.com/plinth-dev/plinth/pkg/generated/listers/score/v1b1"
@@ -40,6 +50,10 @@ import (
 
 // Name names the controller in logs, metrics and events.
 const Name = "workload"
+
+// fieldManager names the controller (the seed's orchestrator) in the managedFields of what it
+// writes: Workload status, bindings and plans.
+const fieldManager = "plinth-orchestrator"
 
 // Listers are the caches the orchestrator reads.
 type Listers struct {
@@ -57,7 +71,8 @@ type Listers struct {
 type Controller struct {
 	*loop.Loop
 	client              clientset.Interface
-	recorder            events.EventRecorder
+	events              *transition.Recorder
+	status              *statuswriter.Writer[*v1b1.Workload]
 	listers             Listers
 	defaultRuntimeClass string
 	// written holds the Workloads this controller's status writes returned until the cache
@@ -77,10 +92,21 @@ func NewController(ctx context.Context, client clientset.Interface, recorder eve
 	plans scoreinformers.WorkloadPlanInformer, policies scoreinformers.PlatformPolicyInformer,
 	configMaps coreinformers.ConfigMapInformer, secrets coreinformers.SecretInformer, namespaces coreinformers.NamespaceInformer,
 	defaultRuntimeClass string) (*Controller, error) {
-	c := &Controller{client: client, recorder: recorder, defaultRuntimeClass: defaultRuntimeClass, listers: Listers{
+	c := &Controller{client: client, events: transition.New(recorder, v1b1.Reasons), defaultRuntimeClass: defaultRuntimeClass, listers: Listers{
 		Workloads: workloads.Lister(), Bindings: bindings.Lister(), Plans: plans.Lister(), Policies: &platformpolicy.Snapshot{},
 		ConfigMaps: configMaps.Lister(), Secrets: secrets.Lister(), Namespaces: namespaces.Lister(),
 	}}
+	c.status = &statuswriter.Writer[*v1b1.Workload]{
+		FieldManager: fieldManager,
+		Reasons:      v1b1.Reasons,
+		Conditions:   func(w *v1b1.Workload) []metav1.Condition { return w.Status.Conditions },
+		Update: func(ctx context.Context, w *v1b1.Workload, opts metav1.UpdateOptions) (*v1b1.Workload, error) {
+			return client.ScoreV1b1().Workloads(w.Namespace).UpdateStatus(ctx, w, opts)
+		},
+		// No Events here: recordTransitions records them after the write, BindingsReady's
+		// before Ready's, in the order they happened.
+		Written: &c.written,
+	}
 	c.Loop = loop.New(Name, c.reconcile, workloads.Informer(), bindings.Informer(), plans.Informer(), policies.Informer(),
 		configMaps.Informer(), secrets.Informer(), namespaces.Informer())
 	logger := klog.FromContext(ctx)
@@ -188,9 +214,10 @@ func (c *Controller) workloads(logger klog.Logger, namespace string, keep func(*
 	return keys
 }
 
+// reconcile brings one workload's bindings and plan to what it declares and writes the status
+// that results, once it differs from the stored one.
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
-	namespace, name := key.Namespace, key.Name
-	w, err := c.listers.Workloads.Workloads(namespace).Get(name)
+	w, err := c.listers.Workloads.Workloads(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) || (err == nil && w.DeletionTimestamp != nil) {
 		c.written.Forget(key)
 		return nil // bindings and plan are owned by the workload: garbage collection removes them
@@ -199,144 +226,155 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		return err
 	}
 	w = c.written.Fresher(key, w)
-	status := w.Status.DeepCopy()
-	status.ObservedGeneration = w.Generation
-	err = c.converge(ctx, w, status)
-	setReady(status, w.Generation)
-	if !apiequality.Semantic.DeepEqual(status, &w.Status) {
-		updated := w.DeepCopy()
-		updated.Status = *status
-		written, uerr := c.client.ScoreV1b1().Workloads(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"})
-		if uerr != nil {
-			return uerr
-		}
-		c.written.Record(key, w, written)
-		c.recordTransitions(w, status)
+	after := w.DeepCopy()
+	after.Status.ObservedGeneration = w.Generation
+	err = c.converge(ctx, w, &after.Status)
+	setReady(&after.Status, w.Generation)
+	stored, wrote, werr := c.status.Write(ctx, w, after)
+	if werr != nil {
+		return werr
+	}
+	if wrote {
+		c.recordTransitions(w, stored)
 	}
 	return err
 }
 
-// recordTransitions records what changed for the workload's owner, once per transition: its
-// resources becoming bound (BindingsReady), and Ready turning true (Ready) or false with the
-// reason that holds it back (BindingPending, RuntimeProvisioning, PolicyViolation, ...).
-func (c *Controller) recordTransitions(w *v1b1.Workload, status *v1b1.WorkloadStatus) {
-	if meta.IsStatusConditionTrue(status.Conditions, v1b1.ConditionBindingsReady) &&
-		!meta.IsStatusConditionTrue(w.Status.Conditions, v1b1.ConditionBindingsReady) {
-		transition.Record(c.recorder, w, v1b1.ConditionBindingsReady, "Bind", "All resources are bound.")
+// readyTransitions are the Ready condition's transitions, each an Event with the reason that
+// holds the workload back (BindingPending, RuntimeProvisioning, PolicyViolation, ...), or Ready
+// when it turns True.
+var readyTransitions = transition.Rule{Condition: v1b1.ConditionReady, ReadyReason: v1b1.ReasonReady, Action: "Reconcile"}
+
+// recordTransitions records what a status write changed for the workload's owner, once per
+// transition: its resources becoming bound (BindingsReady, which Ready does not say: a
+// workload may wait for its runtime long after), then Ready's transition.
+func (c *Controller) recordTransitions(before, after *v1b1.Workload) {
+	if meta.IsStatusConditionTrue(after.Status.Conditions, v1b1.ConditionBindingsReady) &&
+		!meta.IsStatusConditionTrue(before.Status.Conditions, v1b1.ConditionBindingsReady) {
+		c.events.Record(after, v1b1.ReasonBindingsReady, "Bind", "All resources are bound.")
 	}
-	transition.Condition(c.recorder, w, w.Status.Conditions, status.Conditions, v1b1.ConditionReady, v1b1.ConditionReady, "Reconcile")
+	c.events.Conditions(after, before.Status.Conditions, after.Status.Conditions, readyTransitions)
 }
 
-// converge does the work and records its outcome in status; an error is retried.
+// converge does the work and records its outcome in status. Inputs that cannot be used are
+// reported in InputsValid and returned as a Stalled error: nothing is bound or materialized,
+// and nothing is retried, until the workload or what it reads changes. Any other error is
+// retried.
 func (c *Controller) converge(ctx context.Context, w *v1b1.Workload, status *v1b1.WorkloadStatus) error {
-	gen := w.Generation
-	source, reason, message, err := c.inputs(w)
-	if err != nil {
-		return err
+	in, err := c.usableInputs(w)
+	if err == nil {
+		conditions.Set(&status.Conditions, w.Generation, v1b1.ConditionInputsValid, metav1.ConditionTrue, v1b1.ReasonSucceeded, "The specification is valid.")
+		err = c.bindAndMaterialize(ctx, w, in, status)
 	}
-	var resolved *scorespec.Workload
-	if reason == "" {
-		if r, errs := scorespec.Resolve(source); len(errs) > 0 {
-			reason, message = v1b1.ReasonSpecInvalid, fmt.Sprintf("The specification is invalid at %s.", errs[0].Field)
-		} else {
-			resolved = r
-		}
-	}
-	if reason == "" {
-		if reason, message, err = c.policyCheck(source, resolved); err != nil {
-			return err
-		}
-	}
-	if reason != "" {
-		inputsInvalid(status, reason, message, gen)
-		return nil
-	}
-	order, err := resolved.ResourceOrder()
-	if err != nil {
-		inputsInvalid(status, v1b1.ReasonSpecInvalid, "The params of resources "+strings.Join(err.(*scorespec.CycleError).Resources, ", ")+" refer to each other in a cycle.", gen)
-		return nil
-	}
-	setCondition(status, v1b1.ConditionInputsValid, true, v1b1.ReasonSucceeded, "The specification is valid.", gen)
-
-	bindings, err := c.syncBindings(ctx, w, source, resolved, order)
-	var invalid *inputError
+	var invalid *inputsError
 	if errors.As(err, &invalid) {
-		inputsInvalid(status, v1b1.ReasonSpecInvalid, invalid.message, gen)
-		return nil
+		inputsInvalid(status, invalid.reason, invalid.message, w.Generation)
 	}
-	if err != nil {
-		return err
-	}
-	allBound := summarizeBindings(status, resolved, bindings, gen)
-	if !allBound {
-		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonBindingPending, "The workload waits for its resources before it is materialized.", gen)
-		status.Endpoint = nil
-		return nil
-	}
+	return err
+}
 
-	outputs, err := c.outputs(w.Namespace, bindings)
+// bindAndMaterialize binds the workload's resources and, once all are bound, materializes it
+// through its plan.
+func (c *Controller) bindAndMaterialize(ctx context.Context, w *v1b1.Workload, in *inputs, status *v1b1.WorkloadStatus) error {
+	bindings, err := c.syncBindings(ctx, w, in)
 	if err != nil {
 		return err
 	}
-	projection, err := scorespec.Project(source, resolved, outputs)
-	if err != nil {
-		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonProjectionError, "A resource output the workload uses is missing.", gen)
+	if !summarizeBindings(status, in.resolved, bindings, w.Generation) {
+		conditions.Set(&status.Conditions, w.Generation, v1b1.ConditionRuntimeReady, metav1.ConditionFalse, v1b1.ReasonBindingPending,
+			"The workload waits for its resources before it is materialized.")
 		status.Endpoint = nil
 		return nil
 	}
-	runtimeClass := source.Spec.RuntimeClass
-	if runtimeClass == "" {
-		runtimeClass = c.defaultRuntimeClass
-	}
-	plan, err := c.syncPlan(ctx, w, runtimeClass, projection)
-	if err != nil {
-		return err
-	}
-	runtimeReady := c.runtimeCondition(status, plan, gen)
-	status.Endpoint = nil
-	if runtimeReady {
-		status.Endpoint = scorespec.Endpoint(w.Name+"."+w.Namespace+".svc", resolved.Service)
-	}
-	return nil
+	return c.materialize(ctx, w, in, bindings, status)
 }
 
 // inputsInvalid records invalid inputs: nothing is bound or materialized until they are fixed.
 func inputsInvalid(status *v1b1.WorkloadStatus, reason, message string, gen int64) {
-	setCondition(status, v1b1.ConditionInputsValid, false, reason, message, gen)
-	setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingPending, "Resources are not bound while the inputs are invalid.", gen)
-	setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeSelecting, "The workload is not materialized while the inputs are invalid.", gen)
+	conditions.Set(&status.Conditions, gen, v1b1.ConditionInputsValid, metav1.ConditionFalse, reason, message)
+	conditions.Set(&status.Conditions, gen, v1b1.ConditionBindingsReady, metav1.ConditionFalse, v1b1.ReasonBindingPending,
+		"Resources are not bound while the inputs are invalid.")
+	conditions.Set(&status.Conditions, gen, v1b1.ConditionRuntimeReady, metav1.ConditionFalse, v1b1.ReasonRuntimeSelecting,
+		"The workload is not materialized while the inputs are invalid.")
 	status.Endpoint = nil
 }
 
-// inputs is the workload with a configMapRef source replaced by the document it names, inline.
-// The cached workload is never changed: a source from a ConfigMap goes into a copy.
-func (c *Controller) inputs(w *v1b1.Workload) (*v1b1.Workload, string, string, error) {
-	if src := w.Spec.Source; src != nil && src.ConfigMapRef != nil {
-		cm, err := c.listers.ConfigMaps.ConfigMaps(w.Namespace).Get(src.ConfigMapRef.Name)
-		if apierrors.IsNotFound(err) {
-			return nil, v1b1.ReasonSpecInvalid, fmt.Sprintf("The Score source ConfigMap %q is missing.", src.ConfigMapRef.Name), nil
-		}
-		if err != nil {
-			return nil, "", "", err
-		}
-		doc, ok := cm.Data[src.ConfigMapRef.Key]
-		if !ok {
-			return nil, v1b1.ReasonSpecInvalid, fmt.Sprintf("The Score source ConfigMap %q has no key %q.", src.ConfigMapRef.Name, src.ConfigMapRef.Key), nil
-		}
-		raw, err := yaml.YAMLToJSON([]byte(doc))
-		if err != nil {
-			return nil, v1b1.ReasonSpecInvalid, "The Score source is not valid YAML.", nil
-		}
-		inlined := *w
-		inlined.Spec.Source = &v1b1.WorkloadSource{Inline: &common.RawObject{Raw: raw}}
-		return &inlined, "", "", nil
+// inputsError is a problem with what the workload's owner wrote, as InputsValid reports it.
+// It is always returned marked errkind.Stalled (invalidInputs): retrying cannot fix it.
+type inputsError struct{ reason, message string }
+
+func (e *inputsError) Error() string { return e.message }
+
+// invalidInputs is the Stalled error of inputs that cannot be used, with the reason and the
+// message (one sentence naming what is wrong) InputsValid reports.
+func invalidInputs(reason, format string, args ...any) error {
+	return errkind.Stalled(&inputsError{reason: reason, message: fmt.Sprintf(format, args...)})
+}
+
+// inputs is what the workload's owner wrote, ready to bind: the workload with its source
+// inline, its effective Score workload and the order its resources bind in.
+type inputs struct {
+	source   *v1b1.Workload
+	resolved *scorespec.Workload
+	order    []string
+}
+
+// usableInputs reads and checks what the workload's owner wrote: its source, the Score
+// specification, the platform policies that apply to it now and the references between its
+// resources' params. Inputs that cannot be used are an invalidInputs error.
+func (c *Controller) usableInputs(w *v1b1.Workload) (*inputs, error) {
+	source, err := c.inlineSource(w)
+	if err != nil {
+		return nil, err
 	}
-	return w, "", "", nil
+	resolved, errs := scorespec.Resolve(source)
+	if len(errs) > 0 {
+		return nil, invalidInputs(v1b1.ReasonSpecInvalid, "The specification is invalid at %s.", errs[0].Field)
+	}
+	if err := c.policyCheck(source, resolved); err != nil {
+		return nil, err
+	}
+	order, err := resolved.ResourceOrder()
+	var cycle *scorespec.CycleError
+	switch {
+	case errors.As(err, &cycle):
+		return nil, invalidInputs(v1b1.ReasonSpecInvalid, "The params of resources %s refer to each other in a cycle.", strings.Join(cycle.Resources, ", "))
+	case err != nil:
+		return nil, err
+	}
+	return &inputs{source: source, resolved: resolved, order: order}, nil
+}
+
+// inlineSource is the workload with a configMapRef source replaced by the document it names,
+// inline. The cached workload is never changed: a source from a ConfigMap goes into a copy.
+func (c *Controller) inlineSource(w *v1b1.Workload) (*v1b1.Workload, error) {
+	src := w.Spec.Source
+	if src == nil || src.ConfigMapRef == nil {
+		return w, nil
+	}
+	cm, err := c.listers.ConfigMaps.ConfigMaps(w.Namespace).Get(src.ConfigMapRef.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, invalidInputs(v1b1.ReasonSpecInvalid, "The Score source ConfigMap %q is missing.", src.ConfigMapRef.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc, ok := cm.Data[src.ConfigMapRef.Key]
+	if !ok {
+		return nil, invalidInputs(v1b1.ReasonSpecInvalid, "The Score source ConfigMap %q has no key %q.", src.ConfigMapRef.Name, src.ConfigMapRef.Key)
+	}
+	raw, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		return nil, invalidInputs(v1b1.ReasonSpecInvalid, "The Score source is not valid YAML.")
+	}
+	inlined := *w
+	inlined.Spec.Source = &v1b1.WorkloadSource{Inline: &common.RawObject{Raw: raw}}
+	return &inlined, nil
 }
 
 // policyCheck applies the constraints of the policies that match now, so a policy added after
 // the workload was admitted still shows up as PolicyViolation.
-func (c *Controller) policyCheck(w *v1b1.Workload, resolved *scorespec.Workload) (string, string, error) {
+func (c *Controller) policyCheck(w *v1b1.Workload, resolved *scorespec.Workload) error {
 	var nsLabels labels.Set
 	// A namespace being deleted may be gone from the cache before its workloads: it has no
 	// labels then. Any other lister error is retried.
@@ -345,135 +383,192 @@ func (c *Controller) policyCheck(w *v1b1.Workload, resolved *scorespec.Workload)
 	case err == nil:
 		nsLabels = ns.Labels
 	case !apierrors.IsNotFound(err):
-		return "", "", err
+		return err
 	}
 	compiled := c.listers.Policies.Matching(w.Labels, nsLabels)
 	if len(compiled) == 0 {
-		return "", "", nil
+		return nil
 	}
 	facts := platformpolicy.NewFacts(w, resolved)
 	for _, cp := range compiled {
 		if v := cp.Violations(facts); len(v) > 0 {
-			return v1b1.ReasonPolicyViolation, fmt.Sprintf("The workload violates platform policy %q at %s.", v[0].Policy, v[0].Field), nil
+			return invalidInputs(v1b1.ReasonPolicyViolation, "The workload violates platform policy %q at %s.", v[0].Policy, v[0].Field)
 		}
 	}
-	return "", "", nil
+	return nil
 }
 
-// inputError is a problem with the workload's inputs found while binding: it is reported as
-// SpecInvalid, not retried.
-type inputError struct{ message string }
-
-func (e *inputError) Error() string { return e.message }
-
-// syncBindings creates or updates the bindings in dependency order. A resource whose params
-// refer to other resources' outputs waits until those are Bound, then gets its params with the
-// outputs filled in.
-func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, source *v1b1.Workload, resolved *scorespec.Workload,
-	order []string) (map[string]*v1b1.ResourceBinding, error) {
-	out := map[string]*v1b1.ResourceBinding{}
+// syncBindings brings the workload's bindings to what it declares, in dependency order, and
+// lets go of those it no longer declares. It returns the bindings by resource; a binding made
+// by a reconcile the cache has not caught up with yet is missing, as a pending one would be.
+func (c *Controller) syncBindings(ctx context.Context, w *v1b1.Workload, in *inputs) (map[string]*v1b1.ResourceBinding, error) {
+	bindings := map[string]*v1b1.ResourceBinding{}
 	desired := sets.New[string]()
-	deps := resolved.Dependencies()
-	label := v1b1.WorkloadBindingLabel(w.Name)
-	for _, key := range order {
-		r := resolved.Resources[key]
-		shared := r.ID != ""
-		name := v1b1.ResourceBindingName(w.Name, key)
-		if shared {
-			name = v1b1.SharedResourceBindingName(r.Type, r.ID)
-		}
+	deps := in.resolved.Dependencies()
+	for _, key := range in.order {
+		r := in.resolved.Resources[key]
+		name := bindingName(w, key, r)
 		desired.Insert(name)
-		if deps[key].Len() > 0 {
-			ready := true
-			for dep := range deps[key] {
-				if b := out[dep]; b == nil || b.Status.Phase != v1b1.BindingPhaseBound {
-					ready = false
-				}
-			}
-			if !ready {
-				existing, err := c.listers.Bindings.ResourceBindings(w.Namespace).Get(name)
-				switch {
-				case err == nil:
-					out[key] = existing
-				case !apierrors.IsNotFound(err):
-					return nil, err
-				}
-				continue
-			}
-			outputs, err := c.outputs(w.Namespace, out)
-			if err != nil {
-				return nil, err
-			}
-			params, err := scorespec.ResolveParams(r.Params, scorespec.Metadata(source), outputs)
-			if err != nil {
-				return nil, &inputError{fmt.Sprintf("The params of resource %q cannot be resolved.", key)}
-			}
-			r.Params = params
-		}
-		owner := ownerRef(w)
-		labels := map[string]string{label: key}
-		if shared {
-			// Several workloads own a shared binding; none controls it, and garbage collection
-			// removes it with the last owner.
-			owner.Controller = nil
-			labels["score.dev/shared"] = "true"
+		var b *v1b1.ResourceBinding
+		var err error
+		if dependenciesBound(deps[key], bindings) {
+			b, err = c.bindResource(ctx, w, in, key, r, deps[key], bindings)
 		} else {
-			labels[v1b1.WorkloadLabel] = w.Name
+			// Its params wait for outputs that do not exist yet: its binding stays as it is.
+			b, err = c.cachedBinding(w.Namespace, name)
 		}
-		want := &v1b1.ResourceBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
-			Spec: v1b1.ResourceBindingSpec{
-				WorkloadRef: v1b1.WorkloadReference{Name: w.Name, UID: string(w.UID)},
-				ResourceKey: key, Type: r.Type, Class: r.Class, ID: r.ID, Params: r.Params, Metadata: r.Metadata,
-				Provisioner: resourcebinding.ProvisionerName,
-			},
-		}
-		existing, err := c.listers.Bindings.ResourceBindings(w.Namespace).Get(name)
-		switch {
-		case apierrors.IsNotFound(err):
-			created, err := c.client.ScoreV1b1().ResourceBindings(w.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: "plinth-orchestrator"})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return nil, err
-			}
-			out[key] = created
-		case err != nil:
+		if err != nil {
 			return nil, err
-		case shared:
-			// The first workload to declare a shared resource decides its spec; later ones join
-			// as owners.
-			if existing.Labels[label] != key || !ownedBy(existing, w) {
-				updated := existing.DeepCopy()
-				if updated.Labels == nil {
-					updated.Labels = map[string]string{}
-				}
-				updated.Labels[label] = key
-				if !ownedBy(existing, w) {
-					updated.OwnerReferences = append(updated.OwnerReferences, owner)
-				}
-				if existing, err = c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); err != nil {
-					return nil, err
-				}
-			}
-			out[key] = existing
-		default:
-			if existing.Spec.Provisioner != "" && existing.Spec.Provisioner != resourcebinding.ProvisionerName {
-				want.Spec.Provisioner = existing.Spec.Provisioner // claimed by an external resolver
-			}
-			if !apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) || existing.Labels[label] != key {
-				updated := existing.DeepCopy()
-				updated.Spec = want.Spec
-				if updated.Labels == nil {
-					updated.Labels = map[string]string{}
-				}
-				updated.Labels[label] = key
-				if existing, err = c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); err != nil {
-					return nil, err
-				}
-			}
-			out[key] = existing
+		}
+		if b != nil {
+			bindings[key] = b
 		}
 	}
-	return out, c.releaseBindings(ctx, w, desired)
+	return bindings, c.releaseBindings(ctx, w, desired)
+}
+
+// bindingName is the name of a resource's binding: one of the workload's own, or the one every
+// workload of the namespace that declares the same shared resource uses.
+func bindingName(w *v1b1.Workload, key string, r v1b1.ResourceSpec) string {
+	if shared(r) {
+		return v1b1.SharedResourceBindingName(r.Type, r.ID)
+	}
+	return v1b1.ResourceBindingName(w.Name, key)
+}
+
+// shared says whether a resource is shared with the namespace's other workloads: it has a
+// Score id.
+func shared(r v1b1.ResourceSpec) bool { return r.ID != "" }
+
+// dependenciesBound says whether every resource a resource's params name is Bound, so that
+// their outputs can be filled in.
+func dependenciesBound(deps sets.Set[string], bindings map[string]*v1b1.ResourceBinding) bool {
+	for dep := range deps {
+		if b := bindings[dep]; b == nil || b.Status.Phase != v1b1.BindingPhaseBound {
+			return false
+		}
+	}
+	return true
+}
+
+// cachedBinding is the binding of the name as the cache has it, nil when there is none.
+func (c *Controller) cachedBinding(namespace, name string) (*v1b1.ResourceBinding, error) {
+	b, err := c.listers.Bindings.ResourceBindings(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// bindResource creates or updates one resource's binding, its params filled in from the
+// outputs of the resources they name (deps, all bound).
+func (c *Controller) bindResource(ctx context.Context, w *v1b1.Workload, in *inputs, key string, r v1b1.ResourceSpec,
+	deps sets.Set[string], bindings map[string]*v1b1.ResourceBinding) (*v1b1.ResourceBinding, error) {
+	params, err := c.paramsWithOutputs(w, in, key, r, deps, bindings)
+	if err != nil {
+		return nil, err
+	}
+	want := desiredBinding(w, key, r, params)
+	existing, err := c.listers.Bindings.ResourceBindings(w.Namespace).Get(want.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.createBinding(ctx, want)
+	case err != nil:
+		return nil, err
+	case shared(r):
+		return c.joinSharedBinding(ctx, w, key, existing)
+	default:
+		return c.updateOwnBinding(ctx, w, key, existing, want)
+	}
+}
+
+// paramsWithOutputs is the resource's params with the outputs of the resources they name
+// filled in; params that name no other resource are passed as written. Params that cannot be
+// resolved (they name a secret output, or one the resource does not have) are invalid inputs.
+func (c *Controller) paramsWithOutputs(w *v1b1.Workload, in *inputs, key string, r v1b1.ResourceSpec,
+	deps sets.Set[string], bindings map[string]*v1b1.ResourceBinding) (*common.RawObject, error) {
+	if deps.Len() == 0 {
+		return r.Params, nil
+	}
+	outputs, err := c.outputs(w.Namespace, bindings)
+	if err != nil {
+		return nil, err
+	}
+	params, err := scorespec.ResolveParams(r.Params, scorespec.Metadata(in.source), outputs)
+	if err != nil {
+		return nil, invalidInputs(v1b1.ReasonSpecInvalid, "The params of resource %q cannot be resolved.", key)
+	}
+	return params, nil
+}
+
+// desiredBinding is the binding a resource asks for. A shared binding has several owners and
+// none controls it: garbage collection removes it with the last.
+func desiredBinding(w *v1b1.Workload, key string, r v1b1.ResourceSpec, params *common.RawObject) *v1b1.ResourceBinding {
+	owner := ownerRef(w)
+	labels := map[string]string{v1b1.WorkloadBindingLabel(w.Name): key}
+	if shared(r) {
+		owner.Controller = nil
+		labels["score.dev/shared"] = "true"
+	} else {
+		labels[v1b1.WorkloadLabel] = w.Name
+	}
+	return &v1b1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: bindingName(w, key, r), Namespace: w.Namespace, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: v1b1.ResourceBindingSpec{
+			WorkloadRef: v1b1.WorkloadReference{Name: w.Name, UID: string(w.UID)},
+			ResourceKey: key, Type: r.Type, Class: r.Class, ID: r.ID, Params: params, Metadata: r.Metadata,
+			Provisioner: resourcebinding.ProvisionerName,
+		},
+	}
+}
+
+// createBinding creates a binding the cache does not have. One that exists already was made by
+// a reconcile the cache has not caught up with: nil, and it is waited for as a pending one.
+func (c *Controller) createBinding(ctx context.Context, want *v1b1.ResourceBinding) (*v1b1.ResourceBinding, error) {
+	created, err := c.client.ScoreV1b1().ResourceBindings(want.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return nil, nil
+	}
+	return created, err
+}
+
+// joinSharedBinding makes the workload an owner and user of a shared binding. The first
+// workload to declare a shared resource decides its spec; later ones only join.
+func (c *Controller) joinSharedBinding(ctx context.Context, w *v1b1.Workload, key string, existing *v1b1.ResourceBinding) (*v1b1.ResourceBinding, error) {
+	label := v1b1.WorkloadBindingLabel(w.Name)
+	if existing.Labels[label] == key && ownedBy(existing, w) {
+		return existing, nil
+	}
+	updated := existing.DeepCopy()
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	updated.Labels[label] = key
+	if !ownedBy(existing, w) {
+		owner := ownerRef(w)
+		owner.Controller = nil
+		updated.OwnerReferences = append(updated.OwnerReferences, owner)
+	}
+	return c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: fieldManager})
+}
+
+// updateOwnBinding brings one of the workload's own bindings to the spec it asks for. A binding
+// an external resolver claimed (spec.provisioner) stays claimed.
+func (c *Controller) updateOwnBinding(ctx context.Context, w *v1b1.Workload, key string, existing, want *v1b1.ResourceBinding) (*v1b1.ResourceBinding, error) {
+	if existing.Spec.Provisioner != "" && existing.Spec.Provisioner != resourcebinding.ProvisionerName {
+		want.Spec.Provisioner = existing.Spec.Provisioner
+	}
+	label := v1b1.WorkloadBindingLabel(w.Name)
+	if apiequality.Semantic.DeepEqual(existing.Spec, want.Spec) && existing.Labels[label] == key {
+		return existing, nil
+	}
+	updated := existing.DeepCopy()
+	updated.Spec = want.Spec
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	updated.Labels[label] = key
+	return c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: fieldManager})
 }
 
 // releaseBindings lets go of bindings the workload no longer declares: its own are deleted; from
@@ -507,7 +602,7 @@ func (c *Controller) releaseBindings(ctx context.Context, w *v1b1.Workload, desi
 		updated := b.DeepCopy()
 		updated.OwnerReferences = owners
 		delete(updated.Labels, label)
-		if _, err := c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"}); err != nil {
+		if _, err := c.client.ScoreV1b1().ResourceBindings(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 			return err
 		}
 	}
@@ -536,10 +631,10 @@ func summarizeBindings(status *v1b1.WorkloadStatus, resolved *scorespec.Workload
 		// learns nothing from it that "waiting to be provisioned" does not say.
 		if b != nil && b.Status.Phase != "" && b.Status.Phase != v1b1.BindingPhaseBinding {
 			summary.Phase = b.Status.Phase
-			if ready := meta.FindStatusCondition(b.Status.Conditions, "Ready"); ready != nil {
+			if ready := meta.FindStatusCondition(b.Status.Conditions, v1b1.ConditionReady); ready != nil {
 				summary.Reason, summary.Message = ready.Reason, ready.Message
 			}
-			summary.OutputsAvailable = meta.IsStatusConditionTrue(b.Status.Conditions, "OutputsAvailable")
+			summary.OutputsAvailable = meta.IsStatusConditionTrue(b.Status.Conditions, v1b1.ConditionOutputsAvailable)
 		}
 		switch summary.Phase {
 		case v1b1.BindingPhaseBound:
@@ -556,13 +651,43 @@ func summarizeBindings(status *v1b1.WorkloadStatus, resolved *scorespec.Workload
 	}
 	switch {
 	case anyFailed:
-		setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingFailed, "A resource could not be provisioned.", gen)
+		conditions.Set(&status.Conditions, gen, v1b1.ConditionBindingsReady, metav1.ConditionFalse, v1b1.ReasonBindingFailed, "A resource could not be provisioned.")
 	case !allBound:
-		setCondition(status, v1b1.ConditionBindingsReady, false, v1b1.ReasonBindingPending, "Resources are being provisioned.", gen)
+		conditions.Set(&status.Conditions, gen, v1b1.ConditionBindingsReady, metav1.ConditionFalse, v1b1.ReasonBindingPending, "Resources are being provisioned.")
 	default:
-		setCondition(status, v1b1.ConditionBindingsReady, true, v1b1.ReasonSucceeded, "All resources are bound.", gen)
+		conditions.Set(&status.Conditions, gen, v1b1.ConditionBindingsReady, metav1.ConditionTrue, v1b1.ReasonSucceeded, "All resources are bound.")
 	}
 	return allBound
+}
+
+// materialize hands the bound workload to its runtime through its plan and copies the
+// runtime's report into RuntimeReady and the endpoint.
+func (c *Controller) materialize(ctx context.Context, w *v1b1.Workload, in *inputs, bindings map[string]*v1b1.ResourceBinding,
+	status *v1b1.WorkloadStatus) error {
+	outputs, err := c.outputs(w.Namespace, bindings)
+	if err != nil {
+		return err
+	}
+	projection, err := scorespec.Project(in.source, in.resolved, outputs)
+	if err != nil {
+		conditions.Set(&status.Conditions, w.Generation, v1b1.ConditionRuntimeReady, metav1.ConditionFalse, v1b1.ReasonProjectionError,
+			"A resource output the workload uses is missing.")
+		status.Endpoint = nil
+		return nil
+	}
+	runtimeClass := in.source.Spec.RuntimeClass
+	if runtimeClass == "" {
+		runtimeClass = c.defaultRuntimeClass
+	}
+	plan, err := c.syncPlan(ctx, w, runtimeClass, projection)
+	if err != nil {
+		return err
+	}
+	status.Endpoint = nil
+	if runtimeCondition(status, plan, w.Generation) {
+		status.Endpoint = scorespec.Endpoint(w.Name+"."+w.Namespace+".svc", in.resolved.Service)
+	}
+	return nil
 }
 
 // outputs collects each bound resource's outputs; secret output names are the keys of its
@@ -596,6 +721,8 @@ func (c *Controller) outputs(namespace string, bindings map[string]*v1b1.Resourc
 	return out, nil
 }
 
+// syncPlan creates or updates the workload's plan: the projection for its runtime class, and who
+// wrote the workload's spec.
 func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClass string, p *scorespec.Projection) (*v1b1.WorkloadPlan, error) {
 	want := &v1b1.WorkloadPlan{
 		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: map[string]string{v1b1.WorkloadLabel: w.Name},
@@ -616,7 +743,7 @@ func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClas
 	}
 	existing, err := c.listers.Plans.WorkloadPlans(w.Namespace).Get(w.Name)
 	if apierrors.IsNotFound(err) {
-		return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: "plinth-orchestrator"})
+		return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
 	}
 	if err != nil {
 		return nil, err
@@ -632,27 +759,29 @@ func (c *Controller) syncPlan(ctx context.Context, w *v1b1.Workload, runtimeClas
 	} else {
 		delete(updated.Annotations, common.AnnotationRequestedBy)
 	}
-	return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-orchestrator"})
+	return c.client.ScoreV1b1().WorkloadPlans(w.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: fieldManager})
 }
 
-// runtimeCondition copies the runtime's report on the current plan into RuntimeReady.
-func (c *Controller) runtimeCondition(status *v1b1.WorkloadStatus, plan *v1b1.WorkloadPlan, gen int64) bool {
-	ready := meta.FindStatusCondition(plan.Status.Conditions, "Ready")
+// runtimeCondition copies the runtime's report on the current plan into RuntimeReady and says
+// whether the workload runs.
+func runtimeCondition(status *v1b1.WorkloadStatus, plan *v1b1.WorkloadPlan, gen int64) bool {
+	ready := meta.FindStatusCondition(plan.Status.Conditions, v1b1.ConditionReady)
 	switch {
 	case plan.Status.ObservedGeneration != plan.Generation || ready == nil:
-		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized.", gen)
+		conditions.Set(&status.Conditions, gen, v1b1.ConditionRuntimeReady, metav1.ConditionFalse, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized.")
 		return false
 	case ready.Status == metav1.ConditionTrue:
-		setCondition(status, v1b1.ConditionRuntimeReady, true, v1b1.ReasonSucceeded, "The workload is running.", gen)
+		conditions.Set(&status.Conditions, gen, v1b1.ConditionRuntimeReady, metav1.ConditionTrue, v1b1.ReasonSucceeded, "The workload is running.")
 		return true
 	case ready.Reason == v1b1.ReasonRuntimeProvisioning:
 		// One message while provisioning, whatever step the runtime reports (materialized,
 		// rolling out, starting): each step would be a Workload status write and an event
 		// for the same reason. The plan's runtimeInfo.state keeps the detail.
-		setCondition(status, v1b1.ConditionRuntimeReady, false, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized.", gen)
+		conditions.Set(&status.Conditions, gen, v1b1.ConditionRuntimeReady, metav1.ConditionFalse, v1b1.ReasonRuntimeProvisioning, "The workload is being materialized.")
 		return false
 	default:
-		setCondition(status, v1b1.ConditionRuntimeReady, false, ready.Reason, ready.Message, gen)
+		// The plan's reasons are the workload's: score.dev declares them once for both.
+		conditions.Set(&status.Conditions, gen, v1b1.ConditionRuntimeReady, metav1.ConditionFalse, ready.Reason, ready.Message)
 		return false
 	}
 }
@@ -662,23 +791,15 @@ func setReady(status *v1b1.WorkloadStatus, gen int64) {
 	for _, t := range []string{v1b1.ConditionInputsValid, v1b1.ConditionBindingsReady, v1b1.ConditionRuntimeReady} {
 		cond := meta.FindStatusCondition(status.Conditions, t)
 		if cond == nil {
-			setCondition(status, v1b1.ConditionReady, false, v1b1.ReasonRuntimeSelecting, "The workload has not been processed yet.", gen)
+			conditions.Set(&status.Conditions, gen, v1b1.ConditionReady, metav1.ConditionFalse, v1b1.ReasonRuntimeSelecting, "The workload has not been processed yet.")
 			return
 		}
 		if cond.Status != metav1.ConditionTrue {
-			setCondition(status, v1b1.ConditionReady, false, cond.Reason, cond.Message, gen)
+			conditions.Set(&status.Conditions, gen, v1b1.ConditionReady, metav1.ConditionFalse, cond.Reason, cond.Message)
 			return
 		}
 	}
-	setCondition(status, v1b1.ConditionReady, true, v1b1.ReasonSucceeded, "The workload is ready.", gen)
-}
-
-func setCondition(status *v1b1.WorkloadStatus, condType string, ok bool, reason, message string, gen int64) {
-	s := metav1.ConditionFalse
-	if ok {
-		s = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: condType, Status: s, Reason: reason, Message: message, ObservedGeneration: gen})
+	conditions.Set(&status.Conditions, gen, v1b1.ConditionReady, metav1.ConditionTrue, v1b1.ReasonSucceeded, "The workload is ready.")
 }
 
 func ownerRef(w *v1b1.Workload) metav1.OwnerReference {

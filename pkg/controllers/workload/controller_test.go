@@ -19,6 +19,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
@@ -42,6 +43,8 @@ type fixture struct {
 
 	actions []clienttesting.Action
 	events  []string
+	// stalled expects the reconcile to end Stalled: inputs that cannot be used.
+	stalled bool
 
 	// informers are the Plinth informers of the last newController, whose indexers a test
 	// may change between reconciles.
@@ -115,8 +118,8 @@ func (f *fixture) newController() *Controller {
 func (f *fixture) run(name string) {
 	f.t.Helper()
 	c := f.newController()
-	if err := c.reconcile(context.Background(), cache.NewObjectName("team-a", name)); err != nil {
-		f.t.Fatalf("sync %s: %v", name, err)
+	if err := c.reconcile(context.Background(), cache.NewObjectName("team-a", name)); errkind.IsStalled(err) != f.stalled || (err != nil && !f.stalled) {
+		f.t.Fatalf("sync %s: %v (stalled expected: %v)", name, err, f.stalled)
 	}
 	var got []clienttesting.Action
 	for _, a := range f.plinth.Actions() {
@@ -309,6 +312,7 @@ func TestPolicyViolationBindsNothing(t *testing.T) {
 	})
 	f.actions = append(f.actions, clienttesting.NewUpdateSubresourceAction(workloadsResource, "status", "team-a", nil))
 	f.events = []string{`Warning PolicyViolation The workload violates platform policy "prod-registries" at spec.containers[main].image.`}
+	f.stalled = true
 	f.run("hello")
 	got := f.plinth.Actions()[len(f.plinth.Actions())-1].(clienttesting.UpdateAction).GetObject().(*v1b1.Workload)
 	ready := findCondition(got.Status.Conditions, v1b1.ConditionReady)
@@ -405,5 +409,36 @@ func TestPlanCarriesWhoWroteTheWorkload(t *testing.T) {
 	unknown.Generation = 3
 	if got, ok := plan(unknown, first).Annotations[common.AnnotationRequestedBy]; ok {
 		t.Errorf("a plan of a workload without a recorded writer names %q", got)
+	}
+}
+
+// Params that cannot be used are invalid inputs found while binding: SpecInvalid naming the
+// resource, nothing bound for it, and a Stalled reconcile (retrying cannot help until the
+// workload or the outputs change). A cycle is found before anything is bound.
+func TestUnusableParamsAreInvalidInputs(t *testing.T) {
+	for name, tc := range map[string]struct {
+		params  string
+		message string
+	}{
+		"a secret output": {`{"host":"${resources.db.password}"}`, `The params of resource "route" cannot be resolved.`},
+		"a cycle":         {`{"host":"${resources.route.host}"}`, "The params of resources route refer to each other in a cycle."},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			w := newWorkload("hello", "registry.example.com/hello:1.0")
+			w.Spec.Resources["route"] = v1b1.ResourceSpec{Type: "route", Params: &common.RawObject{Raw: []byte(tc.params)}}
+			db := boundBinding(w)
+			db.Status.Outputs.Secrets = map[string]v1b1.SecretKeyReference{"password": {Name: "hello-db", Key: "password"}}
+			f.workloads, f.bindings = []*v1b1.Workload{w}, []*v1b1.ResourceBinding{db}
+			f.actions = append(f.actions, clienttesting.NewUpdateSubresourceAction(workloadsResource, "status", "team-a", nil))
+			f.events = []string{"Warning SpecInvalid " + tc.message}
+			f.stalled = true
+			f.run("hello")
+			actions := f.plinth.Actions()
+			written := actions[len(actions)-1].(clienttesting.UpdateAction).GetObject().(*v1b1.Workload)
+			if c := findCondition(written.Status.Conditions, v1b1.ConditionInputsValid); c == nil || c.Reason != v1b1.ReasonSpecInvalid || c.Message != tc.message {
+				t.Errorf("InputsValid: %+v", c)
+			}
+		})
 	}
 }

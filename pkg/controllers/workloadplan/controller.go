@@ -4,6 +4,11 @@
 // removes what it made for it (compute.Withdrawer). It is woken by plans, by the Deployments the
 // kubernetes runtime makes for them, by the bindings a plan uses (shared ones included), and by
 // the objects of a Failed plan's names that the kubernetes runtime refused to take over.
+//
+// In memory, besides its informers' caches, it keeps the plans its status writes returned until
+// the plan cache shows them (loop.Written); the runtimes keep their own (compute.Registry
+// releases a deleted plan's). A restart loses nothing the API does not hold: which runtimes
+// still have to withdraw a plan is recorded in its status (WithdrawingKey).
 package workloadplan
 
 import (
@@ -14,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,9 +30,11 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	scoreinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/score/v1b1"
@@ -38,11 +44,14 @@ import (
 // Name names the controller in logs, metrics and events.
 const Name = "workloadplan"
 
+// fieldManager names the controller (the seed's runtime) in the managedFields of the plan
+// status it writes.
+const fieldManager = "plinth-runtime"
+
 // Controller reconciles WorkloadPlans.
 type Controller struct {
 	*loop.Loop
-	client   clientset.Interface
-	recorder events.EventRecorder
+	status   *statuswriter.Writer[*v1b1.WorkloadPlan]
 	plans    listers.WorkloadPlanLister
 	bindings listers.ResourceBindingLister
 	runtimes *compute.Registry
@@ -59,7 +68,19 @@ type Controller struct {
 func New(client clientset.Interface, recorder events.EventRecorder, runtimes *compute.Registry,
 	plans scoreinformers.WorkloadPlanInformer, bindings scoreinformers.ResourceBindingInformer,
 	deployments appsinformers.DeploymentInformer, services coreinformers.ServiceInformer, secrets coreinformers.SecretInformer) (*Controller, error) {
-	c := &Controller{client: client, recorder: recorder, plans: plans.Lister(), bindings: bindings.Lister(), runtimes: runtimes}
+	c := &Controller{plans: plans.Lister(), bindings: bindings.Lister(), runtimes: runtimes}
+	c.status = &statuswriter.Writer[*v1b1.WorkloadPlan]{
+		FieldManager: fieldManager,
+		Reasons:      v1b1.Reasons,
+		Conditions:   func(p *v1b1.WorkloadPlan) []metav1.Condition { return p.Status.Conditions },
+		Update: func(ctx context.Context, p *v1b1.WorkloadPlan, opts metav1.UpdateOptions) (*v1b1.WorkloadPlan, error) {
+			return client.ScoreV1b1().WorkloadPlans(p.Namespace).UpdateStatus(ctx, p, opts)
+		},
+		Events: transition.New(recorder, v1b1.Reasons),
+		// Plans are the platform's, not the tenant's: their outcomes only, Ready or a warning.
+		Rules:   []transition.Rule{{Condition: v1b1.ConditionReady, ReadyReason: v1b1.ReasonReady, Action: "Materialize", OutcomesOnly: true}},
+		Written: &c.written,
+	}
 	reads := []cache.SharedIndexInformer{plans.Informer(), bindings.Informer(), deployments.Informer(), services.Informer(), secrets.Informer()}
 	var notifiers []compute.PlanNotifier
 	for _, rt := range runtimes.Runtimes() {
@@ -136,6 +157,8 @@ func (c *Controller) refusedPlanOf(suffix string) loop.KeysFunc {
 	}
 }
 
+// reconcile hands the plan to the runtime of its class, after asking the runtimes that
+// materialized it before to withdraw, and writes the runtime's report as the plan's status.
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
 	namespace, name := key.Namespace, key.Name
 	plan, err := c.plans.WorkloadPlans(namespace).Get(name)
@@ -185,14 +208,14 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		}
 	}
 
-	status := plan.Status.DeepCopy()
+	after := plan.DeepCopy()
+	status := &after.Status
 	status.ObservedGeneration = plan.Generation
-	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: report.Reason, Message: report.Message, ObservedGeneration: plan.Generation}
+	conditions.Set(&status.Conditions, plan.Generation, v1b1.ConditionReady, conditions.Status(report.Ready), report.Reason, report.Message)
 	switch {
 	case report.Ready:
-		cond.Status = metav1.ConditionTrue
 		status.Phase = v1b1.PlanPhaseProjected
-		if status.LastProjectedTime == nil || !meta.IsStatusConditionTrue(plan.Status.Conditions, "Ready") {
+		if status.LastProjectedTime == nil || !meta.IsStatusConditionTrue(plan.Status.Conditions, v1b1.ConditionReady) {
 			now := metav1.Now()
 			status.LastProjectedTime = &now
 		}
@@ -206,7 +229,6 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		// change must not leave the plan waiting.
 		c.EnqueueAfter(key, 5*time.Second)
 	}
-	meta.SetStatusCondition(&status.Conditions, cond)
 	if ok {
 		status.RuntimeInfo = &v1b1.RuntimeInfo{Controller: rt.Name(), State: report.State, Metadata: report.Details}
 		if len(withdrawing) > 0 {
@@ -218,15 +240,8 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			status.RuntimeInfo.Metadata[WithdrawingKey] = strings.Join(withdrawing, ",")
 		}
 	}
-	if !apiequality.Semantic.DeepEqual(status, &plan.Status) {
-		updated := plan.DeepCopy()
-		updated.Status = *status
-		written, err := c.client.ScoreV1b1().WorkloadPlans(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: "plinth-runtime"})
-		if err != nil {
-			return err
-		}
-		c.written.Record(key, plan, written)
-		transition.Outcome(c.recorder, plan, plan.Status.Conditions, status.Conditions, "Ready", "Ready", "Materialize")
+	if _, _, err := c.status.Write(ctx, plan, after); err != nil {
+		return err
 	}
 	return errors.Join(applyErr, withdrawErr)
 }
