@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/controllers/packinstance"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -68,7 +67,7 @@ func TestInstancePredicates(t *testing.T) {
 		t.Error("a new instance is Ready, or does not exist")
 	}
 	inst.Status.Conditions = []metav1.Condition{{Type: infrav1alpha1.ConditionReady, Status: metav1.ConditionTrue},
-		{Type: infrav1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: packinstance.ReasonNoDrift, Message: "Nothing has drifted since the delivery."}}
+		{Type: infrav1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: infrav1alpha1.ReasonNoDrift, Message: "Nothing has drifted since the delivery."}}
 	if instanceReady(inst) {
 		t.Error("Ready without a delivered revision")
 	}
@@ -88,7 +87,7 @@ func TestInstancePredicates(t *testing.T) {
 	if !checked(inst) {
 		t.Error("a clean drift pass not seen")
 	}
-	inst.Status.Conditions[1].Status, inst.Status.Conditions[1].Reason = metav1.ConditionTrue, packinstance.ReasonDrifted
+	inst.Status.Conditions[1].Status, inst.Status.Conditions[1].Reason = metav1.ConditionTrue, infrav1alpha1.ReasonDrifted
 	if checked(inst) {
 		t.Error("a drifted instance taken for a clean pass")
 	}

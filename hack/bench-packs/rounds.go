@@ -13,7 +13,6 @@ import (
 	"github.com/plinth-dev/plinth/internal/benchharness"
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/controllers/packinstance"
 )
 
 // window is what the processes used during the timed part of one side's round.
@@ -138,7 +137,7 @@ func driftChecked(objects int) func(*infrav1alpha1.InfrastructurePackInstance) b
 	want := fmt.Sprintf("The %d delivered objects match", objects)
 	return func(i *infrav1alpha1.InfrastructurePackInstance) bool {
 		d := meta.FindStatusCondition(i.Status.Conditions, infrav1alpha1.ConditionDrifted)
-		return d != nil && d.Status == metav1.ConditionFalse && d.Reason == packinstance.ReasonNoDrift && strings.HasPrefix(d.Message, want)
+		return d != nil && d.Status == metav1.ConditionFalse && d.Reason == infrav1alpha1.ReasonNoDrift && strings.HasPrefix(d.Message, want)
 	}
 }
 

@@ -18,6 +18,10 @@
 // Deleting a pack deletes its instances, whose finalizer removes the delivered objects from
 // each cluster unless lifecyclePolicies.retainOnDeletion; once they are gone the kept
 // revisions are deleted and the pack's finalizer released.
+//
+// In-memory state: none of the controller's own beyond its informers' caches. The revisions
+// store (pkg/packs/revisions) keeps the revisions it decoded; a restart loses only that
+// cache, and the next reconcile of each pack reads its current revision's Secret again.
 package clusterpack
 
 import (
@@ -44,10 +48,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	infraclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/infrastructure/v1alpha1"
 	infrainformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/infrastructure/v1alpha1"
@@ -62,23 +69,16 @@ import (
 // Name names the controller in logs, metrics and events.
 const Name = "clusterpack"
 
-// Condition reasons of a pack.
-const (
-	ReasonRendered         = "Rendered"
-	ReasonRenderFailed     = "RenderFailed"
-	ReasonFetchFailed      = "FetchFailed"
-	ReasonRevisionNotFound = "RevisionNotFound"
-	ReasonDelivered        = "Delivered"
-	ReasonNotDelivered     = "NotDelivered"
-	ReasonDeleting         = "Deleting"
-)
+// fieldManager names the controller in the managedFields of the pack statuses it writes.
+const fieldManager = "plinth-" + Name
 
 // renderTimeout bounds one render, fetching the chart included.
 const renderTimeout = 2 * time.Minute
 
 // contentRetry is how soon a pack whose content failed to render is rendered again without a
-// change of its own: a missing kustomize source may have appeared. A chart pulled once is
-// cached, so this costs a template run, not a download.
+// change of its own: a missing kustomize source may have appeared, or a chart version been
+// published, and no informer here reports either. A chart pulled once is cached, so this
+// costs a template run, not a download.
 const contentRetry = time.Minute
 
 // Options tune the controller.
@@ -98,7 +98,8 @@ type Controller struct {
 	plinth    versioned.Interface
 	client    infraclient.InfrastructureV1alpha1Interface
 	kube      kubernetes.Interface
-	recorder  events.EventRecorder
+	events    *transition.Recorder
+	status    statuswriter.Writer[*infrav1alpha1.InfrastructureClusterPack]
 	packs     infralisters.InfrastructureClusterPackLister
 	instances cache.Indexer
 	clusters  platformlisters.ClusterLister
@@ -140,9 +141,22 @@ func NewController(plinth versioned.Interface, kube kubernetes.Interface, record
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	c := &Controller{
-		plinth: plinth, client: plinth.InfrastructureV1alpha1(), kube: kube, recorder: recorder,
+		plinth: plinth, client: plinth.InfrastructureV1alpha1(), kube: kube, events: transition.New(recorder, infrav1alpha1.Reasons),
 		packs: packs.Lister(), instances: instances.Informer().GetIndexer(), clusters: clusters.Lister(),
 		renderer: renderer, store: store, clock: opts.Clock,
+	}
+	c.status = statuswriter.Writer[*infrav1alpha1.InfrastructureClusterPack]{
+		FieldManager: fieldManager,
+		Reasons:      infrav1alpha1.Reasons,
+		Conditions:   func(p *infrav1alpha1.InfrastructureClusterPack) []metav1.Condition { return p.Status.Conditions },
+		Update: func(ctx context.Context, p *infrav1alpha1.InfrastructureClusterPack, opts metav1.UpdateOptions) (*infrav1alpha1.InfrastructureClusterPack, error) {
+			return c.client.InfrastructureClusterPacks(p.Namespace).UpdateStatus(ctx, p, opts)
+		},
+		Events: c.events,
+		Rules: []transition.Rule{
+			{Condition: infrav1alpha1.ConditionRendered, Action: "Render"},
+			{Condition: infrav1alpha1.ConditionReady, ReadyReason: infrav1alpha1.ReasonReady, Action: "Deliver"},
+		},
 	}
 	c.Loop = loop.New(Name, c.reconcile, packs.Informer(), instances.Informer(), clusters.Informer())
 	if err := c.WatchGenerations(packs.Informer()); err != nil {
@@ -210,7 +224,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			return err
 		}
 	}
-	before := pack.Status.DeepCopy()
+	before := pack.DeepCopy()
 	targets, missing := c.targets(pack)
 	renderErr := c.revise(ctx, pack, targets)
 	var instErr error
@@ -221,25 +235,23 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if renderErr == nil {
 		pack.Status.ObservedGeneration = pack.Generation
 	}
-	if err := c.writeStatus(ctx, pack, before); err != nil {
+	if _, _, err := c.status.Write(ctx, before, pack); err != nil {
 		return err
 	}
-	var content *contentError
-	if errors.As(renderErr, &content) {
-		// Not retried with backoff: a new spec fixes it, or the source it lacks appearing (a
-		// kustomize ConfigMap or OCIArtifact created after the pack), which no informer here
-		// reports, so the pack is looked at again after contentRetry.
-		renderErr = nil
-		c.EnqueueAfter(key, contentRetry)
+	return outcome(renderErr, instErr)
+}
+
+// outcome is what the loop does after a reconcile. A failure to keep the instances is retried
+// with backoff, and the retry renders again too. Otherwise the render's error decides: content
+// that does not render is Waiting for contentRetry (not retried with backoff: a new spec fixes
+// it, or the source it lacks appearing, which no informer here reports), a rollback to a
+// revision not kept is Stalled until the spec changes, and a failed fetch is retried.
+func outcome(renderErr, instErr error) error {
+	if instErr != nil && (errkind.IsWaiting(renderErr) || errkind.IsStalled(renderErr)) {
+		return instErr
 	}
 	return errors.Join(renderErr, instErr)
 }
-
-// contentError wraps a rendering failure that only a change of the pack fixes.
-type contentError struct{ err error }
-
-func (e *contentError) Error() string { return e.err.Error() }
-func (e *contentError) Unwrap() error { return e.err }
 
 // targets returns the pack's target Clusters, sorted by name, and the named ones that do not
 // exist.
@@ -275,54 +287,85 @@ func (c *Controller) targets(pack *infrav1alpha1.InfrastructureClusterPack) ([]*
 // when the output differs from the current one's).
 func (c *Controller) revise(ctx context.Context, pack *infrav1alpha1.InfrastructureClusterPack, targets []*platformv1alpha1.Cluster) error {
 	if r := pack.Spec.RollbackToRevision; r != nil {
-		if pack.Status.Revision == *r && pack.Status.ObservedGeneration == pack.Generation {
-			return nil
-		}
-		rev, err := c.store.Get(ctx, pack.Namespace, pack.Name, *r)
-		if apierrors.IsNotFound(err) {
-			setCondition(pack, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRevisionNotFound,
-				fmt.Sprintf("Revision %d is not kept; status.history lists the kept revisions.", *r))
-			return &contentError{err}
-		}
-		if err != nil {
-			return err
-		}
-		c.point(pack, rev)
-		setCondition(pack, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered,
-			fmt.Sprintf("Rolling back to revision %d (version %s), rendered %s.", rev.Number, rev.Version, rev.RenderedAt.UTC().Format(time.RFC3339)))
-		return nil
+		return c.rollback(ctx, pack, *r)
 	}
 	keys := renderKeys(targets)
-	if pack.Status.Revision > 0 && pack.Status.ObservedGeneration == pack.Generation && meta.IsStatusConditionTrue(pack.Status.Conditions, infrav1alpha1.ConditionRendered) {
-		current, err := c.store.Get(ctx, pack.Namespace, pack.Name, pack.Status.Revision)
-		if err == nil && hasKeys(current, keys) {
-			return nil // rendered for every target already
-		}
+	if c.renderedForEveryTarget(ctx, pack, keys) {
+		return nil
 	}
 	rev, err := c.render(ctx, pack, keys)
 	if err != nil {
-		// The condition and the log quote the error: not the URLs in it, which may carry a
-		// token (a chart archive's signed URL, a redirect's target).
-		err = render.Redact(err)
-		reason := ReasonFetchFailed
-		var content *contentError
-		switch {
-		case errors.As(err, &content):
-			reason = ReasonRenderFailed // a missing ConfigMap or OCIArtifact
-		case render.IsContentError(err):
-			reason = ReasonRenderFailed
-			err = &contentError{err}
-		}
-		setCondition(pack, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, reason, message.Error(err))
-		return err
+		return renderFailed(pack, err)
 	}
 	kept, err := c.store.List(ctx, pack.Namespace, pack.Name)
 	if err != nil {
 		return err
 	}
-	// Output identical to the current revision's keeps it; so does output identical to the
-	// newest kept revision's: a reconcile that read the pack before the status write of the
-	// one that saved it must not save the same objects again under a new number.
+	if same := c.sameRevision(ctx, pack, rev, kept, keys); same != nil {
+		c.point(pack, same)
+		conditions.Set(&pack.Status.Conditions, pack.Generation, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, infrav1alpha1.ReasonRendered,
+			fmt.Sprintf("Revision %d is current: rendering gives the same objects.", same.Number))
+		return nil
+	}
+	return c.saveRevision(ctx, pack, rev, kept)
+}
+
+// rollback points the pack at the kept revision number. A revision not kept is Stalled: only a
+// new spec fixes it.
+func (c *Controller) rollback(ctx context.Context, pack *infrav1alpha1.InfrastructureClusterPack, number int64) error {
+	if pack.Status.Revision == number && pack.Status.ObservedGeneration == pack.Generation {
+		return nil
+	}
+	rev, err := c.store.Get(ctx, pack.Namespace, pack.Name, number)
+	if apierrors.IsNotFound(err) {
+		conditions.Set(&pack.Status.Conditions, pack.Generation, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, infrav1alpha1.ReasonRevisionNotFound,
+			fmt.Sprintf("Revision %d is not kept; status.history lists the kept revisions.", number))
+		return errkind.Stalled(err)
+	}
+	if err != nil {
+		return err
+	}
+	c.point(pack, rev)
+	conditions.Set(&pack.Status.Conditions, pack.Generation, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, infrav1alpha1.ReasonRendered,
+		fmt.Sprintf("Rolling back to revision %d (version %s), rendered %s.", rev.Number, rev.Version, rev.RenderedAt.UTC().Format(time.RFC3339)))
+	return nil
+}
+
+// renderedForEveryTarget says whether the current revision already holds a render of the
+// current spec for every key, so there is nothing to render.
+func (c *Controller) renderedForEveryTarget(ctx context.Context, pack *infrav1alpha1.InfrastructureClusterPack, keys []string) bool {
+	if pack.Status.Revision == 0 || pack.Status.ObservedGeneration != pack.Generation ||
+		!meta.IsStatusConditionTrue(pack.Status.Conditions, infrav1alpha1.ConditionRendered) {
+		return false
+	}
+	current, err := c.store.Get(ctx, pack.Namespace, pack.Name, pack.Status.Revision)
+	return err == nil && hasKeys(current, keys)
+}
+
+// renderFailed records a render that failed in the Rendered condition and returns its error:
+// RenderFailed and Waiting for contentRetry when the pack's content is at fault (a missing
+// source, a template that fails), FetchFailed and retried with backoff otherwise. The
+// condition and the log quote the error: not the URLs in it, which may carry a token (a chart
+// archive's signed URL, a redirect's target).
+func renderFailed(pack *infrav1alpha1.InfrastructureClusterPack, err error) error {
+	err = render.Redact(err)
+	reason := infrav1alpha1.ReasonFetchFailed
+	switch {
+	case errkind.IsWaiting(err):
+		reason = infrav1alpha1.ReasonRenderFailed // a missing ConfigMap or OCIArtifact
+	case render.IsContentError(err):
+		reason = infrav1alpha1.ReasonRenderFailed
+		err = errkind.Waiting(err, contentRetry)
+	}
+	conditions.Set(&pack.Status.Conditions, pack.Generation, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, reason, message.Error(err))
+	return err
+}
+
+// sameRevision is the kept revision whose objects rev repeats, if any: the current one, or
+// the newest kept, since a reconcile that read the pack before the status write of the one
+// that saved it must not save the same objects again under a new number.
+func (c *Controller) sameRevision(ctx context.Context, pack *infrav1alpha1.InfrastructureClusterPack, rev *revisions.Revision,
+	kept []revisions.RevisionInfo, keys []string) *revisions.Revision {
 	candidates := []int64{pack.Status.Revision}
 	if len(kept) > 0 && kept[0].Number != pack.Status.Revision && kept[0].Digest == rev.Digest && kept[0].Version == rev.Version {
 		candidates = append(candidates, kept[0].Number)
@@ -333,12 +376,15 @@ func (c *Controller) revise(ctx context.Context, pack *infrav1alpha1.Infrastruct
 		}
 		if current, err := c.store.Get(ctx, pack.Namespace, pack.Name, n); err == nil &&
 			current.Digest == rev.Digest && current.Version == rev.Version && hasKeys(current, keys) {
-			c.point(pack, current)
-			setCondition(pack, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered,
-				fmt.Sprintf("Revision %d is current: rendering gives the same objects.", current.Number))
-			return nil
+			return current
 		}
 	}
+	return nil
+}
+
+// saveRevision keeps rev as a new revision numbered one past the newest kept, prunes the kept
+// revisions to the pack's limit (never one an instance runs) and points the pack at it.
+func (c *Controller) saveRevision(ctx context.Context, pack *infrav1alpha1.InfrastructureClusterPack, rev *revisions.Revision, kept []revisions.RevisionInfo) error {
 	rev.Number = 1
 	if len(kept) > 0 {
 		rev.Number = kept[0].Number + 1
@@ -354,16 +400,16 @@ func (c *Controller) revise(ctx context.Context, pack *infrav1alpha1.Infrastruct
 		return err
 	}
 	c.point(pack, rev)
-	if kept, err = c.store.List(ctx, pack.Namespace, pack.Name); err == nil {
+	if kept, err := c.store.List(ctx, pack.Namespace, pack.Name); err == nil {
 		pack.Status.History = history(kept)
 	}
 	objects := 0
 	for _, objs := range rev.Renders {
 		objects = max(objects, len(objs))
 	}
-	setCondition(pack, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered,
+	conditions.Set(&pack.Status.Conditions, pack.Generation, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, infrav1alpha1.ReasonRendered,
 		fmt.Sprintf("Rendered revision %d of version %s: %d %s.", rev.Number, rev.Version, objects, map[bool]string{true: "object", false: "objects"}[objects == 1]))
-	transition.Record(c.recorder, pack, ReasonRendered, "Render", fmt.Sprintf("Rendered revision %d of version %s.", rev.Number, rev.Version))
+	c.events.Record(pack, infrav1alpha1.ReasonRendered, "Render", fmt.Sprintf("Rendered revision %d of version %s.", rev.Number, rev.Version))
 	return nil
 }
 
@@ -519,7 +565,7 @@ func (c *Controller) kustomizeFiles(ctx context.Context, pack *infrav1alpha1.Inf
 	if k.ConfigMapRef != nil {
 		cm, err := c.kube.CoreV1().ConfigMaps(pack.Namespace).Get(ctx, k.ConfigMapRef.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil, &contentError{fmt.Errorf("ConfigMap %s/%s does not exist", pack.Namespace, k.ConfigMapRef.Name)}
+			return nil, errkind.Waitingf(contentRetry, "ConfigMap %s/%s does not exist", pack.Namespace, k.ConfigMapRef.Name)
 		}
 		if err != nil {
 			return nil, err
@@ -544,17 +590,10 @@ func configMapFiles(cm *corev1.ConfigMap) map[string][]byte {
 // summarize sets the per-cluster phases, the summary counts and the Ready condition from the
 // instances.
 func (c *Controller) summarize(pack *infrav1alpha1.InfrastructureClusterPack, targets []*platformv1alpha1.Cluster, missing []string) {
-	objs, _ := c.instances.ByIndex(byPack, pack.Namespace+"/"+pack.Name)
-	byCluster := map[string]*infrav1alpha1.InfrastructurePackInstance{}
-	for _, o := range objs {
-		if inst, ok := o.(*infrav1alpha1.InfrastructurePackInstance); ok {
-			byCluster[inst.Spec.TargetClusterRef] = inst
-		}
-	}
+	instances := c.packInstances(pack)
 	var clusters []infrav1alpha1.PackClusterStatus
-	var summary infrav1alpha1.PackSummary
 	for _, cl := range targets {
-		st := ClusterStatus(byCluster[cl.Name], pack.Status.Revision)
+		st := ClusterStatus(instances[cl.Name], pack.Status.Revision)
 		st.Cluster = cl.Name
 		clusters = append(clusters, st)
 	}
@@ -563,6 +602,13 @@ func (c *Controller) summarize(pack *infrav1alpha1.InfrastructureClusterPack, ta
 			Message: fmt.Sprintf("Cluster %s does not exist.", name)})
 	}
 	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Cluster < clusters[j].Cluster })
+	pack.Status.Clusters, pack.Status.Summary = clusters, count(clusters)
+	setReady(pack)
+}
+
+// count sums the clusters up by phase.
+func count(clusters []infrav1alpha1.PackClusterStatus) infrav1alpha1.PackSummary {
+	var summary infrav1alpha1.PackSummary
 	for _, st := range clusters {
 		switch st.Phase {
 		case infrav1alpha1.ClusterPhaseReady:
@@ -579,18 +625,25 @@ func (c *Controller) summarize(pack *infrav1alpha1.InfrastructureClusterPack, ta
 			summary.Unreachable++
 		}
 	}
-	pack.Status.Clusters, pack.Status.Summary = clusters, summary
-	total := int32(len(clusters))
+	return summary
+}
+
+// setReady decides the pack's Ready condition from its summary: True once the current revision
+// runs (drifted or not) on every target cluster.
+func setReady(pack *infrav1alpha1.InfrastructureClusterPack) {
+	total, summary := int32(len(pack.Status.Clusters)), pack.Status.Summary
+	ready, reason := false, infrav1alpha1.ReasonNotDelivered
+	var msg string
 	switch {
 	case pack.Status.Revision == 0:
-		setCondition(pack, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotDelivered, "No revision is rendered yet.")
+		msg = "No revision is rendered yet."
 	case total > 0 && summary.Ready+summary.Drifted == total:
-		setCondition(pack, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered,
-			fmt.Sprintf("Revision %d runs on every target cluster (%d).", pack.Status.Revision, total))
+		ready, reason = true, infrav1alpha1.ReasonDelivered
+		msg = fmt.Sprintf("Revision %d runs on every target cluster (%d).", pack.Status.Revision, total)
 	default:
-		setCondition(pack, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotDelivered,
-			fmt.Sprintf("Revision %d runs on %d of %d target clusters.", pack.Status.Revision, summary.Ready+summary.Drifted, total))
+		msg = fmt.Sprintf("Revision %d runs on %d of %d target clusters.", pack.Status.Revision, summary.Ready+summary.Drifted, total)
 	}
+	conditions.Set(&pack.Status.Conditions, pack.Generation, infrav1alpha1.ConditionReady, conditions.Status(ready), reason, msg)
 }
 
 // ClusterStatus is the phase of a pack on the cluster of inst (nil: not created yet), for
@@ -604,9 +657,9 @@ func ClusterStatus(inst *infrav1alpha1.InfrastructurePackInstance, revision int6
 	switch {
 	case meta.IsStatusConditionTrue(inst.Status.Conditions, infrav1alpha1.ConditionDependencyBlocked):
 		st.Phase = infrav1alpha1.ClusterPhaseBlocked
-	case ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == ReasonUnreachable:
+	case ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == infrav1alpha1.ReasonUnreachable:
 		st.Phase = infrav1alpha1.ClusterPhaseUnreachable
-	case ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == ReasonFailed:
+	case ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == infrav1alpha1.ReasonDeliveryFailed:
 		st.Phase = infrav1alpha1.ClusterPhaseFailed
 	case inst.Status.Revision != revision || ready == nil || ready.Status != metav1.ConditionTrue:
 		st.Phase = infrav1alpha1.ClusterPhaseProgressing
@@ -627,31 +680,4 @@ func ClusterStatus(inst *infrav1alpha1.InfrastructurePackInstance, revision int6
 		}
 	}
 	return st
-}
-
-// Reasons of an instance's Ready=False that the pack's summary counts apart.
-const (
-	// ReasonUnreachable: the cluster did not answer.
-	ReasonUnreachable = "Unreachable"
-	// ReasonFailed: the delivery failed or was refused.
-	ReasonFailed = "DeliveryFailed"
-)
-
-func setCondition(pack *infrav1alpha1.InfrastructureClusterPack, condType string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&pack.Status.Conditions, metav1.Condition{Type: condType, Status: status, Reason: reason,
-		Message: msg, ObservedGeneration: pack.Generation})
-}
-
-// writeStatus writes the status when it changed, with an event on each Ready and Rendered
-// transition.
-func (c *Controller) writeStatus(ctx context.Context, pack *infrav1alpha1.InfrastructureClusterPack, before *infrav1alpha1.InfrastructureClusterPackStatus) error {
-	if apiequality.Semantic.DeepEqual(*before, pack.Status) {
-		return nil
-	}
-	if _, err := c.client.InfrastructureClusterPacks(pack.Namespace).UpdateStatus(ctx, pack, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	transition.Condition(c.recorder, pack, before.Conditions, pack.Status.Conditions, infrav1alpha1.ConditionRendered, "", "Render")
-	transition.Condition(c.recorder, pack, before.Conditions, pack.Status.Conditions, infrav1alpha1.ConditionReady, "Ready", "Deliver")
-	return nil
 }

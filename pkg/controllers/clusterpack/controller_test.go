@@ -20,6 +20,7 @@ import (
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/packs/render"
 )
 
@@ -168,9 +169,9 @@ func TestClusterStatus(t *testing.T) {
 		{"blocked wins over drifted", instance(3, ready, cond(infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, "Drifted", "x"),
 			cond(infrav1alpha1.ConditionDependencyBlocked, metav1.ConditionTrue, "DependencyBlocked", "Dependency b drifted.")),
 			infrav1alpha1.ClusterPhaseBlocked, "Dependency b drifted."},
-		{"unreachable", instance(2, cond(infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnreachable, "Connection refused.")),
+		{"unreachable", instance(2, cond(infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonUnreachable, "Connection refused.")),
 			infrav1alpha1.ClusterPhaseUnreachable, "Connection refused."},
-		{"failed", instance(3, cond(infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonFailed, "Applying failed.")),
+		{"failed", instance(3, cond(infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonDeliveryFailed, "Applying failed.")),
 			infrav1alpha1.ClusterPhaseFailed, "Applying failed."},
 		{"old revision", instance(2, ready), infrav1alpha1.ClusterPhaseProgressing, ""},
 		{"not ready yet", instance(3, cond(infrav1alpha1.ConditionReady, metav1.ConditionFalse, "Delivering", "Delivering revision 3.")),
@@ -216,7 +217,7 @@ func TestReconcileNewPack(t *testing.T) {
 		t.Errorf("status revision %d version %q generation %d digest %q, want 1, v1.0.0, 1, a digest",
 			p.Status.Revision, p.Status.Version, p.Status.ObservedGeneration, p.Status.Digest)
 	}
-	expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered)
+	expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, infrav1alpha1.ReasonRendered)
 	if len(p.Status.History) != 1 || p.Status.History[0].Revision != 1 || p.Status.History[0].Digest != p.Status.Digest ||
 		!p.Status.History[0].RenderedAt.Time.Equal(start) {
 		t.Errorf("history %+v, want revision 1 rendered at %s", p.Status.History, start)
@@ -278,7 +279,7 @@ func TestReconcileNewPack(t *testing.T) {
 		p.Status.Clusters[0].Cluster != "east" || p.Status.Clusters[1].Cluster != "west" {
 		t.Errorf("summary %+v clusters %+v, want both progressing", p.Status.Summary, p.Status.Clusters)
 	}
-	expectCondition(t, p, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotDelivered)
+	expectCondition(t, p, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonNotDelivered)
 
 	// Once both instances run revision 1 the pack is Ready.
 	for _, cl := range []string{"east", "west"} {
@@ -288,7 +289,15 @@ func TestReconcileNewPack(t *testing.T) {
 		})
 	}
 	p = h.step()
-	expectCondition(t, p, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, p, infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered)
+	if diff := cmp.Diff([]string{
+		"Normal Rendered Rendered revision 1 of version v1.0.0.",
+		"Normal Rendered Rendered revision 1 of version v1.0.0: 2 objects.",
+		"Normal NotDelivered Revision 1 runs on 0 of 2 target clusters.",
+		"Normal Ready Revision 1 runs on every target cluster (2).",
+	}, h.events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
 	if p.Status.Summary != (infrav1alpha1.PackSummary{Ready: 2}) {
 		t.Errorf("summary %+v, want 2 ready", p.Status.Summary)
 	}
@@ -330,7 +339,7 @@ func TestReconcileNewRevisions(t *testing.T) {
 	if p.Status.Revision != 1 || p.Status.Digest != first.Status.Digest || p.Status.ObservedGeneration != 2 {
 		t.Errorf("revision %d generation %d, want revision 1 observed at generation 2", p.Status.Revision, p.Status.ObservedGeneration)
 	}
-	if c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered); !strings.Contains(c.Message, "Revision 1 is current") {
+	if c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, infrav1alpha1.ReasonRendered); !strings.Contains(c.Message, "Revision 1 is current") {
 		t.Errorf("Rendered message %q", c.Message)
 	}
 	if diff := cmp.Diff([]string{"infra.v1"}, h.secrets()); diff != "" {
@@ -415,11 +424,12 @@ func TestReconcileKeepsDeployedRevisions(t *testing.T) {
 func TestReconcileContentError(t *testing.T) {
 	h := newHarness(t, newPack(t, "east"), cluster("east", "v1.37.1", nil))
 	h.renderer.err = &render.Error{Template: "infra/templates/settings.yaml", Line: 7, Message: "nil pointer evaluating .Values.x"}
-	if err := h.reconcile(); err != nil {
-		t.Fatalf("reconcile returned %v: a content error is not retried", err)
-	}
+	expectContentWait(t, h.reconcile())
 	p := h.pack()
-	c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRenderFailed)
+	c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, infrav1alpha1.ReasonRenderFailed)
+	if events := h.events(); len(events) == 0 || events[0] != "Warning RenderFailed "+c.Message {
+		t.Errorf("events %q, want a Warning RenderFailed first", events)
+	}
 	if !strings.Contains(c.Message, "infra/templates/settings.yaml") || !strings.Contains(c.Message, "line 7") {
 		t.Errorf("Rendered message %q, want the template and line", c.Message)
 	}
@@ -432,13 +442,13 @@ func TestReconcileContentError(t *testing.T) {
 	if s := h.secrets(); len(s) != 0 {
 		t.Errorf("Secrets %v", s)
 	}
-	expectCondition(t, p, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotDelivered)
+	expectCondition(t, p, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonNotDelivered)
 
 	// A new spec that renders fixes it.
 	h.renderer.err = nil
 	h.edit(true, func(p *infrav1alpha1.InfrastructureClusterPack) { p.Spec.Version = "v1.0.1" })
 	p = h.step()
-	expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered)
+	expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, infrav1alpha1.ReasonRendered)
 	if p.Status.Revision != 1 {
 		t.Errorf("revision %d, want 1", p.Status.Revision)
 	}
@@ -449,11 +459,9 @@ func TestReconcileContentErrorKeepsTheCurrentRevision(t *testing.T) {
 	h.step()
 	h.renderer.err = &render.Error{Message: "chart infra version 9.9.9 does not exist"}
 	h.edit(true, func(p *infrav1alpha1.InfrastructureClusterPack) { p.Spec.Version = "v9.9.9" })
-	if err := h.reconcile(); err != nil {
-		t.Fatalf("reconcile returned %v", err)
-	}
+	expectContentWait(t, h.reconcile())
 	p := h.pack()
-	expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRenderFailed)
+	expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, infrav1alpha1.ReasonRenderFailed)
 	if p.Status.Revision != 1 || p.Status.Version != "v1.0.0" {
 		t.Errorf("revision %d version %s, want revision 1 kept", p.Status.Revision, p.Status.Version)
 	}
@@ -470,7 +478,7 @@ func TestReconcileFetchError(t *testing.T) {
 		t.Fatalf("reconcile returned %v, want the fetch error (retried with backoff)", err)
 	}
 	p := h.pack()
-	c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonFetchFailed)
+	c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, infrav1alpha1.ReasonFetchFailed)
 	if c.Message == "" {
 		t.Error("no message")
 	}
@@ -487,8 +495,8 @@ func TestReconcileErrorsQuoteNoURL(t *testing.T) {
 		err    error
 		reason string
 	}{
-		"fetch":   {fmt.Errorf("pulling: %w", &url.Error{Op: "Get", URL: "https://bot:***@objects.example.com/web.tgz?X-Amz-Signature=s3cret", Err: errFetch}), ReasonFetchFailed},
-		"content": {&render.Error{Message: "chart web from https://bot:tok3n@charts.example.com/TOKEN/web.tgz?token=s3cret is not a valid chart archive"}, ReasonRenderFailed},
+		"fetch":   {fmt.Errorf("pulling: %w", &url.Error{Op: "Get", URL: "https://bot:***@objects.example.com/web.tgz?X-Amz-Signature=s3cret", Err: errFetch}), infrav1alpha1.ReasonFetchFailed},
+		"content": {&render.Error{Message: "chart web from https://bot:tok3n@charts.example.com/TOKEN/web.tgz?token=s3cret is not a valid chart archive"}, infrav1alpha1.ReasonRenderFailed},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, newPack(t, "east"), cluster("east", "v1.37.1", nil))
@@ -505,7 +513,7 @@ func TestReconcileErrorsQuoteNoURL(t *testing.T) {
 			if !strings.Contains(c.Message, "example.com") {
 				t.Errorf("the message %q does not name the host", c.Message)
 			}
-			if tc.reason == ReasonFetchFailed && !errors.Is(err, errFetch) {
+			if tc.reason == infrav1alpha1.ReasonFetchFailed && !errors.Is(err, errFetch) {
 				t.Errorf("reconcile returned %v, want the fetch error (retried with backoff)", err)
 			}
 		})
@@ -530,7 +538,7 @@ func TestReconcileRollback(t *testing.T) {
 	if p.Status.Revision != 1 || p.Status.Version != "v1.0.0" || p.Status.Digest != first.Status.Digest {
 		t.Errorf("status revision %d version %s digest %s, want revision 1 of v1.0.0", p.Status.Revision, p.Status.Version, p.Status.Digest)
 	}
-	if c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered); !strings.Contains(c.Message, "Rolling back to revision 1") {
+	if c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, infrav1alpha1.ReasonRendered); !strings.Contains(c.Message, "Rolling back to revision 1") {
 		t.Errorf("Rendered message %q", c.Message)
 	}
 	if diff := cmp.Diff([]string{"infra.v1", "infra.v2"}, h.secrets()); diff != "" {
@@ -543,11 +551,11 @@ func TestReconcileRollbackToAMissingRevision(t *testing.T) {
 	h.step()
 	renders := h.renderer.renders()
 	h.edit(true, func(p *infrav1alpha1.InfrastructureClusterPack) { p.Spec.RollbackToRevision = ptr.To[int64](7) })
-	if err := h.reconcile(); err != nil {
-		t.Fatalf("reconcile returned %v: only a new spec fixes a missing revision", err)
+	if err := h.reconcile(); !errkind.IsStalled(err) {
+		t.Fatalf("reconcile returned %v, want it stalled: only a new spec fixes a missing revision", err)
 	}
 	p := h.pack()
-	c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRevisionNotFound)
+	c := expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionFalse, infrav1alpha1.ReasonRevisionNotFound)
 	if !strings.Contains(c.Message, "Revision 7") {
 		t.Errorf("Rendered message %q, want it to name revision 7", c.Message)
 	}
@@ -574,7 +582,7 @@ func TestReconcileDeletion(t *testing.T) {
 	if diff := cmp.Diff([]string{"infra.v1"}, h.secrets()); diff != "" {
 		t.Errorf("Secrets while instances remain (-want +got):\n%s", diff)
 	}
-	if c := expectCondition(t, p, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting); !strings.Contains(c.Message, "east") {
+	if c := expectCondition(t, p, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonDeleting); !strings.Contains(c.Message, "east") {
 		t.Errorf("Ready message %q", c.Message)
 	}
 
@@ -705,10 +713,8 @@ func TestReconcileKustomizeFromAConfigMap(t *testing.T) {
 
 	// Without its ConfigMap the pack cannot render: RenderFailed naming it, looked at again
 	// after contentRetry rather than with backoff.
-	if err := h.reconcile(); err != nil {
-		t.Fatalf("reconcile returned %v, want the missing ConfigMap reported, not retried", err)
-	}
-	c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRenderFailed)
+	expectContentWait(t, h.reconcile())
+	c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, infrav1alpha1.ReasonRenderFailed)
 	if !strings.Contains(c.Message, "infra-files") {
 		t.Errorf("Rendered message %q, want the ConfigMap named", c.Message)
 	}
@@ -724,7 +730,7 @@ func TestReconcileKustomizeFromAConfigMap(t *testing.T) {
 	}
 	h.edit(true, func(*infrav1alpha1.InfrastructureClusterPack) {})
 	p := h.step()
-	expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, ReasonRendered)
+	expectCondition(t, p, infrav1alpha1.ConditionRendered, metav1.ConditionTrue, infrav1alpha1.ReasonRendered)
 	src := h.renderer.sources[0]
 	if src.Kustomize == nil {
 		t.Fatalf("rendered from %+v", src)
@@ -739,10 +745,8 @@ func TestReconcileKustomizeFromAnOCIArtifact(t *testing.T) {
 	pack.Spec.Manifests = nil
 	pack.Spec.Kustomize = &infrav1alpha1.PackKustomize{ArtifactRef: &infrav1alpha1.LocalObjectReference{Name: "infra-art"}}
 	h := newHarness(t, pack, cluster("east", "v1.37.1", nil))
-	if err := h.reconcile(); err != nil {
-		t.Fatalf("reconcile returned %v", err)
-	}
-	if c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRenderFailed); !strings.Contains(c.Message, "infra-art") {
+	expectContentWait(t, h.reconcile())
+	if c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, infrav1alpha1.ReasonRenderFailed); !strings.Contains(c.Message, "infra-art") {
 		t.Errorf("Rendered message %q", c.Message)
 	}
 
@@ -804,10 +808,8 @@ func TestReconcileKustomizeFromAnOCIArtifactConfigMap(t *testing.T) {
 	if _, err := h.plinth.GitopsV1alpha1().OCIArtifacts(packNamespace).Create(context.Background(), art, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.reconcile(); err != nil {
-		t.Fatalf("reconcile returned %v", err)
-	}
-	if c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, ReasonRenderFailed); !strings.Contains(c.Message, "art-files") {
+	expectContentWait(t, h.reconcile())
+	if c := expectCondition(t, h.pack(), infrav1alpha1.ConditionRendered, metav1.ConditionFalse, infrav1alpha1.ReasonRenderFailed); !strings.Contains(c.Message, "art-files") {
 		t.Errorf("Rendered message %q, want the artifact's ConfigMap named", c.Message)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: packNamespace, Name: "art-files"},
@@ -885,5 +887,33 @@ func TestReconcileFromAStaleCacheKeepsTheSavedRevision(t *testing.T) {
 	}
 	if p := h.step(); p.Status.Revision != 1 {
 		t.Errorf("revision %d, want 1", p.Status.Revision)
+	}
+}
+
+// A failure to keep the instances is retried with backoff even when the render is waiting or
+// stalled: joined, the render's kind would have the loop wait or stop instead.
+func TestOutcome(t *testing.T) {
+	waiting, stalled, generic := errkind.Waiting(errors.New("no source"), contentRetry), errkind.Stalled(errors.New("not kept")), errors.New("fetch")
+	instErr := errors.New("creating an instance failed")
+	for _, tc := range []struct {
+		name              string
+		render, instances error
+		wantWait          bool
+		wantStalled       bool
+		wantInstances     bool
+	}{
+		{"content", waiting, nil, true, false, false},
+		{"content and instances", waiting, instErr, false, false, true},
+		{"missing revision", stalled, nil, false, true, false},
+		{"missing revision and instances", stalled, instErr, false, false, true},
+		{"fetch and instances", generic, instErr, false, false, true},
+	} {
+		err := outcome(tc.render, tc.instances)
+		if _, wait := errkind.WaitFor(err); wait != tc.wantWait || errkind.IsStalled(err) != tc.wantStalled || errors.Is(err, instErr) != tc.wantInstances {
+			t.Errorf("%s: outcome = %v (waiting %v, stalled %v)", tc.name, err, wait, errkind.IsStalled(err))
+		}
+	}
+	if outcome(nil, nil) != nil {
+		t.Error("outcome of a reconcile without errors is an error")
 	}
 }

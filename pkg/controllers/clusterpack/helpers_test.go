@@ -26,6 +26,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/packs/render"
@@ -325,6 +326,24 @@ func namespaceExists(t *testing.T, kube *kubefake.Clientset, name string) *corev
 		t.Fatal(err)
 	}
 	return ns
+}
+
+// events drains the events recorded so far.
+func (h *harness) events() []string {
+	var out []string
+	for len(h.recorder.Events) > 0 {
+		out = append(out, <-h.recorder.Events)
+	}
+	return out
+}
+
+// expectContentWait fails unless err is a content error, looked at again after contentRetry
+// rather than retried with backoff.
+func expectContentWait(t *testing.T, err error) {
+	t.Helper()
+	if after, waiting := errkind.WaitFor(err); !waiting || after != contentRetry {
+		t.Fatalf("reconcile returned %v, want the content error looked at again after %s, not retried with backoff", err, contentRetry)
+	}
 }
 
 var errFetch = errors.New("fetching the chart failed: dial tcp 10.0.0.9:443: i/o timeout")

@@ -9,10 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 )
@@ -128,27 +128,8 @@ func (c *Controller) finalize(ctx context.Context, pack *infrav1alpha1.Infrastru
 	if !slices.Contains(pack.Finalizers, infrav1alpha1.FinalizerPack) {
 		return nil
 	}
-	instances := c.packInstances(pack)
-	if len(instances) > 0 {
-		var errs []error
-		waiting := make([]string, 0, len(instances))
-		for cluster, inst := range instances {
-			waiting = append(waiting, cluster)
-			if inst.DeletionTimestamp == nil {
-				errs = append(errs, c.deleteInstance(ctx, inst))
-			}
-		}
-		slices.Sort(waiting)
-		before := pack.Status.DeepCopy()
-		msg := fmt.Sprintf("Removing the pack from %d clusters: %v.", len(waiting), waiting)
-		if pack.Spec.LifecyclePolicies != nil && pack.Spec.LifecyclePolicies.RetainOnDeletion {
-			msg = fmt.Sprintf("Deleting the instances on %d clusters; the delivered objects stay (retainOnDeletion).", len(waiting))
-		}
-		if c := meta.FindStatusCondition(pack.Status.Conditions, infrav1alpha1.ConditionReady); c == nil || c.Message != msg {
-			setCondition(pack, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, msg)
-		}
-		errs = append(errs, c.writeStatus(ctx, pack, before))
-		return errors.Join(errs...)
+	if instances := c.packInstances(pack); len(instances) > 0 {
+		return c.removeInstances(ctx, pack, instances)
 	}
 	if err := c.store.DeleteAll(ctx, pack.Namespace, pack.Name); err != nil {
 		return err
@@ -160,4 +141,27 @@ func (c *Controller) finalize(ctx context.Context, pack *infrav1alpha1.Infrastru
 		return nil
 	}
 	return err
+}
+
+// removeInstances deletes the instances of a deleted pack that are not being deleted yet, and
+// says in the pack's Ready condition which clusters it is waiting for.
+func (c *Controller) removeInstances(ctx context.Context, pack *infrav1alpha1.InfrastructureClusterPack,
+	instances map[string]*infrav1alpha1.InfrastructurePackInstance) error {
+	var errs []error
+	waiting := make([]string, 0, len(instances))
+	for cluster, inst := range instances {
+		waiting = append(waiting, cluster)
+		if inst.DeletionTimestamp == nil {
+			errs = append(errs, c.deleteInstance(ctx, inst))
+		}
+	}
+	slices.Sort(waiting)
+	before := pack.DeepCopy()
+	msg := fmt.Sprintf("Removing the pack from %d clusters: %v.", len(waiting), waiting)
+	if pack.Spec.LifecyclePolicies != nil && pack.Spec.LifecyclePolicies.RetainOnDeletion {
+		msg = fmt.Sprintf("Deleting the instances on %d clusters; the delivered objects stay (retainOnDeletion).", len(waiting))
+	}
+	conditions.Set(&pack.Status.Conditions, pack.Generation, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonDeleting, msg)
+	_, _, err := c.status.Write(ctx, before, pack)
+	return errors.Join(append(errs, err)...)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
 	"github.com/plinth-dev/plinth/pkg/oci/artifact"
 )
@@ -25,7 +26,7 @@ func (c *Controller) artifactFiles(ctx context.Context, pack *infrav1alpha1.Infr
 	ref := pack.Spec.Kustomize.ArtifactRef.Name
 	art, err := c.plinth.GitopsV1alpha1().OCIArtifacts(pack.Namespace).Get(ctx, ref, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, &contentError{fmt.Errorf("OCIArtifact %s/%s does not exist", pack.Namespace, ref)}
+		return nil, errkind.Waitingf(contentRetry, "OCIArtifact %s/%s does not exist", pack.Namespace, ref)
 	}
 	if err != nil {
 		return nil, err
@@ -33,7 +34,7 @@ func (c *Controller) artifactFiles(ctx context.Context, pack *infrav1alpha1.Infr
 	if cm := art.Spec.ConfigMapRef; cm != nil {
 		m, err := c.kube.CoreV1().ConfigMaps(pack.Namespace).Get(ctx, cm.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil, &contentError{fmt.Errorf("ConfigMap %s/%s of OCIArtifact %s does not exist", pack.Namespace, cm.Name, ref)}
+			return nil, errkind.Waitingf(contentRetry, "ConfigMap %s/%s of OCIArtifact %s does not exist", pack.Namespace, cm.Name, ref)
 		}
 		if err != nil {
 			return nil, err
@@ -44,13 +45,13 @@ func (c *Controller) artifactFiles(ctx context.Context, pack *infrav1alpha1.Infr
 	for i, raw := range art.Spec.Manifests {
 		var obj map[string]interface{}
 		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
-			return nil, &contentError{fmt.Errorf("manifest %d of OCIArtifact %s is not an object", i, ref)}
+			return nil, errkind.Waitingf(contentRetry, "manifest %d of OCIArtifact %s is not an object", i, ref)
 		}
 		objs = append(objs, manifests.Object{Unstructured: &unstructured.Unstructured{Object: obj}})
 	}
 	files, err := artifact.Files(objs)
 	if err != nil {
-		return nil, &contentError{err}
+		return nil, errkind.Waiting(err, contentRetry)
 	}
 	return files, nil
 }

@@ -30,6 +30,14 @@
 // Deleting an instance removes what it delivered from its cluster (the Kubectl engine's
 // inventory, or the OCIArtifact, whose removal makes Flux prune) unless the pack retains
 // on deletion or the cluster is gone, then releases the finalizer.
+//
+// In-memory state, all rebuilt after a restart:
+//   - the drift checker of each cluster, with the baselines that spare a dry-run per object:
+//     a restart costs the first drift pass on each cluster a dry-run per object;
+//   - when each instance was last compared with its cluster: after a restart every delivered
+//     instance is compared on its first reconcile;
+//   - each instance's last spec and status writes, until the informer shows them (loop.Written):
+//     a restart starts from caches listed afresh, which hold them.
 package packinstance
 
 import (
@@ -56,12 +64,15 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/clusterpack"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	infraclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/infrastructure/v1alpha1"
 	gitopsinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops/v1alpha1"
@@ -98,21 +109,8 @@ const (
 	perObjectTimeout = 100 * time.Millisecond
 )
 
-// Condition reasons of an instance.
-const (
-	ReasonDelivered           = "Delivered"
-	ReasonDelivering          = "Delivering"
-	ReasonWaiting             = "WaitingForDependencies"
-	ReasonDependencyBlocked   = "DependencyBlocked"
-	ReasonDependenciesOK      = "DependenciesReady"
-	ReasonDrifted             = "Drifted"
-	ReasonNoDrift             = "NoDrift"
-	ReasonCorrected           = "DriftCorrected"
-	ReasonClusterNotFound     = "ClusterNotFound"
-	ReasonRevisionUnavailable = "RevisionUnavailable"
-	ReasonUnreachable         = clusterpack.ReasonUnreachable
-	ReasonFailed              = clusterpack.ReasonFailed
-)
+// statusManager names the controller in the managedFields of the instance statuses it writes.
+const statusManager = "plinth-" + Name
 
 // Options tune the controller.
 type Options struct {
@@ -131,7 +129,8 @@ type Controller struct {
 	*loop.Loop
 	plinth    versioned.Interface
 	client    infraclient.InfrastructureV1alpha1Interface
-	recorder  events.EventRecorder
+	events    *transition.Recorder
+	status    statuswriter.Writer[*infrav1alpha1.InfrastructurePackInstance]
 	instances infralisters.InfrastructurePackInstanceLister
 	indexer   cache.Indexer
 	packs     infralisters.InfrastructureClusterPackLister
@@ -150,18 +149,12 @@ type Controller struct {
 	checkers map[string]checkerEntry
 	// checked is when each instance was last compared with its cluster.
 	checked map[cache.ObjectName]time.Time
-	// written is the revision each instance was last recorded Ready with by this process, and
-	// the resourceVersion of that status write: a reconcile that reads the instance from a
-	// cache older than the write (woken by the spec update that precedes it, or by its pack)
-	// waits for the cache instead of delivering everything again.
-	written map[cache.ObjectName]writtenStatus
-}
 
-// writtenStatus is a status write of a delivered revision.
-type writtenStatus struct {
-	uid             types.UID
-	revision        int64
-	resourceVersion string
+	// specWritten and statusWritten remember the instances this controller's last spec and
+	// status writes returned, until the cache shows them. A delivery writes both, the spec
+	// first, and a reconcile woken in between (by the spec update itself, or by the pack)
+	// would otherwise read an instance not yet recorded Ready and deliver everything again.
+	specWritten, statusWritten loop.Written[*infrav1alpha1.InfrastructurePackInstance]
 }
 
 type checkerEntry struct {
@@ -204,13 +197,27 @@ func NewController(plinth versioned.Interface, recorder events.EventRecorder, in
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	c := &Controller{
-		plinth: plinth, client: plinth.InfrastructureV1alpha1(), recorder: recorder,
+		plinth: plinth, client: plinth.InfrastructureV1alpha1(), events: transition.New(recorder, infrav1alpha1.Reasons),
 		instances: instances.Lister(), indexer: instances.Informer().GetIndexer(), packs: packs.Lister(),
 		clusters: clusters.Lister(), artifacts: artifacts.Lister(), clients: clients,
 		engine: kubectldelivery.NewFor(clients, FieldManager, "InfrastructurePackInstance"),
 		store:  store, drift: opts.DriftInterval, poll: opts.PollInterval, clock: opts.Clock,
 		checkers: map[string]checkerEntry{}, checked: map[cache.ObjectName]time.Time{},
-		written: map[cache.ObjectName]writtenStatus{},
+	}
+	c.status = statuswriter.Writer[*infrav1alpha1.InfrastructurePackInstance]{
+		FieldManager: statusManager,
+		Reasons:      infrav1alpha1.Reasons,
+		Conditions:   func(i *infrav1alpha1.InfrastructurePackInstance) []metav1.Condition { return i.Status.Conditions },
+		Update: func(ctx context.Context, i *infrav1alpha1.InfrastructurePackInstance, opts metav1.UpdateOptions) (*infrav1alpha1.InfrastructurePackInstance, error) {
+			return c.client.InfrastructurePackInstances(i.Namespace).UpdateStatus(ctx, i, opts)
+		},
+		Events: c.events,
+		Rules: []transition.Rule{
+			{Condition: infrav1alpha1.ConditionReady, ReadyReason: infrav1alpha1.ReasonDelivered, Action: "Deliver"},
+			{Condition: infrav1alpha1.ConditionDrifted, Action: "DetectDrift"},
+			{Condition: infrav1alpha1.ConditionDependencyBlocked, Action: "CheckDependencies"},
+		},
+		Written: &c.statusWritten,
 	}
 	c.Loop = loop.New(Name, c.reconcile, instances.Informer(), packs.Informer(), clusters.Informer(), artifacts.Informer())
 	// An instance's own changes and those of the instances that depend on it.
@@ -298,7 +305,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err != nil {
 		return err
 	}
-	inst := cached.DeepCopy()
+	inst := c.fresher(key, cached).DeepCopy()
 	pack, _ := c.packs.InfrastructureClusterPacks(inst.Labels[infrav1alpha1.LabelPackNamespace]).Get(inst.Spec.ClusterPackRef)
 	cluster, _ := c.clusters.Get(inst.Spec.TargetClusterRef)
 	if inst.DeletionTimestamp != nil {
@@ -308,56 +315,99 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		return nil // nothing to deliver yet, or the pack's finalizer is removing this instance
 	}
 	before := inst.DeepCopy()
-	if cluster == nil {
-		c.setReady(inst, metav1.ConditionFalse, ReasonClusterNotFound, fmt.Sprintf("Cluster %s does not exist.", inst.Spec.TargetClusterRef))
-		return c.write(ctx, inst, before)
-	}
-	deps := c.dependencies(inst)
-	if deps.blocked != "" {
-		setCondition(inst, infrav1alpha1.ConditionDependencyBlocked, metav1.ConditionTrue, ReasonDependencyBlocked, deps.blocked)
-		c.setReady(inst, metav1.ConditionFalse, ReasonDependencyBlocked, deps.blocked)
-		setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonDependencyBlocked, "Deliveries are held until the dependency is no longer drifted.")
-		return c.write(ctx, inst, before)
-	}
-	if len(inst.Spec.DependsOn) > 0 || meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionDependencyBlocked) != nil {
-		// Also when the pack dropped its dependencies: a Blocked left behind would hold the
-		// cluster in the pack's summary for good.
-		setCondition(inst, infrav1alpha1.ConditionDependencyBlocked, metav1.ConditionFalse, ReasonDependenciesOK, "No dependency blocks this instance.")
-	}
-	target := pack.Status.Revision
-	var result error
-	after := c.drift
-	if inst.Status.Revision != target || !meta.IsStatusConditionTrue(inst.Status.Conditions, infrav1alpha1.ConditionReady) {
-		if c.staleCache(key, inst, target) {
-			c.EnqueueAfter(key, staleCacheWait)
-			return nil
-		}
-		if deps.waiting != "" {
-			setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonWaiting, deps.waiting)
-			if inst.Status.Revision != target || meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionReady) == nil {
-				c.setReady(inst, metav1.ConditionFalse, ReasonWaiting, deps.waiting)
-			}
-			return c.write(ctx, inst, before)
-		}
-		var done bool
-		done, result = c.deliver(ctx, inst, pack, cluster, target)
-		if result == nil && !done {
-			after = c.poll
-		}
-	} else if engineOf(cluster) == platformv1alpha1.GitOpsEngineKubectl && c.driftDue(key) {
-		result = c.checkDrift(ctx, inst, pack, cluster)
-	}
-	if deps.warning != "" && meta.IsStatusConditionTrue(inst.Status.Conditions, infrav1alpha1.ConditionReady) {
-		c.setReady(inst, metav1.ConditionTrue, ReasonDelivered, readyMessage(inst)+" "+deps.warning)
-	}
+	again, result := c.sync(ctx, key, inst, pack, cluster)
 	if err := c.write(ctx, inst, before); err != nil {
 		return errors.Join(err, result)
 	}
 	if result != nil {
 		return result
 	}
-	c.EnqueueAfter(key, after)
+	if again > 0 {
+		c.EnqueueAfter(key, again)
+	}
 	return nil
+}
+
+// fresher is the instance to reconcile key from: what this controller's last spec and status
+// writes of it returned, while the cache still shows the versions those writes replaced.
+func (c *Controller) fresher(key cache.ObjectName, cached *infrav1alpha1.InfrastructurePackInstance) *infrav1alpha1.InfrastructurePackInstance {
+	return c.statusWritten.Fresher(key, c.specWritten.Fresher(key, cached))
+}
+
+// sync brings the instance to what its cluster, its dependencies and its pack's current
+// revision call for: it delivers the revision when the instance does not run it yet, or
+// compares the instance with its cluster when a drift pass is due. It says how soon to look
+// again without a change (0: only on a change).
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName, inst *infrav1alpha1.InfrastructurePackInstance,
+	pack *infrav1alpha1.InfrastructureClusterPack, cluster *platformv1alpha1.Cluster) (time.Duration, error) {
+	if cluster == nil {
+		conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonClusterNotFound,
+			fmt.Sprintf("Cluster %s does not exist.", inst.Spec.TargetClusterRef))
+		return 0, nil
+	}
+	deps := c.dependencies(inst)
+	if deps.blocked != "" {
+		block(inst, deps.blocked)
+		return 0, nil
+	}
+	unblock(inst)
+	target := pack.Status.Revision
+	again, err := c.drift, error(nil)
+	switch {
+	case runs(inst, target):
+		if engineOf(cluster) == platformv1alpha1.GitOpsEngineKubectl && c.driftDue(key) {
+			err = c.checkDrift(ctx, inst, pack, cluster)
+		}
+	case deps.waiting != "":
+		waitForDependencies(inst, target, deps.waiting)
+		return 0, nil
+	default:
+		var done bool
+		done, err = c.deliver(ctx, inst, pack, cluster, target)
+		if err == nil && !done {
+			again = c.poll
+		}
+	}
+	if deps.warning != "" && meta.IsStatusConditionTrue(inst.Status.Conditions, infrav1alpha1.ConditionReady) {
+		conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered,
+			readyMessage(inst)+" "+deps.warning)
+	}
+	return again, err
+}
+
+// runs says whether the instance is recorded Ready with the target revision: nothing is to be
+// delivered.
+func runs(inst *infrav1alpha1.InfrastructurePackInstance, target int64) bool {
+	return inst.Status.Revision == target && meta.IsStatusConditionTrue(inst.Status.Conditions, infrav1alpha1.ConditionReady)
+}
+
+// block holds the instance's deliveries because a dependency drifted under onDrift Block.
+func block(inst *infrav1alpha1.InfrastructurePackInstance, why string) {
+	conds, gen := &inst.Status.Conditions, inst.Generation
+	conditions.Set(conds, gen, infrav1alpha1.ConditionDependencyBlocked, metav1.ConditionTrue, infrav1alpha1.ReasonDependencyBlocked, why)
+	conditions.Set(conds, gen, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonDependencyBlocked, why)
+	conditions.Set(conds, gen, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, infrav1alpha1.ReasonDependencyBlocked,
+		"Deliveries are held until the dependency is no longer drifted.")
+}
+
+// unblock records that no dependency blocks the instance, when it has dependencies or was
+// blocked: also when the pack dropped its dependencies, since a Blocked left behind would
+// hold the cluster in the pack's summary for good.
+func unblock(inst *infrav1alpha1.InfrastructurePackInstance) {
+	if len(inst.Spec.DependsOn) > 0 || meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionDependencyBlocked) != nil {
+		conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionDependencyBlocked, metav1.ConditionFalse, infrav1alpha1.ReasonDependenciesReady,
+			"No dependency blocks this instance.")
+	}
+}
+
+// waitForDependencies records that the target revision waits for dependencies that are not
+// Ready. An instance Ready with an earlier revision stays Ready: it still runs that one.
+func waitForDependencies(inst *infrav1alpha1.InfrastructurePackInstance, target int64, waiting string) {
+	conds, gen := &inst.Status.Conditions, inst.Generation
+	conditions.Set(conds, gen, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, infrav1alpha1.ReasonWaitingForDependencies, waiting)
+	if inst.Status.Revision != target || meta.FindStatusCondition(*conds, infrav1alpha1.ConditionReady) == nil {
+		conditions.Set(conds, gen, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonWaitingForDependencies, waiting)
+	}
 }
 
 // dependencyState is what an instance's dependencies say.
@@ -415,14 +465,16 @@ func (c *Controller) deliver(ctx context.Context, inst *infrav1alpha1.Infrastruc
 	cluster *platformv1alpha1.Cluster, number int64) (bool, error) {
 	rev, err := c.store.Get(ctx, pack.Namespace, pack.Name, number)
 	if err != nil {
-		c.setReady(inst, metav1.ConditionFalse, ReasonRevisionUnavailable, fmt.Sprintf("Revision %d of the pack cannot be read: %s", number, message.Error(err)))
+		conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonRevisionUnavailable,
+			fmt.Sprintf("Revision %d of the pack cannot be read: %s", number, message.Error(err)))
 		return false, err
 	}
 	c.deliveredVersion(ctx, pack, inst)
 	if engineOf(cluster) == platformv1alpha1.GitOpsEngineFlux {
 		return c.deliverFlux(ctx, inst, pack, cluster, rev)
 	}
-	setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDelivering, fmt.Sprintf("Delivering revision %d (version %s).", rev.Number, rev.Version))
+	conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, infrav1alpha1.ReasonDelivering,
+		fmt.Sprintf("Delivering revision %d (version %s).", rev.Number, rev.Version))
 	art, target, err := c.kubectlArtifact(ctx, inst, pack, cluster, rev)
 	if err != nil {
 		c.failed(inst, err)
@@ -514,12 +566,19 @@ func (c *Controller) ensureNamespace(ctx context.Context, cluster, namespace str
 
 // failed records a failed delivery: Unreachable when the cluster did not answer.
 func (c *Controller) failed(inst *infrav1alpha1.InfrastructurePackInstance, err error) {
-	reason, msg := ReasonFailed, message.Error(err)
-	if Unreachable(err) {
-		reason, msg = ReasonUnreachable, unreachableMessage(inst.Spec.TargetClusterRef, err)
+	reason, msg := failure(inst, err)
+	conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, msg)
+	conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+}
+
+// failure is the reason and message of a request to the instance's cluster that failed:
+// Unreachable when the cluster did not answer (errkind.Unreachable reads the error's types),
+// DeliveryFailed when it answered with a refusal.
+func failure(inst *infrav1alpha1.InfrastructurePackInstance, err error) (string, string) {
+	if errkind.Unreachable(err) {
+		return infrav1alpha1.ReasonUnreachable, unreachableMessage(inst.Spec.TargetClusterRef, err)
 	}
-	setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, msg)
-	c.setReady(inst, metav1.ConditionFalse, reason, msg)
+	return infrav1alpha1.ReasonDeliveryFailed, message.Error(err)
 }
 
 // unreachableMessage says in one sentence that the cluster did not answer and how the
@@ -561,93 +620,48 @@ func (c *Controller) delivered(inst *infrav1alpha1.InfrastructurePackInstance, p
 	inst.Spec.HelmVersion = rev.HelmVersion
 	inst.Spec.ChartName, inst.Spec.ChartURL, inst.Spec.ChartVersion = rev.ChartName, rev.ChartURL, rev.ChartVersion
 	inst.Status.DriftSummary = ""
-	setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonDelivered, msg)
-	setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift, "Nothing has drifted since the delivery.")
-	c.setReady(inst, metav1.ConditionTrue, ReasonDelivered, msg)
+	conds, gen := &inst.Status.Conditions, inst.Generation
+	conditions.Set(conds, gen, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, infrav1alpha1.ReasonDelivered, msg)
+	conditions.Set(conds, gen, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, infrav1alpha1.ReasonNoDrift, "Nothing has drifted since the delivery.")
+	conditions.Set(conds, gen, infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered, msg)
 }
 
 func readyMessage(inst *infrav1alpha1.InfrastructurePackInstance) string {
-	if p := meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionProgressing); p != nil && p.Reason == ReasonDelivered {
+	if p := meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionProgressing); p != nil && p.Reason == infrav1alpha1.ReasonDelivered {
 		return p.Message
 	}
 	return fmt.Sprintf("Revision %d is delivered.", inst.Status.Revision)
 }
 
+// forget drops what the controller remembers of an instance that is gone.
 func (c *Controller) forget(key cache.ObjectName) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	delete(c.checked, key)
-	delete(c.written, key)
+	c.mu.Unlock()
+	c.specWritten.Forget(key)
+	c.statusWritten.Forget(key)
 }
 
-// staleCacheWait is how soon an instance read from a cache older than this process's last
-// status write of it is looked at again.
-const staleCacheWait = 500 * time.Millisecond
-
-// staleCache says whether inst, which asks for a delivery of target, is older than the status
-// write that recorded target delivered: same object, a resourceVersion other than that
-// write's, and the write's revision is target. Once the cache has the write (or anything
-// after it) the entry no longer matches.
-func (c *Controller) staleCache(key cache.ObjectName, inst *infrav1alpha1.InfrastructurePackInstance, target int64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.written[key]
-	if !ok || w.uid != inst.UID || w.revision != target {
-		return false
-	}
-	if inst.ResourceVersion == w.resourceVersion || !olderThan(inst.ResourceVersion, w.resourceVersion) {
-		delete(c.written, key)
-		return false
-	}
-	return true
-}
-
-// olderThan compares two resourceVersions of one object as etcd revisions; ones that do not
-// parse are not older (the caller then delivers, as without the guard).
-func olderThan(a, b string) bool {
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x < y
-}
-
-func (c *Controller) setReady(inst *infrav1alpha1.InfrastructurePackInstance, status metav1.ConditionStatus, reason, msg string) {
-	setCondition(inst, infrav1alpha1.ConditionReady, status, reason, msg)
-}
-
-func setCondition(inst *infrav1alpha1.InfrastructurePackInstance, condType string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&inst.Status.Conditions, metav1.Condition{Type: condType, Status: status, Reason: reason,
-		Message: message.Sentence(msg), ObservedGeneration: inst.Generation})
-}
-
-// write writes what changed: the spec (a delivery sets the version and chart) and then the
-// status, with an event on each Ready, Drifted and DependencyBlocked transition.
+// write writes what the reconcile changed: the spec first (a delivery records the delivered
+// version and chart there), then the status through the status writer, which records an
+// event on each Ready, Drifted and DependencyBlocked transition.
 func (c *Controller) write(ctx context.Context, inst, before *infrav1alpha1.InfrastructurePackInstance) error {
+	base := before
 	if !apiequality.Semantic.DeepEqual(inst.Spec, before.Spec) {
-		status := inst.Status
 		updated, err := c.client.InfrastructurePackInstances(inst.Namespace).Update(ctx, inst, metav1.UpdateOptions{})
 		if err != nil {
 			return err
 		}
-		updated.Status = status
-		inst = updated
+		c.specWritten.Record(cache.MetaObjectToName(before), before, updated)
+		// The status the spec update left is the one read: the status writer compares with it.
+		base = updated.DeepCopy()
+		base.Status = *before.Status.DeepCopy()
 	}
-	inst.Status.ObservedGeneration = inst.Generation
-	if apiequality.Semantic.DeepEqual(inst.Status, before.Status) {
-		return nil
-	}
-	written, err := c.client.InfrastructurePackInstances(inst.Namespace).UpdateStatus(ctx, inst, metav1.UpdateOptions{})
-	if err != nil {
-		return err
-	}
-	if meta.IsStatusConditionTrue(written.Status.Conditions, infrav1alpha1.ConditionReady) && written.Status.Revision > 0 {
-		c.mu.Lock()
-		c.written[cache.MetaObjectToName(written)] = writtenStatus{uid: written.UID, revision: written.Status.Revision, resourceVersion: written.ResourceVersion}
-		c.mu.Unlock()
-	}
-	transition.Condition(c.recorder, inst, before.Status.Conditions, inst.Status.Conditions, infrav1alpha1.ConditionReady, "Delivered", "Deliver")
-	transition.Condition(c.recorder, inst, before.Status.Conditions, inst.Status.Conditions, infrav1alpha1.ConditionDrifted, "", "DetectDrift")
-	transition.Condition(c.recorder, inst, before.Status.Conditions, inst.Status.Conditions, infrav1alpha1.ConditionDependencyBlocked, "", "CheckDependencies")
-	return nil
+	after := base.DeepCopy()
+	after.Status = *inst.Status.DeepCopy()
+	after.Status.ObservedGeneration = after.Generation
+	_, _, err := c.status.Write(ctx, base, after)
+	return err
 }
 
 // Place returns a revision's objects for a cluster: namespaced objects that name no namespace
@@ -723,26 +737,6 @@ func inventory(res []infrav1alpha1.DeployedResource) []gitopsv1alpha1.InventoryE
 		})
 	}
 	return out
-}
-
-// Unreachable says whether err means the cluster did not answer (refused, timed out, no
-// route, TLS handshake failed), as opposed to answering with a refusal.
-func Unreachable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsServiceUnavailable(err) {
-		return false
-	}
-	s := err.Error()
-	for _, sign := range []string{"connection refused", "no route to host", "i/o timeout", "deadline exceeded", "dial tcp",
-		"no such host", "connection reset", "EOF", "handshake", "network is unreachable", "unreachable"} {
-		if strings.Contains(s, sign) {
-			return true
-		}
-	}
-	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // ObjectsFor is the render of rev for the cluster's Kubernetes minor version; when the revision

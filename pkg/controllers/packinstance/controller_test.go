@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -126,30 +127,29 @@ func TestResourcesAndInventory(t *testing.T) {
 	}
 }
 
-func TestUnreachable(t *testing.T) {
+// A failed request to the cluster is Unreachable when its error's types say the cluster did
+// not answer, whatever its text says: an answer that quotes "EOF" or "connection refused" is a
+// refusal.
+func TestFailure(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
+	inst := newInstance("infra", "east")
 	for _, tc := range []struct {
 		name string
 		err  error
-		want bool
+		want string
 	}{
-		{"nil", nil, false},
-		{"connection refused", errors.New("Get \"https://10.0.0.1:6443/api\": dial tcp 10.0.0.1:6443: connect: connection refused"), true},
-		{"i/o timeout", fmt.Errorf("applying: %w", errors.New("read tcp 10.0.0.2:1234->10.0.0.1:6443: i/o timeout")), true},
-		{"no route", errors.New("dial tcp 10.0.0.1:6443: connect: no route to host"), true},
-		{"context deadline", context.DeadlineExceeded, true},
-		{"wrapped context deadline", fmt.Errorf("listing configmaps: %w", context.DeadlineExceeded), true},
-		{"forbidden", apierrors.NewForbidden(gr, "settings", errors.New("the user may not")), false},
-		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "settings",
-			field.ErrorList{field.Invalid(field.NewPath("data"), "x", "bad")}), false},
-		// The server answered: a refusal, whatever its message mentions.
+		{"connection refused", errRefused, infrav1alpha1.ReasonUnreachable},
+		{"wrapped context deadline", fmt.Errorf("listing configmaps: %w", context.DeadlineExceeded), infrav1alpha1.ReasonUnreachable},
+		{"connection cut", fmt.Errorf("applying: %w", io.ErrUnexpectedEOF), infrav1alpha1.ReasonUnreachable},
+		{"server timeout", apierrors.NewServerTimeout(gr, "get", 1), infrav1alpha1.ReasonUnreachable},
+		{"forbidden", apierrors.NewForbidden(gr, "settings", errors.New("the user may not")), infrav1alpha1.ReasonDeliveryFailed},
 		{"invalid mentioning a refused connection", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "settings",
-			field.ErrorList{field.Invalid(field.NewPath("data"), "connection refused", "bad")}), false},
-		{"conflict", apierrors.NewConflict(gr, "settings", errors.New("changed")), false},
-		{"plain failure", errors.New("the object is invalid"), false},
+			field.ErrorList{field.Invalid(field.NewPath("data"), "connection refused", "bad")}), infrav1alpha1.ReasonDeliveryFailed},
+		{"text mentioning EOF", errors.New("admission webhook denied the request: the manifest ends at EOF"), infrav1alpha1.ReasonDeliveryFailed},
+		{"plain failure", errors.New("the object is invalid"), infrav1alpha1.ReasonDeliveryFailed},
 	} {
-		if got := Unreachable(tc.err); got != tc.want {
-			t.Errorf("%s: Unreachable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		if got, _ := failure(inst, tc.err); got != tc.want {
+			t.Errorf("%s: failure(%v) = %s, want %s", tc.name, tc.err, got, tc.want)
 		}
 	}
 }
@@ -295,7 +295,7 @@ func TestDelivered(t *testing.T) {
 				inst.Status.DeliveredAt = &at
 			}
 			inst.Status.DriftSummary = "ConfigMap tools/settings: .data.value changed."
-			inst.Status.Conditions = []metav1.Condition{{Type: infrav1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: ReasonDrifted}}
+			inst.Status.Conditions = []metav1.Condition{{Type: infrav1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: infrav1alpha1.ReasonDrifted}}
 			rev := &revisions.Revision{Number: 4, Version: tc.next, HelmVersion: "v3.99.0", ChartName: "infra", ChartURL: "oci://r/charts", ChartVersion: "1.2.3"}
 			c.delivered(inst, pack(), rev, "Applied revision 4.")
 			if inst.Status.UpgradeDirection != tc.want {
@@ -312,9 +312,9 @@ func TestDelivered(t *testing.T) {
 			if inst.Status.DriftSummary != "" {
 				t.Errorf("driftSummary %q kept after a delivery", inst.Status.DriftSummary)
 			}
-			expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift)
-			expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonDelivered)
-			if c := expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered); c.Message != "Applied revision 4." {
+			expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, infrav1alpha1.ReasonNoDrift)
+			expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, infrav1alpha1.ReasonDelivered)
+			if c := expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered); c.Message != "Applied revision 4." {
 				t.Errorf("Ready message %q", c.Message)
 			}
 		})
@@ -331,11 +331,11 @@ func TestReconcileDeliversToAKubectlCluster(t *testing.T) {
 		t.Fatalf("reconcile: %v", err)
 	}
 	inst := h.instance("east")
-	if c := expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered); !strings.Contains(c.Message, "2 objects") {
+	if c := expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered); !strings.Contains(c.Message, "2 objects") {
 		t.Errorf("Ready message %q", c.Message)
 	}
-	expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, ReasonDelivered)
-	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift)
+	expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionFalse, infrav1alpha1.ReasonDelivered)
+	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, infrav1alpha1.ReasonNoDrift)
 	wantResources := []infrav1alpha1.DeployedResource{
 		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "reader"},
 		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "tools", Name: "settings"},

@@ -9,11 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
+	"github.com/plinth-dev/plinth/pkg/gitops/delivery"
 	"github.com/plinth-dev/plinth/pkg/message"
 	"github.com/plinth-dev/plinth/pkg/packs/drift"
+	"github.com/plinth-dev/plinth/pkg/packs/revisions"
 )
 
 // driftDue says whether the instance is due a comparison with its cluster, and notes that it
@@ -62,48 +65,74 @@ func (c *Controller) checkDrift(ctx context.Context, inst *infrav1alpha1.Infrast
 	if err != nil {
 		return c.unchecked(inst, err)
 	}
-	expected, err := c.engine.Applied(ctx, art, target)
+	report, err := c.compare(ctx, cluster, art, target)
 	if err != nil {
 		return c.unchecked(inst, err)
+	}
+	switch {
+	case len(report.Drifted) == 0:
+		noDrift(inst, report.Checked)
+	case pack.Spec.DriftPolicy != infrav1alpha1.DriftPolicyCorrect:
+		drifted(inst, report.Summary())
+	default:
+		return c.correct(ctx, inst, rev, art, target, report.Summary())
+	}
+	return nil
+}
+
+// compare reads what the last delivery applied and compares it with the cluster.
+func (c *Controller) compare(ctx context.Context, cluster *platformv1alpha1.Cluster, art delivery.Artifact, target delivery.Target) (drift.Report, error) {
+	expected, err := c.engine.Applied(ctx, art, target)
+	if err != nil {
+		return drift.Report{}, err
 	}
 	checker, err := c.checker(ctx, cluster)
 	if err != nil {
-		return c.unchecked(inst, err)
+		return drift.Report{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, operationTimeout+time.Duration(len(expected))*perObjectTimeout)
 	defer cancel()
-	report, err := checker.Check(ctx, expected)
-	if err != nil {
-		return c.unchecked(inst, err)
+	return checker.Check(ctx, expected)
+}
+
+// noDrift records that the delivered objects match what was applied, unless the last pass
+// corrected drift: that summary stands until the next delivery or drift.
+func noDrift(inst *infrav1alpha1.InfrastructurePackInstance, checked int) {
+	if d := meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionDrifted); d != nil && d.Reason == infrav1alpha1.ReasonDriftCorrected {
+		return
 	}
-	if len(report.Drifted) == 0 {
-		if d := meta.FindStatusCondition(inst.Status.Conditions, infrav1alpha1.ConditionDrifted); d == nil || d.Reason != ReasonCorrected {
-			inst.Status.DriftSummary = ""
-			setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift,
-				fmt.Sprintf("The %d delivered objects match what was applied.", report.Checked))
-		}
-		return nil
-	}
-	summary := report.Summary()
-	if pack.Spec.DriftPolicy != infrav1alpha1.DriftPolicyCorrect {
-		inst.Status.DriftSummary = summary
-		setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted, summary)
-		return nil
-	}
-	ctx2, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), operationTimeout+time.Duration(len(art.Objects))*perObjectTimeout)
-	defer cancel2()
-	st, err := c.engine.Deliver(ctx2, art, target)
+	inst.Status.DriftSummary = ""
+	conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, infrav1alpha1.ReasonNoDrift,
+		fmt.Sprintf("The %d delivered objects match what was applied.", checked))
+}
+
+// drifted records drift that is left as it is (driftPolicy Detect).
+func drifted(inst *infrav1alpha1.InfrastructurePackInstance, summary string) {
+	inst.Status.DriftSummary = summary
+	conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, infrav1alpha1.ReasonDrifted,
+		message.Sentence(summary))
+}
+
+// correct applies the revision again over drift (driftPolicy Correct) and records that it
+// did, or that it failed. The apply gets a deadline of its own: the comparison may have used
+// up the reconcile's.
+func (c *Controller) correct(ctx context.Context, inst *infrav1alpha1.InfrastructurePackInstance, rev *revisions.Revision,
+	art delivery.Artifact, target delivery.Target, summary string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), operationTimeout+time.Duration(len(art.Objects))*perObjectTimeout)
+	defer cancel()
+	st, err := c.engine.Deliver(ctx, art, target)
 	inst.Status.DeployedResources = resources(st.Inventory)
 	if err != nil {
 		inst.Status.DriftSummary = summary
-		setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted,
+		conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, infrav1alpha1.ReasonDrifted,
 			summary+" Correcting it failed: "+message.Error(err))
 		return err
 	}
 	at := c.clock.Now().UTC().Format(time.RFC3339)
 	inst.Status.DriftSummary = fmt.Sprintf("Corrected at %s by applying revision %d again: %s", at, rev.Number, summary)
-	setCondition(inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonCorrected, inst.Status.DriftSummary)
-	transition.Record(c.recorder, inst, ReasonCorrected, "CorrectDrift", inst.Status.DriftSummary)
+	conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, infrav1alpha1.ReasonDriftCorrected,
+		message.Sentence(inst.Status.DriftSummary))
+	c.events.Record(inst, infrav1alpha1.ReasonDriftCorrected, "CorrectDrift", inst.Status.DriftSummary)
 	return nil
 }
 
@@ -112,10 +141,10 @@ func (c *Controller) checkDrift(ctx context.Context, inst *infrav1alpha1.Infrast
 // would be, so the pack's summary counts it; once it answers again the revision is delivered
 // again (an idempotent apply) and the instance is Ready.
 func (c *Controller) unchecked(inst *infrav1alpha1.InfrastructurePackInstance, err error) error {
-	if Unreachable(err) {
+	if errkind.Unreachable(err) {
 		c.failed(inst, err)
 		return err
 	}
-	transition.Record(c.recorder, inst, "DriftCheckFailed", "DetectDrift", "Comparing the delivered objects with the cluster failed: "+message.Error(err))
+	c.events.Record(inst, infrav1alpha1.ReasonDriftCheckFailed, "DetectDrift", "Comparing the delivered objects with the cluster failed: "+message.Error(err))
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestDriftDetectsADeletedObject(t *testing.T) {
 		t.Fatalf("drift pass: %v", err)
 	}
 	inst := h.instance("east")
-	c := expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, ReasonDrifted)
+	c := expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionTrue, infrav1alpha1.ReasonDrifted)
 	if !strings.Contains(inst.Status.DriftSummary, "settings") || c.Message == "" {
 		t.Errorf("driftSummary %q, Drifted message %q: want the deleted ConfigMap named", inst.Status.DriftSummary, c.Message)
 	}
@@ -50,7 +51,7 @@ func TestDriftDetectsADeletedObject(t *testing.T) {
 	if east.exists(t, configMapsGVR, "tools", "settings") {
 		t.Error("Detect re-applied the ConfigMap")
 	}
-	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered)
 
 	// The next pass waits for the drift interval.
 	actions := len(east.client.Actions())
@@ -80,7 +81,7 @@ func TestDriftDetectsADeletedObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst = h.instance("east")
-	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift)
+	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, infrav1alpha1.ReasonNoDrift)
 	if inst.Status.DriftSummary != "" {
 		t.Errorf("driftSummary %q after a delivery", inst.Status.DriftSummary)
 	}
@@ -96,7 +97,10 @@ func TestDriftCorrect(t *testing.T) {
 		t.Error("Correct did not apply the deleted ConfigMap again")
 	}
 	inst := h.instance("east")
-	c := expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonCorrected)
+	c := expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, infrav1alpha1.ReasonDriftCorrected)
+	if events := h.events(); !slices.Contains(events, "Normal DriftCorrected "+inst.Status.DriftSummary) {
+		t.Errorf("events %q, want DriftCorrected", events)
+	}
 	if !strings.HasPrefix(inst.Status.DriftSummary, "Corrected at 2026-11-23T10:00:01Z by applying revision 1 again: ") ||
 		!strings.Contains(inst.Status.DriftSummary, "settings") || c.Message == "" {
 		t.Errorf("driftSummary %q", inst.Status.DriftSummary)
@@ -112,15 +116,15 @@ func TestDriftPassOnAnUnreachableCluster(t *testing.T) {
 	// The last drift verdict stands; a cluster that stopped answering after its delivery is
 	// Unreachable, so the pack's summary does not count it Ready.
 	inst := h.instance("east")
-	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift)
-	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnreachable)
+	expectCondition(t, inst, infrav1alpha1.ConditionDrifted, metav1.ConditionFalse, infrav1alpha1.ReasonNoDrift)
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonUnreachable)
 
 	// Back: the revision is applied again and the instance is Ready.
 	h.clients.clusters["east"] = newTarget()
 	if err := h.reconcile("east"); err != nil {
 		t.Fatal(err)
 	}
-	expectCondition(t, h.instance("east"), infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, h.instance("east"), infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered)
 }
 
 // A pack whose revision holds its own release Namespace gets it applied by the engine, not

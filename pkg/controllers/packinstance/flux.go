@@ -15,10 +15,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/gitops/manifests"
+	"github.com/plinth-dev/plinth/pkg/message"
 	"github.com/plinth-dev/plinth/pkg/packs/revisions"
 	"github.com/plinth-dev/plinth/pkg/packs/version"
 )
@@ -217,10 +219,11 @@ func sameManifests(a, b []common.RawObject) bool {
 
 // progressing records a delivery under way.
 func (c *Controller) progressing(inst *infrav1alpha1.InfrastructurePackInstance, rev *revisions.Revision, msg string) {
-	setCondition(inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDelivering,
-		fmt.Sprintf("Delivering revision %d (version %s). %s", rev.Number, rev.Version, msg))
+	conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, infrav1alpha1.ReasonDelivering,
+		message.Sentence(fmt.Sprintf("Delivering revision %d (version %s). %s", rev.Number, rev.Version, msg)))
 	if inst.Status.Revision != rev.Number {
-		c.setReady(inst, metav1.ConditionFalse, ReasonDelivering, fmt.Sprintf("Delivering revision %d (version %s).", rev.Number, rev.Version))
+		conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonDelivering,
+			fmt.Sprintf("Delivering revision %d (version %s).", rev.Number, rev.Version))
 	}
 }
 

@@ -59,7 +59,7 @@ func TestFluxDeliveryOfAnArtifactReadBackReencoded(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst := h.instance("east")
-	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered)
 	// What Flux applied is what the artifact holds, placed in the pack's namespace.
 	want := []infrav1alpha1.DeployedResource{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "tools", Name: "settings"},
 		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "reader"}}

@@ -52,8 +52,8 @@ func TestFluxDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst := h.instance("east")
-	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDelivering)
-	expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDelivering)
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonDelivering)
+	expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, infrav1alpha1.ReasonDelivering)
 	name := FluxArtifact(inst)
 	art := h.artifact(name, nil)
 	if art.Annotations[AnnotationInstance] != "seam-tenant-east/infra-east" || art.Labels[infrav1alpha1.LabelPack] != "infra" ||
@@ -85,7 +85,7 @@ func TestFluxDelivery(t *testing.T) {
 	if err := h.reconcile("east"); err != nil {
 		t.Fatal(err)
 	}
-	if c := expectCondition(t, h.instance("east"), infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDelivering); !strings.Contains(c.Message, "Pushing the revision") {
+	if c := expectCondition(t, h.instance("east"), infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, infrav1alpha1.ReasonDelivering); !strings.Contains(c.Message, "Pushing the revision") {
 		t.Errorf("Progressing message %q", c.Message)
 	}
 
@@ -99,10 +99,10 @@ func TestFluxDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst = h.instance("east")
-	if c := expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, ReasonDelivering); !strings.Contains(c.Message, "Kustomization is reconciling") {
+	if c := expectCondition(t, inst, infrav1alpha1.ConditionProgressing, metav1.ConditionTrue, infrav1alpha1.ReasonDelivering); !strings.Contains(c.Message, "Kustomization is reconciling") {
 		t.Errorf("Progressing message %q", c.Message)
 	}
-	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDelivering)
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonDelivering)
 
 	// Applied by Flux.
 	h.artifact(name, func(s *gitopsv1alpha1.OCIArtifactStatus) {
@@ -114,7 +114,7 @@ func TestFluxDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst = h.instance("east")
-	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, ReasonDelivered)
+	expectCondition(t, inst, infrav1alpha1.ConditionReady, metav1.ConditionTrue, infrav1alpha1.ReasonDelivered)
 	if inst.Status.UpgradeDirection != infrav1alpha1.UpgradeDirectionInitial || inst.Status.Revision != 1 || len(inst.Status.DeployedResources) != 2 {
 		t.Errorf("direction %s revision %d deployedResources %+v", inst.Status.UpgradeDirection, inst.Status.Revision, inst.Status.DeployedResources)
 	}
@@ -149,7 +149,7 @@ func TestFluxDeliveryWithoutARegistry(t *testing.T) {
 	if err := h.reconcile("east"); err != nil {
 		t.Fatalf("reconcile returned %v: a Cluster change wakes the instance", err)
 	}
-	c := expectCondition(t, h.instance("east"), infrav1alpha1.ConditionReady, metav1.ConditionFalse, ReasonFailed)
+	c := expectCondition(t, h.instance("east"), infrav1alpha1.ConditionReady, metav1.ConditionFalse, infrav1alpha1.ReasonDeliveryFailed)
 	if !strings.Contains(c.Message, "registry") {
 		t.Errorf("Ready message %q", c.Message)
 	}

@@ -26,6 +26,7 @@ import (
 
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/packs/revisions"
@@ -205,12 +206,14 @@ type harness struct {
 	clients   *fakeClients
 	store     *revisions.Store
 	clock     *testingclock.FakeClock
+	recorder  *events.FakeRecorder
 	c         *Controller
 }
 
 func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	t.Helper()
 	plinth := fake.NewSimpleClientset(objects...) // NewClientset needs apply configurations, which Plinth does not generate
+	looptest.ResourceVersions(&plinth.Fake, plinth.Tracker(), infrav1alpha1.SchemeGroupVersion.WithResource("infrastructurepackinstances"))
 	kube := kubefake.NewClientset()
 	pf := informers.NewSharedInformerFactory(plinth, 0)
 	infra, platform, gitops := pf.Infrastructure().V1alpha1(), pf.Platform().V1alpha1(), pf.Gitops().V1alpha1()
@@ -219,9 +222,9 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 		instances: infra.InfrastructurePackInstances().Informer().GetIndexer(), packs: infra.InfrastructureClusterPacks().Informer().GetIndexer(),
 		clusters: platform.Clusters().Informer().GetIndexer(), artifacts: gitops.OCIArtifacts().Informer().GetIndexer(),
 		clients: &fakeClients{clusters: map[string]*targetCluster{}}, store: revisions.NewStore(kube),
-		clock: testingclock.NewFakeClock(start),
+		clock: testingclock.NewFakeClock(start), recorder: events.NewFakeRecorder(1000),
 	}
-	c, err := NewController(plinth, events.NewFakeRecorder(1000), infra.InfrastructurePackInstances(), infra.InfrastructureClusterPacks(),
+	c, err := NewController(plinth, h.recorder, infra.InfrastructurePackInstances(), infra.InfrastructureClusterPacks(),
 		platform.Clusters(), gitops.OCIArtifacts(), h.clients, h.store, Options{Clock: h.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -293,6 +296,15 @@ func (h *harness) updateInstance(cluster string, change func(*infrav1alpha1.Infr
 		h.t.Fatal(err)
 	}
 	h.refresh()
+}
+
+// events drains the events recorded so far.
+func (h *harness) events() []string {
+	var out []string
+	for len(h.recorder.Events) > 0 {
+		out = append(out, <-h.recorder.Events)
+	}
+	return out
 }
 
 func expectCondition(t *testing.T, inst *infrav1alpha1.InfrastructurePackInstance, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {

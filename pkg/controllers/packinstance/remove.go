@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	infrav1alpha1 "github.com/plinth-dev/plinth/pkg/apis/infrastructure/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
@@ -43,30 +44,8 @@ func (c *Controller) remove(ctx context.Context, inst *infrav1alpha1.Infrastruct
 	}
 	retain := pack != nil && pack.Spec.LifecyclePolicies != nil && pack.Spec.LifecyclePolicies.RetainOnDeletion
 	if !retain && cluster != nil {
-		if engineOf(cluster) == platformv1alpha1.GitOpsEngineFlux {
-			gone, err := c.removeFlux(ctx, inst, cluster)
-			if err != nil {
-				return err
-			}
-			if !gone {
-				c.EnqueueAfter(cache.MetaObjectToName(inst), c.poll)
-				return nil
-			}
-		} else if len(inst.Status.DeployedResources) > 0 {
-			ctx, cancel := context.WithTimeout(ctx, operationTimeout+time.Duration(len(inst.Status.DeployedResources))*perObjectTimeout)
-			defer cancel()
-			last := &gitopsv1alpha1.ArtifactTargetStatus{Inventory: inventory(inst.Status.DeployedResources)}
-			target := delivery.Target{Spec: gitopsv1alpha1.ArtifactTarget{Cluster: cluster.Name, Prune: ptr.To(true)}, Cluster: cluster}
-			if err := c.engine.Remove(ctx, inst.Namespace, inst.Name, target, last, delivery.RemoveOptions{}); err != nil {
-				before := inst.DeepCopy()
-				c.failed(inst, err)
-				setCondition(inst, infrav1alpha1.ConditionReady, metav1.ConditionFalse, reasonOf(err), "Removing the delivered objects failed: "+message.Error(err))
-				// The removal's own deadline may be what failed: the status is written with a
-				// fresh one.
-				writeCtx, cancelWrite := context.WithTimeout(context.WithoutCancel(ctx), operationTimeout)
-				defer cancelWrite()
-				return errors.Join(c.write(writeCtx, inst, before), err)
-			}
+		if gone, err := c.undeliver(ctx, inst, cluster); err != nil || !gone {
+			return err
 		}
 	}
 	updated := inst.DeepCopy()
@@ -79,9 +58,35 @@ func (c *Controller) remove(ctx context.Context, inst *infrav1alpha1.Infrastruct
 	return err
 }
 
-func reasonOf(err error) string {
-	if Unreachable(err) {
-		return ReasonUnreachable
+// undeliver removes what the instance delivered from its cluster and says whether it is gone.
+// On a Flux cluster the instance is looked at again until Flux has pruned; a removal that
+// failed on a Kubectl cluster is recorded in the instance's Ready condition.
+func (c *Controller) undeliver(ctx context.Context, inst *infrav1alpha1.InfrastructurePackInstance, cluster *platformv1alpha1.Cluster) (bool, error) {
+	if engineOf(cluster) == platformv1alpha1.GitOpsEngineFlux {
+		gone, err := c.removeFlux(ctx, inst, cluster)
+		if err == nil && !gone {
+			c.EnqueueAfter(cache.MetaObjectToName(inst), c.poll)
+		}
+		return gone, err
 	}
-	return ReasonFailed
+	if len(inst.Status.DeployedResources) == 0 {
+		return true, nil
+	}
+	removeCtx, cancel := context.WithTimeout(ctx, operationTimeout+time.Duration(len(inst.Status.DeployedResources))*perObjectTimeout)
+	defer cancel()
+	last := &gitopsv1alpha1.ArtifactTargetStatus{Inventory: inventory(inst.Status.DeployedResources)}
+	target := delivery.Target{Spec: gitopsv1alpha1.ArtifactTarget{Cluster: cluster.Name, Prune: ptr.To(true)}, Cluster: cluster}
+	err := c.engine.Remove(removeCtx, inst.Namespace, inst.Name, target, last, delivery.RemoveOptions{})
+	if err == nil {
+		return true, nil
+	}
+	before := inst.DeepCopy()
+	c.failed(inst, err)
+	reason, _ := failure(inst, err)
+	conditions.Set(&inst.Status.Conditions, inst.Generation, infrav1alpha1.ConditionReady, metav1.ConditionFalse, reason,
+		"Removing the delivered objects failed: "+message.Error(err))
+	// The removal's own deadline may be what failed: the status is written with a fresh one.
+	writeCtx, cancelWrite := context.WithTimeout(context.WithoutCancel(ctx), operationTimeout)
+	defer cancelWrite()
+	return false, errors.Join(c.write(writeCtx, inst, before), err)
 }

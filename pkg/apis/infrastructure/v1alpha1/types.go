@@ -64,23 +64,6 @@ const (
 	ClusterPhaseUnreachable ClusterPhase = "Unreachable"
 )
 
-// Condition types of the infrastructure.ontai.dev kinds.
-const (
-	// ConditionReady is True on an instance whose cluster runs the delivered revision, and on
-	// a pack that every target cluster runs.
-	ConditionReady = "Ready"
-	// ConditionProgressing is True while a delivery is under way.
-	ConditionProgressing = "Progressing"
-	// ConditionDrifted is True when delivered objects were changed or deleted on the cluster.
-	ConditionDrifted = "Drifted"
-	// ConditionDependencyBlocked is True on an instance held because a dependency drifted and
-	// its onDrift policy is Block.
-	ConditionDependencyBlocked = "DependencyBlocked"
-	// ConditionRendered is True on a pack whose spec rendered; False names the template and
-	// line that failed.
-	ConditionRendered = "Rendered"
-)
-
 // Names and labels of the packs subsystem.
 const (
 	// InstanceNamespacePrefix starts the namespace of a cluster's instances: seam-tenant-{cluster}.
