@@ -59,3 +59,28 @@ func TestWrittenOtherObjectOfTheSameName(t *testing.T) {
 		t.Fatal("Forget left the entry")
 	}
 }
+
+// A finalizer write, then a status write made from its result: a cache behind both, or behind
+// the second only, is stale, and the reconcile works from the second write.
+func TestWrittenChainsConsecutiveWrites(t *testing.T) {
+	key := cache.NewObjectName("n", "a")
+	var w Written[*corev1.ConfigMap]
+	base, first, second := configMap("1", "10", "old"), configMap("1", "11", "finalizer"), configMap("1", "12", "status")
+	w.Record(key, base, first)
+	w.Record(key, w.Fresher(key, base), second)
+	for _, cached := range []*corev1.ConfigMap{configMap("1", "10", "old"), configMap("1", "11", "finalizer")} {
+		if got := w.Fresher(key, cached); got != second {
+			t.Fatalf("cache at version %s: got %v, want the second write", cached.ResourceVersion, got.Data)
+		}
+	}
+	if got := w.Fresher(key, second); got != second || w.Len() != 0 {
+		t.Fatalf("cache caught up: %d entries left", w.Len())
+	}
+	// A write not based on the last recorded one starts a new chain: the versions before it
+	// are no longer ours to skip.
+	w.Record(key, base, first)
+	w.Record(key, configMap("1", "20", "theirs"), configMap("1", "21", "ours"))
+	if cached := configMap("1", "10", "old"); w.Fresher(key, cached) != cached {
+		t.Fatal("an old chain survived a write based on another version")
+	}
+}
