@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
@@ -15,7 +16,7 @@ import (
 // A reconcile before the instance or Cluster caches fill would create instances that exist,
 // or delete those of clusters it has not seen yet.
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewClientset()
 		pf := informers.NewSharedInformerFactory(plinth, 0)
 		infra, platform := pf.Infrastructure().V1alpha1(), pf.Platform().V1alpha1()
@@ -24,10 +25,6 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "infrastructureclusterpacks", Informer: infra.InfrastructureClusterPacks().Informer()},
-			{Fake: &plinth.Fake, Resource: "infrastructurepackinstances", Informer: infra.InfrastructurePackInstances().Informer()},
-			{Fake: &plinth.Fake, Resource: "clusters", Informer: platform.Clusters().Informer()},
-		}, func(stop <-chan struct{}) { pf.Start(stop) }
+		return c, []*clienttesting.Fake{&plinth.Fake}, func(stop <-chan struct{}) { pf.Start(stop) }
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
@@ -16,7 +17,7 @@ import (
 
 // A reconcile before the registry, Cluster or ConfigMap caches fill would report them missing.
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewSimpleClientset()
 		pf, kf := informers.NewSharedInformerFactory(plinth, 0), kubeinformers.NewSharedInformerFactory(kube, 0)
 		gitops, platform, core := pf.Gitops().V1alpha1(), pf.Platform().V1alpha1(), kf.Core().V1()
@@ -25,11 +26,6 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "ociartifacts", Informer: gitops.OCIArtifacts().Informer()},
-			{Fake: &plinth.Fake, Resource: "ociregistries", Informer: gitops.OCIRegistries().Informer()},
-			{Fake: &plinth.Fake, Resource: "clusters", Informer: platform.Clusters().Informer()},
-			{Fake: &kube.Fake, Resource: "configmaps", Informer: core.ConfigMaps().Informer()},
-		}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
+		return c, []*clienttesting.Fake{&plinth.Fake, &kube.Fake}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
@@ -15,7 +16,7 @@ import (
 // A reconcile before the pack, Cluster, dependency or OCIArtifact caches fill would see no
 // revision to deliver, a missing cluster, dependencies not Ready or an artifact to create.
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth := fake.NewSimpleClientset()
 		pf := informers.NewSharedInformerFactory(plinth, 0)
 		infra, platform, gitops := pf.Infrastructure().V1alpha1(), pf.Platform().V1alpha1(), pf.Gitops().V1alpha1()
@@ -24,11 +25,6 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "infrastructurepackinstances", Informer: infra.InfrastructurePackInstances().Informer()},
-			{Fake: &plinth.Fake, Resource: "infrastructureclusterpacks", Informer: infra.InfrastructureClusterPacks().Informer()},
-			{Fake: &plinth.Fake, Resource: "clusters", Informer: platform.Clusters().Informer()},
-			{Fake: &plinth.Fake, Resource: "ociartifacts", Informer: gitops.OCIArtifacts().Informer()},
-		}, func(stop <-chan struct{}) { pf.Start(stop) }
+		return c, []*clienttesting.Fake{&plinth.Fake}, func(stop <-chan struct{}) { pf.Start(stop) }
 	})
 }

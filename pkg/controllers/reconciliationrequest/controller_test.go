@@ -564,7 +564,7 @@ func (apiStatusError) Status() metav1.Status {
 }
 
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth := fake.NewSimpleClientset()
 		f := informers.NewSharedInformerFactory(plinth, 0)
 		gitops := f.Gitops().V1alpha1()
@@ -573,11 +573,7 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "reconciliationrequests", Informer: gitops.ReconciliationRequests().Informer()},
-			{Fake: &plinth.Fake, Resource: "ociartifacts", Informer: gitops.OCIArtifacts().Informer()},
-			{Fake: &plinth.Fake, Resource: "clusters", Informer: f.Platform().V1alpha1().Clusters().Informer()},
-		}, func(stop <-chan struct{}) { f.Start(stop) }
+		return c, []*clienttesting.Fake{&plinth.Fake}, func(stop <-chan struct{}) { f.Start(stop) }
 	})
 }
 

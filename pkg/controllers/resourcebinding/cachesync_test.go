@@ -8,6 +8,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
@@ -20,7 +21,7 @@ import (
 // before those caches fill would try to create what exists (and a datastore's password Secret
 // would be generated anew).
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewSimpleClientset()
 		pf, kf := informers.NewSharedInformerFactory(plinth, 0), kubeinformers.NewSharedInformerFactory(kube, 0)
 		bindings, core, apps := pf.Score().V1b1().ResourceBindings(), kf.Core().V1(), kf.Apps().V1()
@@ -31,15 +32,6 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "resourcebindings", Informer: bindings.Informer()},
-			{Fake: &plinth.Fake, Resource: "provisioners", Informer: provisionerObjects.Informer()},
-			{Fake: &plinth.Fake, Resource: "workloads", Informer: workloads.Informer()},
-			{Fake: &kube.Fake, Resource: "secrets", Informer: core.Secrets().Informer()},
-			{Fake: &kube.Fake, Resource: "services", Informer: core.Services().Informer()},
-			{Fake: &kube.Fake, Resource: "statefulsets", Informer: apps.StatefulSets().Informer()},
-			{Fake: &kube.Fake, Resource: "deployments", Informer: apps.Deployments().Informer()},
-			{Fake: &kube.Fake, Resource: "ingresses", Informer: kf.Networking().V1().Ingresses().Informer()},
-		}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
+		return c, []*clienttesting.Fake{&plinth.Fake, &kube.Fake}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
 	})
 }

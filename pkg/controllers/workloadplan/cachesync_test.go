@@ -5,6 +5,7 @@ import (
 
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/compute"
@@ -19,7 +20,7 @@ import (
 // those caches fill would re-apply everything (or miss a Secret a file needs). The kubevirt
 // runtime reads ManagedVMs and SystemServices: before those fill it would ask for a VM again.
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewSimpleClientset()
 		pf, kf := informers.NewSharedInformerFactory(plinth, 0), kubeinformers.NewSharedInformerFactory(kube, 0)
 		score, core, apps := pf.Score().V1b1(), kf.Core().V1(), kf.Apps().V1()
@@ -37,14 +38,6 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "workloadplans", Informer: score.WorkloadPlans().Informer()},
-			{Fake: &plinth.Fake, Resource: "resourcebindings", Informer: score.ResourceBindings().Informer()},
-			{Fake: &kube.Fake, Resource: "deployments", Informer: apps.Deployments().Informer()},
-			{Fake: &kube.Fake, Resource: "services", Informer: core.Services().Informer()},
-			{Fake: &kube.Fake, Resource: "secrets", Informer: core.Secrets().Informer()},
-			{Fake: &plinth.Fake, Resource: "managedvms", Informer: gov.ManagedVMs().Informer()},
-			{Fake: &plinth.Fake, Resource: "systemservices", Informer: gov.SystemServices().Informer()},
-		}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
+		return c, []*clienttesting.Fake{&plinth.Fake, &kube.Fake}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
 	})
 }
