@@ -2,8 +2,7 @@ package compute
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -17,6 +16,13 @@ import (
 // nothing and reports the same outcome. Destroy of a tenant that has nothing left succeeds.
 // Every method honours tc.Spec.Suspended (the compute is kept but stopped) and reads
 // tc.Spec.ProviderConfig merged over the provider's Descriptor().ConfigDefaults.
+//
+// Errors say what kind they are with pkg/errkind: an error retrying cannot fix (a config the
+// provider cannot honour) is errkind.Stalled, and the controller fails the tenant at once
+// instead of backing off; a Destroy that has begun but waits on something outside the provider
+// is errkind.Waiting (RecheckAfter), and the controller keeps the tenant where it is and looks
+// again then instead of counting an attempt. Either error's message is the provider's own
+// sentence, shown to the tenant as it is.
 type Provider interface {
 	// Name is the provider's registered name, the value of spec.providerType.
 	Name() string
@@ -71,37 +77,8 @@ type Notifier interface {
 	TenantFor(obj interface{}) (cache.ObjectName, bool)
 }
 
-// ErrPermanent marks a provider error that retrying cannot fix (a config the provider cannot
-// honour): the controller moves the TenantCompute to Failed at once instead of backing off.
-var ErrPermanent = errors.New("permanent")
-
-// ErrInProgress marks a Destroy that has begun but waits on something outside the provider (a
-// governed VM's delete waits for its approval): nothing failed, so the controller keeps the
-// tenant where it is and looks again after its poll interval instead of counting an attempt.
-var ErrInProgress = errors.New("in progress")
-
-// Permanentf formats an error that retrying cannot fix: errors.Is(err, ErrPermanent) holds, and
-// its message is the formatted text alone (the controller shows it to the tenant as the
-// provider's own sentence, with no ": permanent" added). A %w verb wraps an error as
-// fmt.Errorf does.
-func Permanentf(format string, args ...any) error {
-	return &kindError{kind: ErrPermanent, err: fmt.Errorf(format, args...)}
-}
-
-// InProgressf formats the error of a Destroy that has begun and waits on something outside the
-// provider: errors.Is(err, ErrInProgress) holds, and its message, the formatted text alone,
-// says what it waits for. A %w verb wraps an error as fmt.Errorf does.
-func InProgressf(format string, args ...any) error {
-	return &kindError{kind: ErrInProgress, err: fmt.Errorf(format, args...)}
-}
-
-// kindError is a provider's error marked with one of the sentinel kinds above. The kind is
-// matched by Is rather than wrapped, so that it stays out of the message.
-type kindError struct {
-	kind error
-	err  error
-}
-
-func (e *kindError) Error() string        { return e.err.Error() }
-func (e *kindError) Is(target error) bool { return target == e.kind }
-func (e *kindError) Unwrap() error        { return e.err }
+// RecheckAfter is how long a provider asks the controller to wait, with an errkind.Waiting
+// error, before it looks again at a call that waits on something outside the provider (a
+// governed VM's delete waiting for its approval, a namespace being deleted): the tenant-compute
+// controller's poll interval.
+const RecheckAfter = 5 * time.Second

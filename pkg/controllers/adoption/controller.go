@@ -25,7 +25,7 @@ import (
 	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
 	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
-	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
+	"github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 // Name names the adopter in logs, metrics and events.
@@ -49,7 +49,7 @@ type Adopter struct {
 	client   govclient.GovernanceV1alpha1Interface
 	recorder events.EventRecorder
 	listers  Listers
-	infra    provider.InfrastructureProvider
+	infra    vmprovider.InfrastructureProvider
 	interval time.Duration
 	now      func() time.Time
 }
@@ -60,7 +60,7 @@ type Adopter struct {
 // Clusters.
 func NewController(client govclient.GovernanceV1alpha1Interface, recorder events.EventRecorder, vms govinformers.ManagedVMInformer,
 	services govinformers.SystemServiceInformer, adoptions govinformers.PendingAdoptionInformer, clusters platforminformers.ClusterInformer,
-	infra provider.InfrastructureProvider, interval time.Duration) (*Adopter, error) {
+	infra vmprovider.InfrastructureProvider, interval time.Duration) (*Adopter, error) {
 	if err := vms.Informer().AddIndexers(VMIndexers); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (a *Adopter) reconcile(ctx context.Context, key cache.ObjectName) error {
 // candidate is the PendingAdoption for a found VM, or nil when the VM is managed already or
 // its labels do not point at an existing service of the named system. An error is a cache
 // that could not be read, retried by the caller.
-func (a *Adopter) candidate(cluster string, vm *provider.VM) (*gov.PendingAdoption, error) {
+func (a *Adopter) candidate(cluster string, vm *vmprovider.VM) (*gov.PendingAdoption, error) {
 	instance, err := strconv.Atoi(vm.Labels[gov.LabelInstance])
 	if err != nil || instance < 1 {
 		return nil, nil

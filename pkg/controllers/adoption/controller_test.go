@@ -9,7 +9,7 @@ import (
 
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
-	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
+	"github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 func TestAdoptionCandidates(t *testing.T) {
@@ -20,17 +20,17 @@ func TestAdoptionCandidates(t *testing.T) {
 		Spec: gov.ManagedVMSpec{SystemServiceRef: gov.LocalObjectReference{Name: "redis"}}, Status: gov.ManagedVMStatus{Instance: 1, InstanceName: "team-a-shop-redis-01"}})
 	a := &Adopter{listers: Listers{Services: govlisters.NewSystemServiceLister(services), VMIndex: vms}}
 	a.now = metav1.Now().Time.UTC
-	found := func(name, system, service, instance string) *provider.VM {
+	found := func(name, system, service, instance string) *vmprovider.VM {
 		mem := resource.MustParse("1Gi")
-		return &provider.VM{Name: name, Namespace: "team-a", Labels: map[string]string{
+		return &vmprovider.VM{Name: name, Namespace: "team-a", Labels: map[string]string{
 			"kubevirt-shepherd.io/system": system, "kubevirt-shepherd.io/service": service, "kubevirt-shepherd.io/instance": instance,
-		}, Spec: provider.VMSpec{CPU: 2, Memory: &mem, Image: "img"}}
+		}, Spec: vmprovider.VMSpec{CPU: 2, Memory: &mem, Image: "img"}}
 	}
 	pa, err := a.candidate("local", found("team-a-shop-redis-04", "shop", "redis", "04"))
 	if err != nil || pa == nil || pa.Name != "local-team-a-shop-redis-04" || pa.Spec.Instance != 4 || pa.Spec.VMSpec.Resources.CPU != 2 || pa.Spec.VMSpec.RunStrategy != gov.RunStrategyAlways {
 		t.Fatalf("candidate: %+v", pa)
 	}
-	for what, vm := range map[string]*provider.VM{
+	for what, vm := range map[string]*vmprovider.VM{
 		"managed already":      found("team-a-shop-redis-01", "shop", "redis", "01"),
 		"same instance":        found("other-name", "shop", "redis", "01"),
 		"no such service":      found("team-a-shop-db-02", "shop", "db", "02"),

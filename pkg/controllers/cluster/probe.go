@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
-	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
+	"github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 // Finding is what one probe of a cluster found.
@@ -72,13 +72,13 @@ func Probe(timeout time.Duration, detect Detector) Prober {
 }
 
 // Detector reads what a cluster's virtualization layer offers (the KubeVirt provider's
-// DetectFromConfig); it returns an error wrapping provider.ErrNotFound when there is none.
-type Detector func(ctx context.Context, cfg *rest.Config) (*provider.Capabilities, error)
+// DetectFromConfig); it returns an error wrapping vmprovider.ErrNotFound when there is none.
+type Detector func(ctx context.Context, cfg *rest.Config) (*vmprovider.Capabilities, error)
 
 // virtualization turns a detection into the KubeVirtAvailable condition, version and features.
-func virtualization(caps *provider.Capabilities, err error) (Verdict, string, []string) {
+func virtualization(caps *vmprovider.Capabilities, err error) (Verdict, string, []string) {
 	switch {
-	case errors.Is(err, provider.ErrNotFound):
+	case errors.Is(err, vmprovider.ErrNotFound):
 		return Verdict{metav1.ConditionFalse, "NotInstalled", "KubeVirt is not installed on the cluster."}, "", nil
 	case apierrors.IsForbidden(err):
 		return Verdict{metav1.ConditionUnknown, "Forbidden", "The cluster's credentials may not read kubevirts.kubevirt.io."}, "", nil

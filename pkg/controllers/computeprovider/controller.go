@@ -6,6 +6,14 @@
 // created again, a status someone else changed is restored. A ComputeProvider of the same
 // name that another controller registered is not touched: the conflict is reported (a Warning
 // event and an error in the log) and the other controller keeps the name.
+//
+// Status is written as plinth-computeprovider through a statuswriter, with the reasons
+// compute.plinth.dev declares.
+//
+// In memory the controller keeps the ComputeProviders its registry's descriptors make (computed
+// once at start) and, per provider name, the other controller whose registration of that name
+// it last reported. A restart loses only the latter: a conflict that lasts is reported once
+// more after a restart.
 package computeprovider
 
 import (
@@ -17,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,9 +33,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	computeclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1"
 	computeinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/compute/v1alpha1"
@@ -41,12 +50,8 @@ const Name = "computeprovider"
 // PlinthController is the spec.controller of the providers plinth-controller serves.
 const PlinthController = "plinth.dev/plinth-controller"
 
-// Reasons of the events the controller records.
-const (
-	reasonRegistered = "Registered"
-	reasonConflict   = "ProviderConflict"
-	reasonNotServed  = "NotServed"
-)
+// FieldManager names the controller in the managedFields of the statuses it writes.
+const FieldManager = "plinth-computeprovider"
 
 // Registry is what the controller needs of the compute provider registry.
 type Registry interface {
@@ -56,10 +61,11 @@ type Registry interface {
 // Controller publishes a registry's providers as ComputeProviders.
 type Controller struct {
 	*loop.Loop
-	client   computeclient.ComputeProvidersGetter
-	recorder events.EventRecorder
-	lister   computelisters.ComputeProviderLister
-	owner    string
+	client computeclient.ComputeProvidersGetter
+	events *transition.Recorder
+	status *statuswriter.Writer[*v1alpha1.ComputeProvider]
+	lister computelisters.ComputeProviderLister
+	owner  string
 	// published is each provider's ComputeProvider as it should be, by name, computed once:
 	// descriptors do not change while the process runs.
 	published map[string]*v1alpha1.ComputeProvider
@@ -79,8 +85,13 @@ type Controller struct {
 func NewController(client computeclient.ComputeProvidersGetter, recorder events.EventRecorder,
 	providers computeinformers.ComputeProviderInformer, registry Registry, owner string) (*Controller, error) {
 	c := &Controller{
-		client: client, recorder: recorder, lister: providers.Lister(), owner: owner,
+		client: client, events: transition.New(recorder, v1alpha1.Reasons), lister: providers.Lister(), owner: owner,
 		published: map[string]*v1alpha1.ComputeProvider{}, now: time.Now, reported: map[string]string{},
+	}
+	c.status = &statuswriter.Writer[*v1alpha1.ComputeProvider]{
+		FieldManager: FieldManager, Reasons: v1alpha1.Reasons,
+		Conditions: func(cp *v1alpha1.ComputeProvider) []metav1.Condition { return cp.Status.Conditions },
+		Update:     client.ComputeProviders().UpdateStatus,
 	}
 	for _, p := range registry.Providers() {
 		cp, err := publication(p, owner)
@@ -131,20 +142,18 @@ func (c *Controller) retire(ctx context.Context, name string) error {
 	if cp.Spec.Controller != c.owner {
 		return nil
 	}
-	if was := meta.FindStatusCondition(cp.Status.Conditions, v1alpha1.ConditionProviderReady); was != nil && was.Status == metav1.ConditionFalse && was.Reason == reasonNotServed {
+	if was := meta.FindStatusCondition(cp.Status.Conditions, v1alpha1.ConditionProviderReady); was != nil && was.Status == metav1.ConditionFalse && was.Reason == v1alpha1.ReasonNotServed {
 		return nil
 	}
 	updated := cp.DeepCopy()
-	meta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionProviderReady, Status: metav1.ConditionFalse, Reason: reasonNotServed,
-		Message: fmt.Sprintf("%s no longer serves this provider.", c.owner), ObservedGeneration: cp.Generation,
-		LastTransitionTime: metav1.NewTime(c.now()),
-	})
-	if _, err := c.client.ComputeProviders().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	conditions.SetAt(&updated.Status.Conditions, cp.Generation, metav1.NewTime(c.now()), v1alpha1.ConditionProviderReady, metav1.ConditionFalse,
+		v1alpha1.ReasonNotServed, fmt.Sprintf("%s no longer serves this provider.", c.owner))
+	stored, wrote, err := c.status.Write(ctx, cp, updated)
+	if err != nil || !wrote {
 		return err
 	}
 	klog.FromContext(ctx).Info("Compute provider no longer served", "provider", name)
-	transition.Record(c.recorder, updated, reasonNotServed, "Register", fmt.Sprintf("%s no longer serves provider %s.", c.owner, name))
+	c.events.Record(stored, v1alpha1.ReasonNotServed, "Register", fmt.Sprintf("%s no longer serves provider %s.", c.owner, name))
 	return nil
 }
 
@@ -199,7 +208,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			return err
 		}
 		logger.Info("Registered compute provider", "provider", key.Name)
-		transition.Record(c.recorder, created, reasonRegistered, "Register", fmt.Sprintf("%s registered provider %s.", c.owner, key.Name))
+		c.events.Record(created, v1alpha1.ReasonRegistered, "Register", fmt.Sprintf("%s registered provider %s.", c.owner, key.Name))
 		cp = created
 	case err != nil:
 		return err
@@ -219,23 +228,20 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 			return err
 		}
 	}
-	status := c.status(cp, want)
-	if apiequality.Semantic.DeepEqual(&cp.Status, status) {
-		return nil
-	}
 	updated := cp.DeepCopy()
-	updated.Status = *status
-	if _, err := c.client.ComputeProviders().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	updated.Status = *c.desiredStatus(cp, want)
+	if _, wrote, err := c.status.Write(ctx, cp, updated); err != nil || !wrote {
 		return err
 	}
 	logger.V(2).Info("Published compute provider status", "provider", key.Name)
 	return nil
 }
 
-// status is the status cp should have: the descriptor's, Ready, at cp's generation. The
+// desiredStatus is the status cp should have: the descriptor's, Ready, at cp's generation. The
 // stored schema and defaults are kept when they are the same JSON (the API server may have
-// reformatted them), and so is the Ready condition's transition time while it stays True.
-func (c *Controller) status(cp, want *v1alpha1.ComputeProvider) *v1alpha1.ComputeProviderStatus {
+// reformatted them), and so is the Ready condition's transition time while it stays True; any
+// other condition someone wrote is dropped.
+func (c *Controller) desiredStatus(cp, want *v1alpha1.ComputeProvider) *v1alpha1.ComputeProviderStatus {
 	st := want.Status.DeepCopy()
 	if sameJSON(cp.Status.ConfigSchema, st.ConfigSchema) {
 		st.ConfigSchema = cp.Status.ConfigSchema.DeepCopy()
@@ -244,15 +250,12 @@ func (c *Controller) status(cp, want *v1alpha1.ComputeProvider) *v1alpha1.Comput
 		st.ConfigDefaults = cp.Status.ConfigDefaults.DeepCopy()
 	}
 	st.ObservedGeneration = cp.Generation
-	ready := metav1.Condition{
-		Type: v1alpha1.ConditionProviderReady, Status: metav1.ConditionTrue, Reason: reasonRegistered,
-		Message: fmt.Sprintf("%s serves this provider.", c.owner), ObservedGeneration: cp.Generation,
-		LastTransitionTime: metav1.NewTime(c.now()),
+	st.Conditions = nil
+	if was := meta.FindStatusCondition(cp.Status.Conditions, v1alpha1.ConditionProviderReady); was != nil {
+		st.Conditions = []metav1.Condition{*was}
 	}
-	if was := meta.FindStatusCondition(cp.Status.Conditions, ready.Type); was != nil && was.Status == ready.Status {
-		ready.LastTransitionTime = was.LastTransitionTime
-	}
-	st.Conditions = []metav1.Condition{ready}
+	conditions.SetAt(&st.Conditions, cp.Generation, metav1.NewTime(c.now()), v1alpha1.ConditionProviderReady, metav1.ConditionTrue,
+		v1alpha1.ReasonRegistered, fmt.Sprintf("%s serves this provider.", c.owner))
 	return st
 }
 
@@ -266,7 +269,7 @@ func (c *Controller) conflict(ctx context.Context, cp *v1alpha1.ComputeProvider)
 	c.reported[cp.Name] = cp.Spec.Controller
 	klog.FromContext(ctx).Error(fmt.Errorf("provider %s is registered by %s", cp.Name, cp.Spec.Controller),
 		"Not publishing the compute provider", "provider", cp.Name, "controller", c.owner)
-	transition.Record(c.recorder, cp, reasonConflict, "Register",
+	c.events.Record(cp, v1alpha1.ReasonProviderConflict, "Register",
 		fmt.Sprintf("Provider %s is registered by %s; %s does not publish its own provider of that name.", cp.Name, cp.Spec.Controller, c.owner))
 }
 

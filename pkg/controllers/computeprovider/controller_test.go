@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
@@ -101,8 +102,10 @@ func (h *harness) get() *v1alpha1.ComputeProvider {
 	return cp
 }
 
-// writes lists the writes since the last call ("verb" or "verb/subresource").
+// writes lists the writes since the last call ("verb" or "verb/subresource"); each status
+// write must name the controller's field manager.
 func (h *harness) writes() []string {
+	h.t.Helper()
 	var out []string
 	for _, a := range h.client.Actions() {
 		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
@@ -111,6 +114,9 @@ func (h *harness) writes() []string {
 		w := a.GetVerb()
 		if a.GetSubresource() != "" {
 			w += "/" + a.GetSubresource()
+		}
+		if u, ok := a.(clienttesting.UpdateActionImpl); ok && a.GetSubresource() == "status" && u.GetUpdateOptions().FieldManager != FieldManager {
+			h.t.Errorf("a status write by field manager %q, want %q", u.GetUpdateOptions().FieldManager, FieldManager)
 		}
 		out = append(out, w)
 	}
@@ -224,7 +230,7 @@ func TestReformattedSchemaIsNotAChange(t *testing.T) {
 	if err := h.indexer.Update(cp); err != nil {
 		t.Fatal(err)
 	}
-	h.writes()
+	h.client.ClearActions() // the test's own write
 	h.step()
 	if w := h.writes(); len(w) != 0 {
 		t.Errorf("writes for a reformatted schema: %v", w)
@@ -296,15 +302,15 @@ func TestRunPublishesEveryProvider(t *testing.T) {
 }
 
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		client := fake.NewSimpleClientset()
 		factory := informers.NewSharedInformerFactory(client, 0)
-		providers := factory.Compute().V1alpha1().ComputeProviders()
-		c, err := NewController(client.ComputeV1alpha1(), events.NewFakeRecorder(10), providers, registry{kubernetesProvider}, PlinthController)
+		c, err := NewController(client.ComputeV1alpha1(), events.NewFakeRecorder(10), factory.Compute().V1alpha1().ComputeProviders(),
+			registry{kubernetesProvider}, PlinthController)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{{Fake: &client.Fake, Resource: "computeproviders", Informer: providers.Informer()}}, factory.Start
+		return c, []*clienttesting.Fake{&client.Fake}, factory.Start
 	})
 }
 

@@ -22,6 +22,17 @@
 // let in more than the quota allows): for the charge delay after a charge, a recount keeps what
 // status.used says where that is more than it counts. By then the tenant of a charge that was
 // stored is in the cache and counted, and the charge of one that was refused is given back.
+//
+// Status is written as plinth-computequota through a statuswriter (a ResourceQuota has no
+// conditions; its events, had it any, would carry compute.plinth.dev's reasons).
+//
+// In memory the controller keeps, per quota, when admission last charged it, and its own last
+// write of the quota until its cache shows it (loop.Written), which also tells its own writes
+// from admission's charges. A restart loses both: a charge made just before it is not held by
+// the new process's first recount, which may give it back until the tenant, once in the cache,
+// is counted again (admission may let in more than the quota allows for that moment), and the
+// first write of the new process from a cache behind the old one's last write meets a conflict
+// and is retried.
 package computequota
 
 import (
@@ -45,6 +56,7 @@ import (
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	computequota "github.com/plinth-dev/plinth/pkg/compute/quota"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	computeinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/compute/v1alpha1"
 	computelisters "github.com/plinth-dev/plinth/pkg/generated/listers/compute/v1alpha1"
 )
@@ -52,8 +64,8 @@ import (
 // Name names the controller in logs and metrics.
 const Name = "computequota"
 
-// fieldManager owns the compute resources in the quotas' status.
-const fieldManager = "plinth-computequota"
+// FieldManager owns the compute resources in the quotas' status.
+const FieldManager = "plinth-computequota"
 
 // DefaultResyncPeriod is how often every quota is recounted unless Options say otherwise:
 // kube-controller-manager's --resource-quota-sync-period.
@@ -81,7 +93,7 @@ type Options struct {
 // Controller recomputes the compute resources of ResourceQuotas.
 type Controller struct {
 	*loop.Loop
-	kube        kubernetes.Interface
+	status      *statuswriter.Writer[*corev1.ResourceQuota]
 	quotas      corelisters.ResourceQuotaLister
 	tenants     computelisters.TenantComputeLister
 	resync      time.Duration
@@ -91,9 +103,9 @@ type Controller struct {
 	mu sync.Mutex
 	// charged is when each quota was last seen charged by someone else than this controller.
 	charged map[cache.ObjectName]time.Time
-	// written is the resourceVersion of each quota as this controller last wrote it, which tells
-	// its own writes from admission's charges.
-	written map[cache.ObjectName]string
+	// written is each quota as this controller last wrote it, until the cache shows it: the
+	// quota to recount from meanwhile, and what tells its own writes from admission's charges.
+	written loop.Written[*corev1.ResourceQuota]
 }
 
 // NewController returns the controller. It reads ResourceQuotas and TenantComputes and writes
@@ -104,9 +116,19 @@ func NewController(kube kubernetes.Interface, quotas coreinformers.ResourceQuota
 		return nil, fmt.Errorf("%s: the resync period and the charge delay must not be negative, not %s and %s", Name, opts.ResyncPeriod, opts.ChargeDelay)
 	}
 	c := &Controller{
-		kube: kube, quotas: quotas.Lister(), tenants: tenants.Lister(),
+		quotas: quotas.Lister(), tenants: tenants.Lister(),
 		resync: opts.ResyncPeriod, chargeDelay: opts.ChargeDelay, clock: opts.Clock,
-		charged: map[cache.ObjectName]time.Time{}, written: map[cache.ObjectName]string{},
+		charged: map[cache.ObjectName]time.Time{},
+	}
+	c.status = &statuswriter.Writer[*corev1.ResourceQuota]{
+		FieldManager: FieldManager, Reasons: computev1alpha1.Reasons,
+		Conditions: func(*corev1.ResourceQuota) []metav1.Condition { return nil },
+		// A conflict (the admission plugin charged the quota meanwhile) is retried from the
+		// informer's newer copy.
+		Update: func(ctx context.Context, rq *corev1.ResourceQuota, opts metav1.UpdateOptions) (*corev1.ResourceQuota, error) {
+			return kube.CoreV1().ResourceQuotas(rq.Namespace).UpdateStatus(ctx, rq, opts)
+		},
+		Written: &c.written,
 	}
 	if c.resync == 0 {
 		c.resync = DefaultResyncPeriod
@@ -141,22 +163,28 @@ func NewController(kube kubernetes.Interface, quotas coreinformers.ResourceQuota
 // charge delay has passed. Admission charges every quota of the namespace that limits what the
 // tenant uses, so each of them is noted by its own update.
 func (c *Controller) observeCharge(oldObj, obj interface{}) {
-	rq, ok := obj.(*corev1.ResourceQuota)
-	if !ok || !computeUsedChanged(oldObj, obj) {
+	old, ok1 := oldObj.(*corev1.ResourceQuota)
+	rq, ok2 := obj.(*corev1.ResourceQuota)
+	if !ok1 || !ok2 || !computeUsedChanged(oldObj, obj) {
 		return
 	}
 	key := cache.NewObjectName(rq.Namespace, rq.Name)
+	if c.ownWrite(key, old, rq) {
+		return
+	}
 	c.mu.Lock()
-	// An own write that is seen before its resourceVersion is noted counts as a charge: its
-	// quota is only recounted once more, later.
-	own := c.written[key] == rq.ResourceVersion
-	if !own {
-		c.charged[key] = c.clock.Now()
-	}
+	c.charged[key] = c.clock.Now()
 	c.mu.Unlock()
-	if !own {
-		c.EnqueueAfter(key, c.chargeDelay)
-	}
+	c.EnqueueAfter(key, c.chargeDelay)
+}
+
+// ownWrite says whether an update the informer reports, from old to rq, is this controller's
+// own last write: had the cache still shown old, the controller would have recounted from what
+// its write returned (not old itself), and that is rq. An own write seen before the write has
+// been remembered counts as a charge: its quota is only recounted once more, later.
+func (c *Controller) ownWrite(key cache.ObjectName, old, rq *corev1.ResourceQuota) bool {
+	written := c.written.Fresher(key, old)
+	return written != old && written.ResourceVersion == rq.ResourceVersion
 }
 
 // heldUntil is when the last charge of a quota stops being kept; ok is false when none is.
@@ -177,10 +205,10 @@ func (c *Controller) heldUntil(key cache.ObjectName) (until time.Time, ok bool) 
 
 // forget drops what is known of a deleted quota.
 func (c *Controller) forget(key cache.ObjectName) {
+	c.written.Forget(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.charged, key)
-	delete(c.written, key)
 }
 
 // computeUsedChanged is true when an update changes a quota's status.used of a compute
@@ -248,7 +276,7 @@ func hasCompute(rq *corev1.ResourceQuota) bool {
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
-	rq, err := c.quotas.ResourceQuotas(key.Namespace).Get(key.Name)
+	cached, err := c.quotas.ResourceQuotas(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.forget(key)
 		return nil
@@ -256,6 +284,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err != nil {
 		return err
 	}
+	rq := c.written.Fresher(key, cached)
 	limits := limitsCompute(rq)
 	if !limits && !hasCompute(rq) {
 		return nil
@@ -277,22 +306,10 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		used = quotav1.Max(used, quotav1.Mask(rq.Status.Used, computequota.ResourceNames))
 		defer c.EnqueueAfter(key, until.Sub(c.clock.Now()))
 	}
-	status := desiredStatus(rq, used)
-	if quotav1.Equals(status.Hard, rq.Status.Hard) && quotav1.Equals(status.Used, rq.Status.Used) {
-		return nil
-	}
 	updated := rq.DeepCopy()
-	updated.Status = status
-	// A conflict (the admission plugin charged the quota meanwhile) is retried from the
-	// informer's newer copy.
-	written, err := c.kube.CoreV1().ResourceQuotas(rq.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: fieldManager})
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.written[key] = written.ResourceVersion
-	c.mu.Unlock()
-	return nil
+	updated.Status = desiredStatus(rq, used)
+	_, _, err = c.status.Write(ctx, rq, updated)
+	return err
 }
 
 // listTenants lists a namespace's TenantComputes from the cache.

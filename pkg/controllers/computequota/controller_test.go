@@ -3,7 +3,6 @@ package computequota
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -19,10 +18,12 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	computev1alpha1 "github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	computequota "github.com/plinth-dev/plinth/pkg/compute/quota"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
@@ -92,12 +93,17 @@ func newFixture(t *testing.T, quotas []*corev1.ResourceQuota, tenants ...*comput
 	return &fixture{c: c, kube: kube, tenants: indexer}
 }
 
-// written is the status of the last quota written, or nil.
-func (f *fixture) written() *corev1.ResourceQuotaStatus {
+// written is the status of the last quota written, or nil. Every write must name the
+// controller's field manager.
+func (f *fixture) written(t *testing.T) *corev1.ResourceQuotaStatus {
+	t.Helper()
 	var status *corev1.ResourceQuotaStatus
 	for _, action := range f.kube.Actions() {
-		if u, ok := action.(clienttesting.UpdateAction); ok && u.GetSubresource() == "status" {
+		if u, ok := action.(clienttesting.UpdateActionImpl); ok && u.GetSubresource() == "status" {
 			status = &u.GetObject().(*corev1.ResourceQuota).Status
+			if fm := u.GetUpdateOptions().FieldManager; fm != FieldManager {
+				t.Errorf("a status write by field manager %q, want %q", fm, FieldManager)
+			}
 		}
 	}
 	return status
@@ -162,7 +168,7 @@ func TestReconcile(t *testing.T) {
 			if err := f.c.reconcile(context.Background(), cache.NewObjectName(tc.quota.Namespace, tc.quota.Name)); err != nil {
 				t.Fatal(err)
 			}
-			got := f.written()
+			got := f.written(t)
 			switch {
 			case tc.want == nil && got != nil:
 				t.Fatalf("wrote %+v, want no write", got)
@@ -231,7 +237,7 @@ func TestChargeIsHeld(t *testing.T) {
 				if err := f.c.reconcile(context.Background(), key); err != nil {
 					t.Fatal(err)
 				}
-				switch got := f.written(); {
+				switch got := f.written(t); {
 				case step.want == nil && got != nil:
 					t.Errorf("wrote %v while the charge is held, want it kept", got.Used)
 				case step.want != nil && (got == nil || !quotav1.Equals(got.Used, step.want)):
@@ -241,24 +247,29 @@ func TestChargeIsHeld(t *testing.T) {
 		})
 	}
 
-	// The controller's own write is not a charge.
+	// The controller's own write is not a charge; an update after it is.
 	f := newFixture(t, nil)
-	rq := quota("team-a", "compute", resources(cpu, 1000), corev1.ResourceQuotaStatus{Used: resources(cpu, 250)})
-	f.c.written[key] = rq.ResourceVersion
-	f.c.observeCharge(quota("team-a", "compute", nil, corev1.ResourceQuotaStatus{}), rq)
+	base := quota("team-a", "compute", resources(cpu, 1000), corev1.ResourceQuotaStatus{})
+	own := quota("team-a", "compute", resources(cpu, 1000), corev1.ResourceQuotaStatus{Used: resources(cpu, 250)})
+	own.ResourceVersion = "2"
+	f.c.written.Record(key, base, own)
+	f.c.observeCharge(base, own)
 	if _, held := f.c.heldUntil(key); held {
 		t.Error("the controller's own write was held as a charge")
 	}
-	rq.ResourceVersion = "2"
-	f.c.observeCharge(quota("team-a", "compute", nil, corev1.ResourceQuotaStatus{}), rq)
+	charged := own.DeepCopy()
+	charged.ResourceVersion = "3"
+	charged.Status.Used = resources(cpu, 500)
+	f.c.observeCharge(own, charged)
 	if _, held := f.c.heldUntil(key); !held {
 		t.Error("a charge was not held")
 	}
 	// A deleted quota is forgotten.
+	f.c.written.Record(key, charged, charged)
 	if err := f.c.reconcile(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
-	if _, held := f.c.heldUntil(key); held || f.c.written[key] != "" {
+	if _, held := f.c.heldUntil(key); held || f.c.written.Len() != 0 {
 		t.Error("a deleted quota is still remembered")
 	}
 }
@@ -325,16 +336,19 @@ func TestWakeFilters(t *testing.T) {
 
 // running is the controller run end to end against fake clusters.
 type running struct {
-	c       *Controller
-	ctx     context.Context
-	kube    *kubefake.Clientset
-	plinth  *fake.Clientset
-	charges int
+	c      *Controller
+	ctx    context.Context
+	kube   *kubefake.Clientset
+	plinth *fake.Clientset
 }
 
 func run(t *testing.T, opts Options, rq *corev1.ResourceQuota) *running {
 	t.Helper()
 	kube := kubefake.NewClientset(rq)
+	// Writes from a stale copy conflict, as with an API server: the fake cluster would otherwise
+	// let the controller's status write, which stores the whole object there, undo a change of
+	// spec.hard made meanwhile.
+	looptest.ResourceVersions(&kube.Fake, kube.Tracker(), corev1.SchemeGroupVersion.WithResource("resourcequotas"))
 	plinth := fake.NewSimpleClientset()
 	kf, pf := kubeinformers.NewSharedInformerFactory(kube, 0), informers.NewSharedInformerFactory(plinth, 0)
 	c, err := NewController(kube, kf.Core().V1().ResourceQuotas(), pf.Compute().V1alpha1().TenantComputes(), opts)
@@ -376,17 +390,18 @@ func (r *running) expect(t *testing.T, want corev1.ResourceList) {
 // usage to status.used, before the create is stored (or refused).
 func (r *running) charge(t *testing.T, cpuMillis int64) {
 	t.Helper()
-	rq, err := r.kube.CoreV1().ResourceQuotas("team-a").Get(r.ctx, "compute", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := rq.Status.Used[cpu]
-	used.Add(*resource.NewQuantity(cpuMillis, resource.DecimalSI))
-	rq.Status.Used[cpu] = used
-	// The fake cluster keeps the resourceVersion it is given; the API server's is new.
-	r.charges++
-	rq.ResourceVersion = fmt.Sprintf("charge-%d", r.charges)
-	if _, err := r.kube.CoreV1().ResourceQuotas("team-a").UpdateStatus(r.ctx, rq, metav1.UpdateOptions{}); err != nil {
+	// Admission charges from the quota it read, and reads again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rq, err := r.kube.CoreV1().ResourceQuotas("team-a").Get(r.ctx, "compute", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		used := rq.Status.Used[cpu]
+		used.Add(*resource.NewQuantity(cpuMillis, resource.DecimalSI))
+		rq.Status.Used[cpu] = used
+		_, err = r.kube.CoreV1().ResourceQuotas("team-a").UpdateStatus(r.ctx, rq, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -417,32 +432,79 @@ func TestReplenishment(t *testing.T) {
 	r.expect(t, resources(count, 1, cpu, 1000, memory, 256))
 }
 
+// held waits until the controller holds a charge of quota team-a/compute.
+func (r *running) held(t *testing.T) {
+	t.Helper()
+	if err := wait.PollUntilContextCancel(r.ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		_, held := r.c.heldUntil(cache.NewObjectName("team-a", "compute"))
+		return held, nil
+	}); err != nil {
+		t.Fatal("the charge was not seen")
+	}
+}
+
+// recount has quota team-a/compute recounted now, by raising its cpu limit in spec.hard, and
+// returns the status.used of the recount: the one written with that limit in status.hard.
+func (r *running) recount(t *testing.T, cpuLimit int) corev1.ResourceList {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rq, err := r.kube.CoreV1().ResourceQuotas("team-a").Get(r.ctx, "compute", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		rq.Spec.Hard = resources(cpu, cpuLimit)
+		_, err = r.kube.CoreV1().ResourceQuotas("team-a").Update(r.ctx, rq, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		got *corev1.ResourceQuota
+		err error
+	)
+	if err := wait.PollUntilContextCancel(r.ctx, 10*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		got, err = r.kube.CoreV1().ResourceQuotas("team-a").Get(ctx, "compute", metav1.GetOptions{})
+		return err == nil && quotav1.Equals(quotav1.Mask(got.Status.Hard, []corev1.ResourceName{cpu}), resources(cpu, cpuLimit)), nil
+	}); err != nil {
+		t.Fatalf("the raised limit was not recounted: status %+v", got.Status)
+	}
+	return got.Status.Used
+}
+
 // A charge for a create that was refused after admission (a duplicate tenant ID) is given back
-// once the charge delay has passed, but not at once: the tenant of a charge that is being
-// stored may not be in the cache yet.
+// once the charge delay has passed, but not before: the tenant of a charge that is being stored
+// may not be in the cache yet. The delay is measured on the controller's clock, which only the
+// test moves, so what a recount before and after it writes does not depend on how fast the
+// machine is.
 func TestRefusedChargeIsGivenBack(t *testing.T) {
-	const delay = 500 * time.Millisecond
-	r := run(t, Options{ChargeDelay: delay, ResyncPeriod: time.Hour}, quota("team-a", "compute", resources(cpu, 2000), corev1.ResourceQuotaStatus{}))
+	const delay = 200 * time.Millisecond
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	r := run(t, Options{ChargeDelay: delay, ResyncPeriod: time.Hour, Clock: clk}, quota("team-a", "compute", resources(cpu, 2000), corev1.ResourceQuotaStatus{}))
 	r.expect(t, resources(cpu, 0))
 
-	charged := time.Now()
 	r.charge(t, 500)
-	time.Sleep(delay / 5)
-	if got := r.used(t); time.Since(charged) < delay && !quotav1.Equals(got, resources(cpu, 500)) {
-		t.Fatalf("status.used %v before the charge delay passed, want the charge kept", got)
+	r.held(t)
+	if got := r.recount(t, 3000); !quotav1.Equals(got, resources(cpu, 500)) {
+		t.Fatalf("status.used %v from a recount before the charge delay passed, want the charge kept", got)
 	}
+	clk.SetTime(clk.Now().Add(delay))
 	r.expect(t, resources(cpu, 0))
-	if elapsed := time.Since(charged); elapsed < delay {
-		t.Errorf("the charge was given back after %s, before the delay of %s", elapsed, delay)
-	}
 
 	// A charge whose tenant is stored meanwhile is counted, not given back.
 	r.charge(t, 250)
 	if _, err := r.plinth.ComputeV1alpha1().TenantComputes("team-a").Create(r.ctx, tenant("team-a", "shop", 250, 128), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * delay)
-	r.expect(t, resources(cpu, 250))
+	if err := wait.PollUntilContextCancel(r.ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		_, err := r.c.tenants.TenantComputes("team-a").Get("shop")
+		return err == nil, nil
+	}); err != nil {
+		t.Fatal("the tenant did not reach the cache")
+	}
+	clk.SetTime(clk.Now().Add(delay))
+	if got := r.recount(t, 4000); !quotav1.Equals(got, resources(cpu, 250)) {
+		t.Errorf("status.used %v from a recount after the charge delay, want the stored tenant counted", got)
+	}
 }
 
 // Every quota is recounted once per resync period, also with nothing to wake it: here a charge
@@ -454,12 +516,7 @@ func TestPeriodicRecount(t *testing.T) {
 		quota("team-a", "compute", resources(cpu, 2000), corev1.ResourceQuotaStatus{}))
 	r.expect(t, resources(cpu, 0))
 	r.charge(t, 500)
-	if err := wait.PollUntilContextCancel(r.ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		_, held := r.c.heldUntil(cache.NewObjectName("team-a", "compute"))
-		return held, nil
-	}); err != nil {
-		t.Fatal("the charge was not seen")
-	}
+	r.held(t)
 	// The clock moves an hour every 50ms rather than once: the controller's own status write
 	// can reach its informer before it has noted the write's resourceVersion, and is then taken
 	// for a charge (held for a charge delay more: 2s in production, but an hour of a clock that

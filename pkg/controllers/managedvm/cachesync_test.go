@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
@@ -16,7 +17,7 @@ import (
 // (their phase) besides the VMs: a reconcile before those caches fill would wait for a
 // revision that exists or call a healthy cluster missing.
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth := fake.NewSimpleClientset()
 		pf := informers.NewSharedInformerFactory(plinth, 0)
 		gov, platform := pf.Governance().V1alpha1(), pf.Platform().V1alpha1()
@@ -25,11 +26,6 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "managedvms", Informer: gov.ManagedVMs().Informer()},
-			{Fake: &plinth.Fake, Resource: "vmrevisions", Informer: gov.VMRevisions().Informer()},
-			{Fake: &plinth.Fake, Resource: "approvaltickets", Informer: gov.ApprovalTickets().Informer()},
-			{Fake: &plinth.Fake, Resource: "clusters", Informer: platform.Clusters().Informer()},
-		}, pf.Start
+		return c, []*clienttesting.Fake{&plinth.Fake}, pf.Start
 	})
 }

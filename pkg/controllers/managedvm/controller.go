@@ -3,6 +3,15 @@
 // and the ticket that is EXECUTING ends in SUCCESS or FAILED. Deleting waits for the VM to be
 // gone from its cluster (the runtime's finalizer). It knows no KubeVirt type: the provider
 // translates.
+//
+// Status is written as plinth-managedvm through a statuswriter, with the reasons
+// governance.plinth.dev declares. The cluster refusing a VM (an errkind.Stalled error of the
+// provider) fails it and its ticket at once; any other error is retried.
+//
+// In memory the runtime keeps each VM's status as its last write returned it, until its cache
+// shows that write, and the looks it has scheduled in its queue. A restart loses both: the
+// informers' first lists reconcile every VM again, and a write from a cache behind the last
+// write before the restart meets a conflict and is retried from the newer object.
 package managedvm
 
 import (
@@ -14,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,16 +32,19 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	govclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	govinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance/v1alpha1"
 	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
 	govlisters "github.com/plinth-dev/plinth/pkg/generated/listers/governance/v1alpha1"
 	platformlisters "github.com/plinth-dev/plinth/pkg/generated/listers/platform/v1alpha1"
-	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
+	"github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 // Finalizer holds a ManagedVM's deletion until its VM is gone from the cluster.
@@ -41,6 +52,9 @@ const Finalizer = gov.FinalizerVMCleanup
 
 // Name names the runtime in logs, metrics and events.
 const Name = "managedvm"
+
+// FieldManager names the runtime in the managedFields of the statuses it writes.
+const FieldManager = "plinth-managedvm"
 
 // Listers are what the runtime reads from informers.
 type Listers struct {
@@ -55,10 +69,12 @@ type Listers struct {
 // Controller is the ManagedVM runtime.
 type Controller struct {
 	*loop.Loop
-	client   govclient.GovernanceV1alpha1Interface
-	recorder events.EventRecorder
-	listers  Listers
-	infra    provider.InfrastructureProvider
+	client  govclient.GovernanceV1alpha1Interface
+	events  *transition.Recorder
+	status  *statuswriter.Writer[*gov.ManagedVM]
+	written loop.Written[*gov.ManagedVM]
+	listers Listers
+	infra   vmprovider.InfrastructureProvider
 	// poll is how soon a VM in transition is looked at again; settle, a VM at rest.
 	poll, settle time.Duration
 }
@@ -69,14 +85,22 @@ type Controller struct {
 // (probes rewrite its status every interval; only a phase change matters to a VM).
 func NewController(ctx context.Context, client govclient.GovernanceV1alpha1Interface, recorder events.EventRecorder,
 	vms govinformers.ManagedVMInformer, revisions govinformers.VMRevisionInformer, tickets govinformers.ApprovalTicketInformer,
-	clusters platforminformers.ClusterInformer, infra provider.InfrastructureProvider, poll, settle time.Duration) (*Controller, error) {
+	clusters platforminformers.ClusterInformer, infra vmprovider.InfrastructureProvider, poll, settle time.Duration) (*Controller, error) {
 	if err := tickets.Informer().AddIndexers(TicketIndexers); err != nil {
 		return nil, err
 	}
-	c := &Controller{client: client, recorder: recorder, infra: infra, poll: poll, settle: settle, listers: Listers{
+	c := &Controller{client: client, events: transition.New(recorder, gov.Reasons), infra: infra, poll: poll, settle: settle, listers: Listers{
 		VMs: vms.Lister(), Revisions: revisions.Lister(), Tickets: tickets.Lister(), Clusters: clusters.Lister(),
 		TicketIndex: tickets.Informer().GetIndexer(),
 	}}
+	c.status = &statuswriter.Writer[*gov.ManagedVM]{
+		FieldManager: FieldManager, Reasons: gov.Reasons,
+		Conditions: func(vm *gov.ManagedVM) []metav1.Condition { return vm.Status.Conditions },
+		Update: func(ctx context.Context, vm *gov.ManagedVM, opts metav1.UpdateOptions) (*gov.ManagedVM, error) {
+			return client.ManagedVMs(vm.Namespace).UpdateStatus(ctx, vm, opts)
+		},
+		Written: &c.written,
+	}
 	c.Loop = loop.New(Name, c.reconcile, vms.Informer(), revisions.Informer(), tickets.Informer(), clusters.Informer())
 	for _, err := range []error{
 		c.Watch(vms.Informer()),
@@ -129,13 +153,15 @@ func (c *Controller) vmsOnCluster(logger klog.Logger) loop.KeysFunc {
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
 	ns, name := key.Namespace, key.Name
-	vm, err := c.listers.VMs.ManagedVMs(ns).Get(name)
+	cached, err := c.listers.VMs.ManagedVMs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.written.Forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	vm := c.written.Fresher(key, cached)
 	if vm.Status.Instance == 0 || vm.Status.Cluster == "" {
 		return nil // not approved yet: nothing to materialize
 	}
@@ -173,7 +199,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	}
 	observed, err := c.infra.EnsureVM(ctx, vm.Status.Cluster, vmSpec(vm, spec))
 	if err != nil {
-		if !permanent(err) {
+		if !errkind.IsStalled(err) {
 			return err
 		}
 		// The cluster's own error text goes to the log only: it can name the platform's
@@ -183,9 +209,9 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		if err := c.report(ctx, vm, ticket, gov.TicketFailed, msg); err != nil {
 			return err
 		}
-		return c.writeStatus(ctx, vm, gov.VMPhaseFailed, metav1.ConditionFalse, "Refused", msg)
+		return c.writeStatus(ctx, vm, gov.VMPhaseFailed, metav1.ConditionFalse, gov.ReasonRefused, msg)
 	}
-	if spec.RestartedAt != "" && observed.RestartRequestedAt != spec.RestartedAt && observed.State == provider.VMStateRunning {
+	if spec.RestartedAt != "" && observed.RestartRequestedAt != spec.RestartedAt && observed.State == vmprovider.VMStateRunning {
 		if err := c.infra.RestartVM(ctx, vm.Status.Cluster, ns, vm.Status.InstanceName, spec.RestartedAt); err != nil {
 			return err
 		}
@@ -194,8 +220,8 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	}
 
 	phase := phaseOf(observed.State, vm.Status.Phase)
-	status, reason, msg := metav1.ConditionFalse, string(observed.State), fmt.Sprintf("The VM is %s on cluster %s.", observed.State, vm.Status.Cluster)
-	if observed.State == provider.VMStateRunning && observed.Ready {
+	status, reason, msg := metav1.ConditionFalse, stateReason(observed.State), fmt.Sprintf("The VM is %s on cluster %s.", observed.State, vm.Status.Cluster)
+	if observed.State == vmprovider.VMStateRunning && observed.Ready {
 		status = metav1.ConditionTrue
 	}
 	if observed.Message != "" {
@@ -205,12 +231,12 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		return err
 	}
 	if created(vm) {
-		transition.Record(c.recorder, vm, "Created", "Materialize",
+		c.events.Record(vm, gov.ReasonCreated, "Materialize",
 			fmt.Sprintf("VirtualMachine %s was created on cluster %s.", vm.Status.InstanceName, vm.Status.Cluster))
 	}
 	switch {
 	case ticket == nil:
-	case observed.State == provider.VMStateFailed:
+	case observed.State == vmprovider.VMStateFailed:
 		if err := c.report(ctx, vm, ticket, gov.TicketFailed, msg); err != nil {
 			return err
 		}
@@ -264,7 +290,7 @@ func (c *Controller) finalize(ctx context.Context, vm *gov.ManagedVM) error {
 	if err := c.infra.DeleteVM(ctx, vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName); err != nil {
 		return err
 	}
-	if _, err := c.infra.GetVM(ctx, vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName); !errors.Is(err, provider.ErrNotFound) {
+	if _, err := c.infra.GetVM(ctx, vm.Status.Cluster, vm.Namespace, vm.Status.InstanceName); !errors.Is(err, vmprovider.ErrNotFound) {
 		if err != nil {
 			return err
 		}
@@ -330,11 +356,11 @@ func (c *Controller) report(ctx context.Context, vm *gov.ManagedVM, t *gov.Appro
 		return err
 	}
 	klog.FromContext(ctx).Info("Ticket executed", "ticket", klog.KObj(t), "operation", t.Spec.Operation, "state", state)
-	reason := "Executed"
+	reason := gov.ReasonExecuted
 	if state == gov.TicketFailed {
-		reason = "ExecutionFailed"
+		reason = gov.ReasonExecutionFailed
 	}
-	c.recorder.Eventf(vm, t, transition.Type(reason), reason, "Execute", "%s", message)
+	c.events.RecordRelated(vm, t, reason, "Execute", message)
 	return nil
 }
 
@@ -342,41 +368,52 @@ func (c *Controller) report(ctx context.Context, vm *gov.ManagedVM, t *gov.Appro
 func (c *Controller) clusterProblem(name string) (reason, message string, err error) {
 	cl, err := c.listers.Clusters.Get(name)
 	if apierrors.IsNotFound(err) {
-		return "ClusterNotFound", fmt.Sprintf("Cluster %s is not registered.", name), nil
+		return gov.ReasonClusterNotFound, fmt.Sprintf("Cluster %s is not registered.", name), nil
 	}
 	if err != nil {
 		return "", "", err
 	}
 	if cl.Status.Phase != platform.ClusterPhaseHealthy {
 		phase := cmp.Or(cl.Status.Phase, platform.ClusterPhaseUnknown)
-		return "ClusterDegraded", fmt.Sprintf("Cluster %s is %s (CLUSTER_DEGRADED); the VM waits for it.", name, phase), nil
+		return gov.ReasonClusterDegraded, fmt.Sprintf("Cluster %s is %s (CLUSTER_DEGRADED); the VM waits for it.", name, phase), nil
 	}
 	return "", "", nil
 }
 
+// writeStatus sets the VM's phase and Ready condition, writes them when they changed and
+// records the phase the VM came to.
 func (c *Controller) writeStatus(ctx context.Context, vm *gov.ManagedVM, phase gov.VMPhase, status metav1.ConditionStatus, reason, message string) error {
 	updated := vm.DeepCopy()
 	updated.Status.Phase = phase
-	apimeta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
-		Type: "Ready", Status: status, Reason: reason, Message: message, ObservedGeneration: vm.Generation,
-	})
-	// SetStatusCondition keeps the transition time of an unchanged condition, so an unchanged
-	// status compares equal and nothing is written.
-	if apiequality.Semantic.DeepEqual(vm.Status, updated.Status) {
-		return nil
-	}
-	if _, err := c.client.ManagedVMs(vm.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	conditions.Set(&updated.Status.Conditions, vm.Generation, gov.ConditionReady, status, reason, message)
+	if _, wrote, err := c.status.Write(ctx, vm, updated); err != nil || !wrote {
 		return err
 	}
 	if reason, ok := phaseReasons[phase]; ok && phase != vm.Status.Phase {
-		transition.Record(c.recorder, vm, reason, "Observe", message)
+		c.events.Record(vm, reason, "Observe", message)
 	}
 	return nil
 }
 
 // phaseReasons are the event reasons of the phases the runtime observes.
 var phaseReasons = map[gov.VMPhase]string{
-	gov.VMPhaseRunning: "Running", gov.VMPhaseStopping: "Stopping", gov.VMPhaseStopped: "Stopped", gov.VMPhaseFailed: "Failed",
+	gov.VMPhaseRunning: gov.ReasonRunning, gov.VMPhaseStopping: gov.ReasonStopping, gov.VMPhaseStopped: gov.ReasonStopped, gov.VMPhaseFailed: gov.ReasonFailed,
+}
+
+// stateReasons are the Ready condition's reasons for what the provider observes a VM doing.
+var stateReasons = map[vmprovider.VMState]string{
+	vmprovider.VMStateProvisioning: gov.ReasonProvisioning, vmprovider.VMStateStarting: gov.ReasonStarting,
+	vmprovider.VMStateRunning: gov.ReasonRunning, vmprovider.VMStateStopping: gov.ReasonStopping,
+	vmprovider.VMStateStopped: gov.ReasonStopped, vmprovider.VMStateFailed: gov.ReasonFailed, vmprovider.VMStateUnknown: gov.ReasonUnknown,
+}
+
+// stateReason is the Ready condition's reason for a state the provider observed; a state the
+// API does not know is Unknown.
+func stateReason(state vmprovider.VMState) string {
+	if reason, ok := stateReasons[state]; ok {
+		return reason
+	}
+	return gov.ReasonUnknown
 }
 
 // created says whether this pass is the first to see the VM on its cluster: it was being
@@ -386,25 +423,25 @@ func created(vm *gov.ManagedVM) bool {
 	if vm.Status.Phase != "" && vm.Status.Phase != gov.VMPhaseCreating {
 		return false
 	}
-	cond := apimeta.FindStatusCondition(vm.Status.Conditions, "Ready")
+	cond := apimeta.FindStatusCondition(vm.Status.Conditions, gov.ConditionReady)
 	if cond == nil {
 		return true
 	}
-	switch provider.VMState(cond.Reason) {
-	case provider.VMStateProvisioning, provider.VMStateStarting, provider.VMStateRunning, provider.VMStateStopping,
-		provider.VMStateStopped, provider.VMStateFailed, provider.VMStateUnknown:
-		return false
+	for _, reason := range stateReasons {
+		if cond.Reason == reason {
+			return false
+		}
 	}
 	return true
 }
 
 // vmSpec is the domain spec of an approved ManagedVM spec.
-func vmSpec(vm *gov.ManagedVM, spec gov.ManagedVMSpec) provider.VMSpec {
+func vmSpec(vm *gov.ManagedVM, spec gov.ManagedVMSpec) vmprovider.VMSpec {
 	labels := gov.PlatformLabels(vm.Labels)
 	if ticket, ok := vm.Labels[gov.LabelTicketID]; ok {
 		labels[gov.LabelTicketID] = ticket // the ticket that created the VM, for tracing it back
 	}
-	out := provider.VMSpec{
+	out := vmprovider.VMSpec{
 		Name: vm.Status.InstanceName, Namespace: vm.Namespace, Labels: labels, Hostname: vm.Status.Hostname,
 		InstanceType: spec.InstanceType, Image: spec.Image, Template: spec.Template,
 		DiskSize: spec.DiskSize, StorageClass: vm.Status.StorageClass, RunStrategy: string(spec.RunStrategy),
@@ -418,17 +455,17 @@ func vmSpec(vm *gov.ManagedVM, spec gov.ManagedVMSpec) provider.VMSpec {
 
 // phaseOf maps what the provider sees to the VM's phase. A VM on its way up stays CREATING
 // until it first runs; once it ran, a restart or start in progress keeps the phase it had.
-func phaseOf(state provider.VMState, current gov.VMPhase) gov.VMPhase {
+func phaseOf(state vmprovider.VMState, current gov.VMPhase) gov.VMPhase {
 	switch state {
-	case provider.VMStateRunning:
+	case vmprovider.VMStateRunning:
 		return gov.VMPhaseRunning
-	case provider.VMStateStopped:
+	case vmprovider.VMStateStopped:
 		return gov.VMPhaseStopped
-	case provider.VMStateStopping:
+	case vmprovider.VMStateStopping:
 		return gov.VMPhaseStopping
-	case provider.VMStateFailed:
+	case vmprovider.VMStateFailed:
 		return gov.VMPhaseFailed
-	case provider.VMStateProvisioning, provider.VMStateStarting:
+	case vmprovider.VMStateProvisioning, vmprovider.VMStateStarting:
 		if current == "" || current == gov.VMPhaseCreating || current == gov.VMPhaseFailed {
 			return gov.VMPhaseCreating
 		}
@@ -439,15 +476,15 @@ func phaseOf(state provider.VMState, current gov.VMPhase) gov.VMPhase {
 // done reports whether the VM shows that an operation took effect: it runs or is stopped as
 // its run strategy says (Manual: at rest either way, since only a start request runs it), and
 // a restart is recorded — or there was nothing to restart, the VM being halted.
-func done(op gov.Operation, spec gov.ManagedVMSpec, vm *provider.VM) bool {
+func done(op gov.Operation, spec gov.ManagedVMSpec, vm *vmprovider.VM) bool {
 	atRest := false
 	switch spec.RunStrategy {
 	case gov.RunStrategyHalted:
-		atRest = vm.State == provider.VMStateStopped
+		atRest = vm.State == vmprovider.VMStateStopped
 	case gov.RunStrategyManual:
-		atRest = vm.State == provider.VMStateStopped || vm.State == provider.VMStateRunning
+		atRest = vm.State == vmprovider.VMStateStopped || vm.State == vmprovider.VMStateRunning
 	default:
-		atRest = vm.State == provider.VMStateRunning
+		atRest = vm.State == vmprovider.VMStateRunning
 	}
 	switch op {
 	case gov.OperationCreate, gov.OperationModify, gov.OperationStart, gov.OperationStop:
@@ -456,7 +493,7 @@ func done(op gov.Operation, spec gov.ManagedVMSpec, vm *provider.VM) bool {
 		if spec.RunStrategy == gov.RunStrategyHalted {
 			return atRest
 		}
-		return vm.RestartRequestedAt == spec.RestartedAt && vm.State == provider.VMStateRunning
+		return vm.RestartRequestedAt == spec.RestartedAt && vm.State == vmprovider.VMStateRunning
 	}
 	return false
 }
@@ -475,9 +512,4 @@ func refusal(cluster string, err error) string {
 	default:
 		return fmt.Sprintf("Cluster %s refused the VM's request as malformed.", cluster)
 	}
-}
-
-// permanent errors are the cluster refusing the VM; anything else is retried.
-func permanent(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
 }

@@ -11,24 +11,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
-	provider "github.com/plinth-dev/plinth/pkg/governance/vmprovider"
+	"github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
 func TestPhaseOf(t *testing.T) {
 	cases := []struct {
-		state   provider.VMState
+		state   vmprovider.VMState
 		current gov.VMPhase
 		want    gov.VMPhase
 	}{
-		{provider.VMStateProvisioning, gov.VMPhaseCreating, gov.VMPhaseCreating},
-		{provider.VMStateStarting, "", gov.VMPhaseCreating},
-		{provider.VMStateRunning, gov.VMPhaseCreating, gov.VMPhaseRunning},
-		{provider.VMStateStarting, gov.VMPhaseRunning, gov.VMPhaseRunning}, // a restart keeps RUNNING
-		{provider.VMStateStarting, gov.VMPhaseStopped, gov.VMPhaseStopped}, // a start shows once it runs
-		{provider.VMStateStopping, gov.VMPhaseRunning, gov.VMPhaseStopping},
-		{provider.VMStateStopped, gov.VMPhaseStopping, gov.VMPhaseStopped},
-		{provider.VMStateFailed, gov.VMPhaseRunning, gov.VMPhaseFailed},
-		{provider.VMStateUnknown, gov.VMPhaseRunning, gov.VMPhaseRunning},
+		{vmprovider.VMStateProvisioning, gov.VMPhaseCreating, gov.VMPhaseCreating},
+		{vmprovider.VMStateStarting, "", gov.VMPhaseCreating},
+		{vmprovider.VMStateRunning, gov.VMPhaseCreating, gov.VMPhaseRunning},
+		{vmprovider.VMStateStarting, gov.VMPhaseRunning, gov.VMPhaseRunning}, // a restart keeps RUNNING
+		{vmprovider.VMStateStarting, gov.VMPhaseStopped, gov.VMPhaseStopped}, // a start shows once it runs
+		{vmprovider.VMStateStopping, gov.VMPhaseRunning, gov.VMPhaseStopping},
+		{vmprovider.VMStateStopped, gov.VMPhaseStopping, gov.VMPhaseStopped},
+		{vmprovider.VMStateFailed, gov.VMPhaseRunning, gov.VMPhaseFailed},
+		{vmprovider.VMStateUnknown, gov.VMPhaseRunning, gov.VMPhaseRunning},
 	}
 	for _, tc := range cases {
 		if got := phaseOf(tc.state, tc.current); got != tc.want {
@@ -38,14 +38,14 @@ func TestPhaseOf(t *testing.T) {
 }
 
 func TestDone(t *testing.T) {
-	running := &provider.VM{State: provider.VMStateRunning, RestartRequestedAt: "t1"}
-	stopped := &provider.VM{State: provider.VMStateStopped}
+	running := &vmprovider.VM{State: vmprovider.VMStateRunning, RestartRequestedAt: "t1"}
+	stopped := &vmprovider.VM{State: vmprovider.VMStateStopped}
 	always := gov.ManagedVMSpec{RunStrategy: gov.RunStrategyAlways, RestartedAt: "t1"}
 	halted := gov.ManagedVMSpec{RunStrategy: gov.RunStrategyHalted}
 	for _, tc := range []struct {
 		op   gov.Operation
 		spec gov.ManagedVMSpec
-		vm   *provider.VM
+		vm   *vmprovider.VM
 		want bool
 	}{
 		{gov.OperationCreate, always, running, true},
@@ -58,7 +58,7 @@ func TestDone(t *testing.T) {
 		{gov.OperationRestart, gov.ManagedVMSpec{RunStrategy: gov.RunStrategyAlways, RestartedAt: "t2"}, running, false},
 		{gov.OperationDelete, always, running, false},
 		{gov.OperationCreate, gov.ManagedVMSpec{RunStrategy: gov.RunStrategyManual}, stopped, true},
-		{gov.OperationCreate, gov.ManagedVMSpec{RunStrategy: gov.RunStrategyManual}, &provider.VM{State: provider.VMStateProvisioning}, false},
+		{gov.OperationCreate, gov.ManagedVMSpec{RunStrategy: gov.RunStrategyManual}, &vmprovider.VM{State: vmprovider.VMStateProvisioning}, false},
 		{gov.OperationRestart, halted, stopped, true},
 	} {
 		if got := done(tc.op, tc.spec, tc.vm); got != tc.want {
@@ -101,9 +101,9 @@ func TestCreatedOnlyWhileCreating(t *testing.T) {
 	}{
 		{"first look", gov.VMPhaseCreating, nil, true},
 		{"cluster was degraded before the first look", gov.VMPhaseCreating, ready("ClusterDegraded"), true},
-		{"seen provisioning already", gov.VMPhaseCreating, ready(string(provider.VMStateProvisioning)), false},
+		{"seen provisioning already", gov.VMPhaseCreating, ready(string(vmprovider.VMStateProvisioning)), false},
 		{"running VM, cluster back", gov.VMPhaseRunning, ready("ClusterDegraded"), false},
-		{"stopped VM", gov.VMPhaseStopped, ready(string(provider.VMStateStopped)), false},
+		{"stopped VM", gov.VMPhaseStopped, ready(string(vmprovider.VMStateStopped)), false},
 	} {
 		vm := &gov.ManagedVM{Status: gov.ManagedVMStatus{Phase: tc.phase, Conditions: tc.conds}}
 		if got := created(vm); got != tc.want {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
@@ -29,19 +30,15 @@ func deploymentTenant(obj interface{}) (cache.ObjectName, bool) {
 // A provider that watches what it creates reports from its caches: a reconcile before they
 // fill would see the tenant's compute missing.
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth, kube := fake.NewSimpleClientset(), kubefake.NewSimpleClientset()
 		pf, kf := informers.NewSharedInformerFactory(plinth, 0), kubeinformers.NewSharedInformerFactory(kube, 0)
-		tenants, deployments := pf.Compute().V1alpha1().TenantComputes(), kf.Apps().V1().Deployments()
-		p := &notifyingProvider{fakeProvider: newFakeProvider(), informers: []cache.SharedIndexInformer{deployments.Informer()}, tenantFor: deploymentTenant}
-		c, err := NewController(plinth.ComputeV1alpha1(), events.NewFakeRecorder(10), tenants, registry{p}, Options{ResyncPeriod: time.Minute})
+		p := &notifyingProvider{fakeProvider: newFakeProvider(), informers: []cache.SharedIndexInformer{kf.Apps().V1().Deployments().Informer()}, tenantFor: deploymentTenant}
+		c, err := NewController(plinth.ComputeV1alpha1(), events.NewFakeRecorder(10), pf.Compute().V1alpha1().TenantComputes(), registry{p}, Options{ResyncPeriod: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "tenantcomputes", Informer: tenants.Informer()},
-			{Fake: &kube.Fake, Resource: "deployments", Informer: deployments.Informer()},
-		}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
+		return c, []*clienttesting.Fake{&plinth.Fake, &kube.Fake}, func(stop <-chan struct{}) { pf.Start(stop); kf.Start(stop) }
 	})
 }
 

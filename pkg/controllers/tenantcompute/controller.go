@@ -12,11 +12,21 @@
 //
 // Tenants whose provider is not in the controller's registry are left alone: another
 // controller (an external provider process) serves them.
+//
+// Status is written as plinth-tenantcompute through a statuswriter, with the reasons
+// compute.plinth.dev declares. A provider error of kind errkind.Stalled fails the tenant at
+// once; one of kind errkind.Waiting (a Destroy waiting for an approval) is no failure, and the
+// tenant is looked at again when the provider asks.
+//
+// In memory the controller keeps, per tenant, when a Ready or Stopped tenant was last checked
+// with the provider's Update, and its own last status write until its cache shows it. A restart
+// loses both and nothing else: every tenant at rest is checked on its first reconcile (once per
+// restart, not per resync), and a reconcile before the cache catches up with a write made
+// before the restart meets a conflict and is retried from the newer object.
 package tenantcompute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -31,10 +41,13 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	computeclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/compute/v1alpha1"
 	computeinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/compute/v1alpha1"
 	computelisters "github.com/plinth-dev/plinth/pkg/generated/listers/compute/v1alpha1"
@@ -42,6 +55,9 @@ import (
 
 // Name names the controller in logs, metrics and events.
 const Name = "tenantcompute"
+
+// FieldManager names the controller in the managedFields of the statuses it writes.
+const FieldManager = "plinth-tenantcompute"
 
 // DefaultPollInterval is how soon a tenant whose compute is on its way (starting, stopping,
 // rolling out) is looked at again when Options leave it open. Providers that watch what they
@@ -73,7 +89,8 @@ type Options struct {
 type Controller struct {
 	*loop.Loop
 	client    computeclient.TenantComputesGetter
-	recorder  events.EventRecorder
+	events    *transition.Recorder
+	status    *statuswriter.Writer[*v1alpha1.TenantCompute]
 	tenants   computelisters.TenantComputeLister
 	providers Registry
 	resync    time.Duration
@@ -86,6 +103,9 @@ type Controller struct {
 	// or a leader change) is checked on its first reconcile.
 	mu      sync.Mutex
 	checked map[cache.ObjectName]time.Time
+	// written is each tenant as the controller's last status write returned it, until the
+	// cache shows that write.
+	written loop.Written[*v1alpha1.TenantCompute]
 }
 
 // NewController returns the TenantCompute controller. It reads TenantComputes and, for every
@@ -99,9 +119,19 @@ func NewController(client computeclient.TenantComputesGetter, recorder events.Ev
 		return nil, fmt.Errorf("%s: the resync period must be positive, not %s", Name, opts.ResyncPeriod)
 	}
 	c := &Controller{
-		client: client, recorder: recorder, tenants: tenants.Lister(), providers: providers,
+		client: client, events: transition.New(recorder, v1alpha1.Reasons), tenants: tenants.Lister(), providers: providers,
 		resync: opts.ResyncPeriod, poll: opts.PollInterval, clock: opts.Clock,
 		checked: map[cache.ObjectName]time.Time{},
+	}
+	c.status = &statuswriter.Writer[*v1alpha1.TenantCompute]{
+		FieldManager: FieldManager, Reasons: v1alpha1.Reasons,
+		Conditions: func(tc *v1alpha1.TenantCompute) []metav1.Condition { return tc.Status.Conditions },
+		Update: func(ctx context.Context, tc *v1alpha1.TenantCompute, opts metav1.UpdateOptions) (*v1alpha1.TenantCompute, error) {
+			return c.client.TenantComputes(tc.Namespace).UpdateStatus(ctx, tc, opts)
+		},
+		// Events are recorded by recordTransition: a tenant's events follow its phase and
+		// attempts as well as its Ready condition.
+		Written: &c.written,
 	}
 	if c.poll <= 0 {
 		c.poll = DefaultPollInterval
@@ -152,7 +182,7 @@ func tenantOf(n compute.Notifier) loop.KeysFunc {
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
-	tc, err := c.tenants.TenantComputes(key.Namespace).Get(key.Name)
+	cached, err := c.tenants.TenantComputes(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.forget(key)
 		return nil
@@ -160,6 +190,7 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err != nil {
 		return err
 	}
+	tc := c.written.Fresher(key, cached)
 	p, ok := c.providers.Provider(tc.Spec.ProviderType)
 	if !ok {
 		// Served by another controller (an external provider process publishes its own
@@ -200,6 +231,8 @@ func (c *Controller) nextLook(key cache.ObjectName, ps *pass) time.Duration {
 	switch {
 	case st.NextRetryTime != nil:
 		return st.NextRetryTime.Sub(ps.now)
+	case ps.recheck > 0:
+		return ps.recheck
 	case st.Phase == v1alpha1.PhaseFailed && computeFailed(st):
 		// Compute that failed on its own may come back: looked at on the resync period, and
 		// sooner on the provider's events.
@@ -228,33 +261,15 @@ func (c *Controller) finalize(ctx context.Context, key cache.ObjectName, tc *v1a
 	if tc.Status.Phase != v1alpha1.PhaseDeleting {
 		st := tc.Status.DeepCopy()
 		st.Phase, st.NextRetryTime = v1alpha1.PhaseDeleting, nil
-		setCondition(st, tc.Generation, now, v1alpha1.ConditionReady, metav1.ConditionFalse, reasonDeleting,
+		conditions.SetAt(&st.Conditions, tc.Generation, now, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
 			fmt.Sprintf("Provider %s is destroying the compute.", p.Name()))
 		var err error
 		if tc, err = c.writeStatus(ctx, tc, st); err != nil {
 			return err
 		}
 	}
-	if err := p.Destroy(ctx, tc); errors.Is(err, compute.ErrInProgress) {
-		// Begun and waiting on something outside the provider (an approval): not a failure.
-		st := tc.Status.DeepCopy()
-		setCondition(st, tc.Generation, now, v1alpha1.ConditionReady, metav1.ConditionFalse, reasonDeleting,
-			fmt.Sprintf("Provider %s is destroying the compute: %s", p.Name(), sentence(err)))
-		if _, werr := c.writeStatus(ctx, tc, st); werr != nil {
-			return werr
-		}
-		c.EnqueueAfter(key, c.poll)
-		return nil
-	} else if err != nil {
-		// Retried by the loop's backoff: a tenant being deleted has no Failed phase to end in,
-		// its finalizer holds until the provider has destroyed the compute.
-		st := tc.Status.DeepCopy()
-		setCondition(st, tc.Generation, now, v1alpha1.ConditionReady, metav1.ConditionFalse, reasonDestroyFailed,
-			fmt.Sprintf("Provider %s could not destroy the compute yet: %s", p.Name(), sentence(err)))
-		if _, werr := c.writeStatus(ctx, tc, st); werr != nil {
-			return werr
-		}
-		return fmt.Errorf("destroying the compute of TenantCompute %s: %w", key, err)
+	if err := p.Destroy(ctx, tc); err != nil {
+		return c.destroyNotDone(ctx, key, tc, p, now, err)
 	}
 	updated := tc.DeepCopy()
 	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == v1alpha1.Finalizer })
@@ -266,26 +281,55 @@ func (c *Controller) finalize(ctx context.Context, key cache.ObjectName, tc *v1a
 	return nil
 }
 
+// destroyNotDone reports a Destroy that has not finished in the Ready condition and decides
+// when to try again. One that has begun and waits on something outside the provider (an
+// approval) is no failure: the loop looks again when the provider asks. Any other error is
+// retried with the loop's backoff, even one the provider marks Stalled (a deletion an approver
+// rejected: each Destroy asks for it again): a tenant being deleted has no Failed phase to end
+// in, and its finalizer holds until the provider has destroyed the compute.
+func (c *Controller) destroyNotDone(ctx context.Context, key cache.ObjectName, tc *v1alpha1.TenantCompute, p compute.Provider, now metav1.Time, err error) error {
+	waiting := errkind.IsWaiting(err)
+	reason, message := v1alpha1.ReasonDestroyFailed, fmt.Sprintf("Provider %s could not destroy the compute yet: %s", p.Name(), sentence(err))
+	if waiting {
+		reason, message = v1alpha1.ReasonDeleting, fmt.Sprintf("Provider %s is destroying the compute: %s", p.Name(), sentence(err))
+	}
+	st := tc.Status.DeepCopy()
+	conditions.SetAt(&st.Conditions, tc.Generation, now, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	if _, werr := c.writeStatus(ctx, tc, st); werr != nil {
+		return werr
+	}
+	if waiting {
+		return fmt.Errorf("destroying the compute of TenantCompute %s: %w", key, err)
+	}
+	return fmt.Errorf("destroying the compute of TenantCompute %s: %v", key, err)
+}
+
 // writeStatus writes st when it differs from the stored status in anything but lastUpdated
 // (a reconcile that changes nothing writes nothing), records the transition and returns the
 // object as stored.
 func (c *Controller) writeStatus(ctx context.Context, tc *v1alpha1.TenantCompute, st *v1alpha1.TenantComputeStatus) (*v1alpha1.TenantCompute, error) {
-	compared := st.DeepCopy()
-	compared.LastUpdated = tc.Status.LastUpdated
-	if apiequality.Semantic.DeepEqual(compared, &tc.Status) {
-		return tc, nil
+	after := tc.DeepCopy()
+	after.Status = *st.DeepCopy()
+	if lastUpdatedOnly(&tc.Status, st) {
+		after.Status.LastUpdated = tc.Status.LastUpdated
 	}
-	updated := tc.DeepCopy()
-	updated.Status = *st
-	stored, err := c.client.TenantComputes(tc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
+	stored, wrote, err := c.status.Write(ctx, tc, after)
+	if err != nil || !wrote {
+		return stored, err
 	}
 	if tc.Status.Phase != st.Phase {
 		klog.FromContext(ctx).V(2).Info("Phase changed", "from", tc.Status.Phase, "to", st.Phase)
 	}
 	c.recordTransition(tc, &tc.Status, st)
 	return stored, nil
+}
+
+// lastUpdatedOnly says whether two statuses differ in lastUpdated alone: the time of a look
+// that found nothing new is not worth a write.
+func lastUpdatedOnly(stored, st *v1alpha1.TenantComputeStatus) bool {
+	compared := st.DeepCopy()
+	compared.LastUpdated = stored.LastUpdated
+	return apiequality.Semantic.DeepEqual(compared, stored)
 }
 
 // recordTransition records one event when the phase changes, when the Ready condition changes
@@ -300,7 +344,7 @@ func (c *Controller) recordTransition(tc *v1alpha1.TenantCompute, before, after 
 	if before.Phase == after.Phase && after.Retries <= before.Retries && was != nil && was.Status == now.Status && was.Reason == now.Reason {
 		return
 	}
-	transition.Record(c.recorder, tc, now.Reason, "Reconcile", now.Message)
+	c.events.Record(tc, now.Reason, "Reconcile", now.Message)
 }
 
 func (c *Controller) markChecked(key cache.ObjectName, at time.Time) {
@@ -317,7 +361,9 @@ func (c *Controller) due(key cache.ObjectName, now time.Time) bool {
 	return !ok || !now.Before(last.Add(c.resync))
 }
 
+// forget drops what is kept in memory of a tenant that is gone.
 func (c *Controller) forget(key cache.ObjectName) {
+	c.written.Forget(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.checked, key)

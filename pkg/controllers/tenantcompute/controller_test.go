@@ -20,6 +20,8 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
@@ -55,6 +57,7 @@ func tenant() *v1alpha1.TenantCompute {
 func newHarness(t *testing.T, tc *v1alpha1.TenantCompute) *harness {
 	t.Helper()
 	client := fake.NewSimpleClientset(tc) // NewClientset needs apply configurations, which Plinth does not generate
+	looptest.ResourceVersions(&client.Fake, client.Tracker(), v1alpha1.SchemeGroupVersion.WithResource("tenantcomputes"))
 	factory := informers.NewSharedInformerFactory(client, 0)
 	tenants := factory.Compute().V1alpha1().TenantComputes()
 	if err := tenants.Informer().GetIndexer().Add(tc); err != nil {
@@ -113,12 +116,17 @@ func (h *harness) edit(specChange bool, change func(*v1alpha1.TenantCompute)) {
 	h.refresh()
 }
 
-// statusWrites counts the status updates since the last call.
+// statusWrites counts the status updates since the last call; each must name the controller's
+// field manager.
 func (h *harness) statusWrites() int {
+	h.t.Helper()
 	n := 0
 	for _, a := range h.client.Actions() {
 		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
 			n++
+			if fm := a.(clienttesting.UpdateActionImpl).GetUpdateOptions().FieldManager; fm != FieldManager {
+				h.t.Errorf("a status write by field manager %q, want %q", fm, FieldManager)
+			}
 		}
 	}
 	h.client.ClearActions()
@@ -559,15 +567,9 @@ func TestFailedComputeCountsAsAFailure(t *testing.T) {
 	}
 }
 
-// permanentError is how providers mark an error retrying cannot fix.
-type permanentError string
-
-func (e permanentError) Error() string { return string(e) }
-func (e permanentError) Unwrap() error { return compute.ErrPermanent }
-
 func TestPermanentErrorFailsAtOnce(t *testing.T) {
 	h := newHarness(t, tenant())
-	h.p.provisionErr = fmt.Errorf("provisioning: %w", permanentError("cluster west is not registered"))
+	h.p.provisionErr = fmt.Errorf("provisioning: %w", errkind.Stalledf("cluster west is not registered"))
 	h.step()
 	tc := h.expectPhase(v1alpha1.PhaseFailed)
 	if tc.Status.Retries != 1 || tc.Status.NextRetryTime != nil {
@@ -616,7 +618,7 @@ func TestSpecChangeWhileFailedStartsAgain(t *testing.T) {
 
 func TestReconcileRequestWhileFailedStartsAgain(t *testing.T) {
 	h := newHarness(t, tenant())
-	h.p.provisionErr = permanentError("cluster west is not registered")
+	h.p.provisionErr = errkind.Stalledf("cluster west is not registered")
 	h.step()
 	h.expectPhase(v1alpha1.PhaseFailed)
 	h.p.provisionErr = nil
@@ -745,7 +747,7 @@ func TestFailedStatusWriteIsRetried(t *testing.T) {
 func TestDestroyInProgressIsNotAFailure(t *testing.T) {
 	h := newHarness(t, tenant())
 	h.ready()
-	h.p.destroyErr = fmt.Errorf("the delete of ManagedVM shop waits for approval of ticket tkt-1: %w", compute.ErrInProgress)
+	h.p.destroyErr = errkind.Waitingf(compute.RecheckAfter, "the delete of ManagedVM shop waits for approval of ticket tkt-1")
 	h.edit(true, func(tc *v1alpha1.TenantCompute) { tc.Spec.Archived = true })
 	for range MaxAttempts + 1 {
 		h.step()
@@ -765,10 +767,10 @@ func TestDestroyInProgressIsNotAFailure(t *testing.T) {
 
 	h2 := newHarness(t, tenant())
 	h2.ready()
-	h2.p.destroyErr = fmt.Errorf("waits for approval of ticket tkt-2: %w", compute.ErrInProgress)
+	h2.p.destroyErr = errkind.Waitingf(compute.RecheckAfter, "waits for approval of ticket tkt-2")
 	h2.edit(false, func(tc *v1alpha1.TenantCompute) { tc.DeletionTimestamp = &metav1.Time{Time: start} })
-	if err := h2.c.reconcile(context.Background(), shop); err != nil {
-		t.Fatalf("a delete in progress returned an error (the loop would count a failure): %v", err)
+	if after, waiting := errkind.WaitFor(h2.c.reconcile(context.Background(), shop)); !waiting || after != compute.RecheckAfter {
+		t.Fatalf("a delete in progress asked to wait %s (%v), want the provider's wait: the loop would count a failure otherwise", after, waiting)
 	}
 	h2.refresh()
 	tc := h2.get()

@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // MaxAttempts is how many times in a row a provider may fail before the phase becomes Failed.
@@ -27,31 +29,9 @@ const (
 	maxRetry   = 5 * time.Minute
 )
 
-// Reasons of the conditions, and of the events that report the Ready condition's transitions.
-const (
-	reasonProvisioning    = "Provisioning"
-	reasonProvisioned     = "Provisioned"
-	reasonUpdating        = "Updating"
-	reasonReady           = "Ready"
-	reasonNotRunning      = "NotRunning"
-	reasonUnhealthy       = "Unhealthy"
-	reasonHealthy         = "Healthy"
-	reasonHealthUnknown   = "HealthUnknown"
-	reasonStopped         = "Stopped"
-	reasonArchived        = "Archived"
-	reasonDeleting        = "Deleting"
-	reasonSpecInvalid     = "SpecInvalid"
-	reasonProvisionFailed = "ProvisionFailed"
-	reasonUpdateFailed    = "UpdateFailed"
-	reasonArchiveFailed   = "ArchiveFailed"
-	reasonDestroyFailed   = "DestroyFailed"
-	reasonCheckFailed     = "CheckFailed"
-	reasonComputeFailed   = "ComputeFailed"
-)
-
 // verbs say what failed, by failure reason, in messages.
 var verbs = map[string]string{
-	reasonProvisionFailed: "provision", reasonUpdateFailed: "update", reasonArchiveFailed: "destroy", reasonComputeFailed: "run",
+	v1alpha1.ReasonProvisionFailed: "provision", v1alpha1.ReasonUpdateFailed: "update", v1alpha1.ReasonArchiveFailed: "destroy", v1alpha1.ReasonComputeFailed: "run",
 }
 
 // pass is one reconcile of a tenant: the status it will write, built step by step.
@@ -77,12 +57,18 @@ type pass struct {
 	fault *fault
 	// message is the provider's explanation of a state other than running.
 	message string
+	// stamp is now as a condition's transition time.
+	stamp metav1.Time
+	// recheck is how soon the provider asked for the tenant to be looked at again, when it
+	// waits on something outside the provider; zero when it does not.
+	recheck time.Duration
 }
 
 type fault struct{ reason, message string }
 
 func (c *Controller) newPass(key cache.ObjectName, tc *v1alpha1.TenantCompute, p compute.Provider) *pass {
-	return &pass{c: c, key: key, tc: tc, p: p, status: tc.Status.DeepCopy(), now: c.clock.Now()}
+	now := c.clock.Now()
+	return &pass{c: c, key: key, tc: tc, p: p, status: tc.Status.DeepCopy(), now: now, stamp: metav1.NewTime(now)}
 }
 
 // run decides what the provider is asked to do and what the status says afterwards.
@@ -137,22 +123,23 @@ func (ps *pass) provision(ctx context.Context) {
 	}
 	if err != nil {
 		st.ProvisionResult = &v1alpha1.ProvisionResult{Status: v1alpha1.ProvisionStatusFailed, Message: sentence(err)}
-		ps.failure(reasonProvisionFailed, v1alpha1.PhaseProvisioning, err)
+		ps.failure(v1alpha1.ReasonProvisionFailed, v1alpha1.PhaseProvisioning, err)
 		return
 	}
 	ps.recordProvision(res)
 	switch res.Status {
 	case v1alpha1.ProvisionStatusSuccess:
-		ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionTrue, reasonProvisioned, fmt.Sprintf("Provider %s created the compute.", ps.p.Name()))
+		conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionProvisioned, metav1.ConditionTrue, v1alpha1.ReasonProvisioned,
+			fmt.Sprintf("Provider %s created the compute.", ps.p.Name()))
 	case v1alpha1.ProvisionStatusInProgress:
-		ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reasonProvisioning,
+		conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionProvisioned, metav1.ConditionFalse, v1alpha1.ReasonProvisioning,
 			or(res.Message, fmt.Sprintf("Provider %s is creating the compute.", ps.p.Name())))
 	default:
-		ps.failure(reasonProvisionFailed, v1alpha1.PhaseProvisioning,
+		ps.failure(v1alpha1.ReasonProvisionFailed, v1alpha1.PhaseProvisioning,
 			errors.New(or(res.Message, fmt.Sprintf("the provider reported the provision as %q", res.Status))))
 		return
 	}
-	ps.observe(ctx, v1alpha1.PhaseProvisioning, reasonProvisionFailed, v1alpha1.PhaseProvisioning)
+	ps.observe(ctx, v1alpha1.PhaseProvisioning, v1alpha1.ReasonProvisionFailed, v1alpha1.PhaseProvisioning)
 }
 
 // update brings provisioned compute to the spec when the spec changed, an update is under way,
@@ -161,14 +148,14 @@ func (ps *pass) update(ctx context.Context) {
 	st := ps.status
 	// The compute the provider created is still there for this generation.
 	prov := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProvisioned)
-	ps.set(prov.Type, prov.Status, prov.Reason, prov.Message)
+	conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, prov.Type, prov.Status, prov.Reason, prov.Message)
 	repeat := st.Phase == v1alpha1.PhaseUpdating && !ps.specChanged && !ps.requested
 	if !ps.specChanged && !ps.requested && st.Phase != v1alpha1.PhaseUpdating && !(ps.atRest && ps.c.due(ps.key, ps.now)) {
 		// Between checks: a tenant still coming up after its provision, or one at rest.
 		if st.Phase == v1alpha1.PhaseProvisioning {
-			ps.observe(ctx, st.Phase, reasonProvisionFailed, v1alpha1.PhaseProvisioning)
+			ps.observe(ctx, st.Phase, v1alpha1.ReasonProvisionFailed, v1alpha1.PhaseProvisioning)
 		} else {
-			ps.observe(ctx, st.Phase, reasonUpdateFailed, v1alpha1.PhaseUpdating)
+			ps.observe(ctx, st.Phase, v1alpha1.ReasonUpdateFailed, v1alpha1.PhaseUpdating)
 		}
 		return
 	}
@@ -185,7 +172,7 @@ func (ps *pass) update(ctx context.Context) {
 	if err != nil {
 		at := metav1.NewTime(ps.now)
 		st.UpdateResult = &v1alpha1.UpdateResult{Status: v1alpha1.UpdateStatusFailed, Message: sentence(err), UpdatedAt: &at}
-		ps.failure(reasonUpdateFailed, v1alpha1.PhaseUpdating, err)
+		ps.failure(v1alpha1.ReasonUpdateFailed, v1alpha1.PhaseUpdating, err)
 		return
 	}
 	ps.checked = true
@@ -193,7 +180,7 @@ func (ps *pass) update(ctx context.Context) {
 	switch res.Status {
 	case v1alpha1.UpdateStatusSuccess, v1alpha1.UpdateStatusNoChanges, v1alpha1.UpdateStatusInProgress:
 	default:
-		ps.failure(reasonUpdateFailed, v1alpha1.PhaseUpdating,
+		ps.failure(v1alpha1.ReasonUpdateFailed, v1alpha1.PhaseUpdating,
 			errors.New(or(res.Message, fmt.Sprintf("the provider reported the update as %q", res.Status))))
 		return
 	}
@@ -203,7 +190,7 @@ func (ps *pass) update(ctx context.Context) {
 	if ps.atRest && !ps.specChanged && res.Status == v1alpha1.UpdateStatusNoChanges {
 		onTheWay = st.Phase
 	}
-	ps.observe(ctx, onTheWay, reasonUpdateFailed, v1alpha1.PhaseUpdating)
+	ps.observe(ctx, onTheWay, v1alpha1.ReasonUpdateFailed, v1alpha1.PhaseUpdating)
 }
 
 // archive has the provider destroy the compute and keeps the object with its history.
@@ -212,19 +199,23 @@ func (ps *pass) archive(ctx context.Context) {
 	if st.Phase == v1alpha1.PhaseArchived {
 		return
 	}
-	if err := ps.p.Destroy(ctx, ps.tc); errors.Is(err, compute.ErrInProgress) {
-		// Begun and waiting on something outside the provider: no attempt is counted.
+	if err := ps.p.Destroy(ctx, ps.tc); errkind.IsWaiting(err) {
+		// Begun and waiting on something outside the provider: no attempt is counted, and the
+		// tenant is looked at again when the provider asks.
 		st.Phase, ps.message = v1alpha1.PhaseUpdating, fmt.Sprintf("Provider %s is destroying the compute: %s", ps.p.Name(), sentence(err))
+		ps.recheck, _ = errkind.WaitFor(err)
 		return
 	} else if err != nil {
-		ps.failure(reasonArchiveFailed, v1alpha1.PhaseUpdating, err)
+		ps.failure(v1alpha1.ReasonArchiveFailed, v1alpha1.PhaseUpdating, err)
 		return
 	}
 	at := metav1.NewTime(ps.now)
 	st.Phase, st.State, st.Health, st.Retries = v1alpha1.PhaseArchived, v1alpha1.ComputeStateStopped, v1alpha1.HealthStatusUnknown, 0
 	st.Containers, st.Metadata, st.LastUpdated = nil, nil, &at
-	ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reasonArchived, "The compute was destroyed because spec.archived is set.")
-	ps.set(v1alpha1.ConditionHealthy, metav1.ConditionUnknown, reasonArchived, "Nothing runs while the tenant is archived.")
+	conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionProvisioned, metav1.ConditionFalse, v1alpha1.ReasonArchived,
+		"The compute was destroyed because spec.archived is set.")
+	conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionHealthy, metav1.ConditionUnknown, v1alpha1.ReasonArchived,
+		"Nothing runs while the tenant is archived.")
 }
 
 // observe copies the provider's report into the status and settles the phase: Ready or
@@ -249,16 +240,18 @@ func (ps *pass) observe(ctx context.Context, onTheWay v1alpha1.TenantComputePhas
 	ps.message = cs.Message
 	switch cs.Health {
 	case v1alpha1.HealthStatusHealthy:
-		ps.set(v1alpha1.ConditionHealthy, metav1.ConditionTrue, reasonHealthy, fmt.Sprintf("Provider %s reports the compute healthy.", ps.p.Name()))
+		conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionHealthy, metav1.ConditionTrue, v1alpha1.ReasonHealthy,
+			fmt.Sprintf("Provider %s reports the compute healthy.", ps.p.Name()))
 	case v1alpha1.HealthStatusUnhealthy:
-		ps.set(v1alpha1.ConditionHealthy, metav1.ConditionFalse, reasonUnhealthy,
+		conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionHealthy, metav1.ConditionFalse, v1alpha1.ReasonUnhealthy,
 			or(cs.Message, fmt.Sprintf("Provider %s reports the compute unhealthy.", ps.p.Name())))
 	default:
-		ps.set(v1alpha1.ConditionHealthy, metav1.ConditionUnknown, reasonHealthUnknown, fmt.Sprintf("Provider %s does not know the compute's health.", ps.p.Name()))
+		conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionHealthy, metav1.ConditionUnknown, v1alpha1.ReasonHealthUnknown,
+			fmt.Sprintf("Provider %s does not know the compute's health.", ps.p.Name()))
 	}
 	if cs.State == v1alpha1.ComputeStateFailed {
 		ps.broken = true
-		ps.failure(reasonComputeFailed, failPhase, errors.New(or(cs.Message, "the compute failed")))
+		ps.failure(v1alpha1.ReasonComputeFailed, failPhase, errors.New(or(cs.Message, "the compute failed")))
 		return
 	}
 	rest := v1alpha1.PhaseReady
@@ -280,7 +273,7 @@ func (ps *pass) observe(ctx context.Context, onTheWay v1alpha1.TenantComputePhas
 // because the provider could not do what was asked).
 func computeFailed(st *v1alpha1.TenantComputeStatus) bool {
 	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
-	return c != nil && c.Reason == reasonComputeFailed
+	return c != nil && c.Reason == v1alpha1.ReasonComputeFailed
 }
 
 // recover looks at the compute of a tenant that failed on its own and, when the provider
@@ -293,28 +286,28 @@ func (ps *pass) recover(ctx context.Context) bool {
 		return false
 	}
 	ps.status.Retries = 0
-	ps.observe(ctx, v1alpha1.PhaseFailed, reasonComputeFailed, v1alpha1.PhaseFailed)
+	ps.observe(ctx, v1alpha1.PhaseFailed, v1alpha1.ReasonComputeFailed, v1alpha1.PhaseFailed)
 	return ps.status.Phase != v1alpha1.PhaseFailed
 }
 
 // failure counts a failed attempt: the phase becomes failPhase with the next attempt after the
-// backoff, or Failed after MaxAttempts attempts or an error the provider marks permanent.
+// backoff, or Failed after MaxAttempts attempts or an error the provider marks Stalled.
 func (ps *pass) failure(reason string, failPhase v1alpha1.TenantComputePhase, err error) {
 	st := ps.status
 	st.Retries++
 	verb := verbs[reason]
 	switch {
-	case ps.atRest && !ps.specChanged && !ps.broken && !errors.Is(err, compute.ErrPermanent):
+	case ps.atRest && !ps.specChanged && !ps.broken && !errkind.IsStalled(err):
 		// A check of compute that ran as the spec asked (a resync, a requested reconcile, a
 		// status read) failed: the provider or its cluster is unreachable, the compute is not
 		// known to be broken. The tenant keeps its phase and is checked again after the
 		// backoff, however long the outage lasts; Failed is for changes that cannot be made.
 		next := metav1.NewTime(ps.now.Add(backoff(st.Retries)))
 		st.NextRetryTime = &next
-		ps.fault = &fault{reasonCheckFailed, fmt.Sprintf("Provider %s could not check the compute (attempt %d, next at %s): %s",
+		ps.fault = &fault{v1alpha1.ReasonCheckFailed, fmt.Sprintf("Provider %s could not check the compute (attempt %d, next at %s): %s",
 			ps.p.Name(), st.Retries, next.UTC().Format(time.RFC3339), sentence(err))}
 		return
-	case errors.Is(err, compute.ErrPermanent):
+	case errkind.IsStalled(err):
 		st.Phase = v1alpha1.PhaseFailed
 		ps.fault = &fault{reason, fmt.Sprintf("Provider %s cannot %s the compute: %s", ps.p.Name(), verb, sentence(err))}
 	case st.Retries >= MaxAttempts:
@@ -327,7 +320,8 @@ func (ps *pass) failure(reason string, failPhase v1alpha1.TenantComputePhase, er
 			ps.p.Name(), verb, st.Retries, MaxAttempts, next.UTC().Format(time.RFC3339), sentence(err))}
 	}
 	if !provisioned(st) {
-		ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reason, ps.fault.message)
+		conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reason,
+			ps.fault.message)
 	}
 }
 
@@ -336,9 +330,10 @@ func (ps *pass) failure(reason string, failPhase v1alpha1.TenantComputePhase, er
 func (ps *pass) refuse(verb string, err error) {
 	st := ps.status
 	st.Phase, st.Retries = v1alpha1.PhaseFailed, 0
-	ps.fault = &fault{reasonSpecInvalid, fmt.Sprintf("Provider %s cannot %s this spec: %s", ps.p.Name(), verb, sentence(err))}
+	ps.fault = &fault{v1alpha1.ReasonSpecInvalid, fmt.Sprintf("Provider %s cannot %s this spec: %s", ps.p.Name(), verb, sentence(err))}
 	if !provisioned(st) {
-		ps.set(v1alpha1.ConditionProvisioned, metav1.ConditionFalse, reasonSpecInvalid, ps.fault.message)
+		conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionProvisioned, metav1.ConditionFalse, v1alpha1.ReasonSpecInvalid,
+			ps.fault.message)
 	}
 }
 
@@ -350,21 +345,21 @@ func (ps *pass) conclude() {
 	case ps.fault != nil:
 		reason, message = ps.fault.reason, ps.fault.message
 	case st.Phase == v1alpha1.PhaseReady && st.State == v1alpha1.ComputeStateRunning && st.Health != v1alpha1.HealthStatusUnhealthy:
-		status, reason, message = metav1.ConditionTrue, reasonReady, "The compute runs as the spec asks."
+		status, reason, message = metav1.ConditionTrue, v1alpha1.ReasonReady, "The compute runs as the spec asks."
 	case st.Phase == v1alpha1.PhaseReady && st.Health == v1alpha1.HealthStatusUnhealthy:
-		reason, message = reasonUnhealthy, or(ps.message, fmt.Sprintf("Provider %s reports the compute unhealthy.", name))
+		reason, message = v1alpha1.ReasonUnhealthy, or(ps.message, fmt.Sprintf("Provider %s reports the compute unhealthy.", name))
 	case st.Phase == v1alpha1.PhaseReady:
-		reason, message = reasonNotRunning, or(ps.message, fmt.Sprintf("The compute is %s.", or(string(st.State), string(v1alpha1.ComputeStateUnknown))))
+		reason, message = v1alpha1.ReasonNotRunning, or(ps.message, fmt.Sprintf("The compute is %s.", or(string(st.State), string(v1alpha1.ComputeStateUnknown))))
 	case st.Phase == v1alpha1.PhaseStopped:
-		reason, message = reasonStopped, "The compute is stopped because spec.suspended is set."
+		reason, message = v1alpha1.ReasonStopped, "The compute is stopped because spec.suspended is set."
 	case st.Phase == v1alpha1.PhaseArchived:
-		reason, message = reasonArchived, "The compute was destroyed because spec.archived is set; the object keeps its history."
+		reason, message = v1alpha1.ReasonArchived, "The compute was destroyed because spec.archived is set; the object keeps its history."
 	case st.Phase == v1alpha1.PhaseProvisioning:
-		reason, message = reasonProvisioning, or(ps.message, fmt.Sprintf("Provider %s is creating the compute.", name))
+		reason, message = v1alpha1.ReasonProvisioning, or(ps.message, fmt.Sprintf("Provider %s is creating the compute.", name))
 	default:
-		reason, message = reasonUpdating, or(ps.message, fmt.Sprintf("Provider %s is bringing the compute to the spec.", name))
+		reason, message = v1alpha1.ReasonUpdating, or(ps.message, fmt.Sprintf("Provider %s is bringing the compute to the spec.", name))
 	}
-	ps.set(v1alpha1.ConditionReady, status, reason, message)
+	conditions.SetAt(&ps.status.Conditions, ps.tc.Generation, ps.stamp, v1alpha1.ConditionReady, status, reason, message)
 }
 
 // recordProvision keeps a provision result; a repeat that differs only in its time keeps the
@@ -403,18 +398,6 @@ func (ps *pass) recordUpdate(res *v1alpha1.UpdateResult, repeat bool) {
 		}
 	}
 	ps.status.UpdateResult = got
-}
-
-func (ps *pass) set(condType string, status metav1.ConditionStatus, reason, message string) {
-	setCondition(ps.status, ps.tc.Generation, metav1.NewTime(ps.now), condType, status, reason, message)
-}
-
-// setCondition sets a condition; its transition time moves only when its status does, so an
-// unchanged condition compares equal and nothing is written.
-func setCondition(st *v1alpha1.TenantComputeStatus, generation int64, now metav1.Time, condType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now,
-	})
 }
 
 // provisioned says whether the provider has created the compute (and it has not been archived

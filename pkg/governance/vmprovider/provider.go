@@ -78,7 +78,9 @@ type Capabilities struct {
 type InfrastructureProvider interface {
 	// Type names the infrastructure, for example "kubevirt".
 	Type() string
-	// EnsureVM creates the VM, or brings an existing one's spec and labels to spec.
+	// EnsureVM creates the VM, or brings an existing one's spec and labels to spec. The
+	// cluster refusing the VM is an errkind.Stalled error: asking again without a change of
+	// spec gets the same answer.
 	EnsureVM(ctx context.Context, cluster string, spec VMSpec) (*VM, error)
 	// GetVM returns a VM, or an error wrapping ErrNotFound.
 	GetVM(ctx context.Context, cluster, namespace, name string) (*VM, error)

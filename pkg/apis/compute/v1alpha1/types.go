@@ -70,22 +70,6 @@ const (
 	UpdateStatusFailed     UpdateStatus = "failed"
 )
 
-// Condition types of a TenantCompute.
-const (
-	// ConditionProvisioned is True once the provider has created the tenant's compute.
-	ConditionProvisioned = "Provisioned"
-	// ConditionHealthy is True while the provider reports the compute healthy.
-	ConditionHealthy = "Healthy"
-	// ConditionReady is True when the compute runs as the current spec asks.
-	ConditionReady = "Ready"
-)
-
-// Condition types of a ComputeProvider.
-const (
-	// ConditionProviderReady is True while the provider's controller serves it.
-	ConditionProviderReady = "Ready"
-)
-
 // Protocols of a port mapping.
 const (
 	ProtocolTCP = "tcp"

@@ -15,11 +15,12 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/governance/apperror"
 )
 
 func notOurs(tc *v1alpha1.TenantCompute) error {
-	return compute.Permanentf("ManagedVM %s in namespace %s exists and was not created by the kubevirt provider for this TenantCompute.", vmName(tc), tc.Namespace)
+	return errkind.Stalledf("ManagedVM %s in namespace %s exists and was not created by the kubevirt provider for this TenantCompute.", vmName(tc), tc.Namespace)
 }
 
 // outcome is what ensure did to the tenant's ManagedVM.
@@ -40,7 +41,7 @@ type outcome struct {
 // Provision creates the tenant's ManagedVM (and its System and SystemService), or finds it
 // created. The result is success once the VM runs (or is stopped, for a suspended tenant),
 // in_progress while it waits for approval or is being created, and failed when the VM failed. A
-// rejected or cancelled creation is an error wrapping compute.ErrPermanent: asking again needs a
+// rejected or cancelled creation is an errkind.Stalled error: asking again needs a
 // new spec (a new generation of the TenantCompute).
 func (p *Provider) Provision(ctx context.Context, tc *v1alpha1.TenantCompute) (*v1alpha1.ProvisionResult, error) {
 	o, err := p.ensure(ctx, tc)
@@ -48,7 +49,7 @@ func (p *Provider) Provision(ctx context.Context, tc *v1alpha1.TenantCompute) (*
 		return nil, err
 	}
 	if o.refused != "" {
-		return nil, compute.Permanentf("%s", o.refused)
+		return nil, errkind.Stalledf("%s", o.refused)
 	}
 	st := statusOf(tc, o.vm)
 	res := &v1alpha1.ProvisionResult{ResourceIDs: resourceIDs(o.vm), Endpoints: st.Endpoints, Message: st.Message}
@@ -73,7 +74,7 @@ func (p *Provider) Provision(ctx context.Context, tc *v1alpha1.TenantCompute) (*
 // stop or start; each goes through approval where governance requires it, and the result is
 // in_progress, naming the ticket, until it is decided. A change of labels only is written at
 // once. While another request of the VM is pending nothing is asked for; the tenant's spec is
-// asked for once that is decided. A rejected request fails the update (compute.ErrPermanent)
+// asked for once that is decided. A rejected request fails the update (errkind.Stalled)
 // until the tenant's spec changes again.
 func (p *Provider) Update(ctx context.Context, tc *v1alpha1.TenantCompute) (*v1alpha1.UpdateResult, error) {
 	o, err := p.ensure(ctx, tc)
@@ -81,7 +82,7 @@ func (p *Provider) Update(ctx context.Context, tc *v1alpha1.TenantCompute) (*v1a
 		return nil, err
 	}
 	if o.refused != "" {
-		return nil, compute.Permanentf("%s", o.refused)
+		return nil, errkind.Stalledf("%s", o.refused)
 	}
 	res := &v1alpha1.UpdateResult{Changes: o.changes}
 	switch {
@@ -106,7 +107,7 @@ func (p *Provider) Update(ctx context.Context, tc *v1alpha1.TenantCompute) (*v1a
 func (p *Provider) ensure(ctx context.Context, tc *v1alpha1.TenantCompute) (*outcome, error) {
 	w, err := want(tc)
 	if err != nil {
-		return nil, compute.Permanentf("%v", err)
+		return nil, errkind.Stalledf("%v", err)
 	}
 	cached, err := p.vms.ManagedVMs(tc.Namespace).Get(vmName(tc))
 	switch {
@@ -251,7 +252,7 @@ func (p *Provider) recreate(ctx context.Context, tc *v1alpha1.TenantCompute, vm 
 // with the same spec cannot succeed.
 func writeError(err error) error {
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apperror.CodeOf(err) == apperror.QuotaExceeded {
-		return compute.Permanentf("plinth-apiserver refused the tenant's ManagedVM: %v", err)
+		return errkind.Stalledf("plinth-apiserver refused the tenant's ManagedVM: %v", err)
 	}
 	return err
 }
@@ -279,7 +280,7 @@ func (p *Provider) ensureService(ctx context.Context, tc *v1alpha1.TenantCompute
 	svc, err := services.Get(ctx, serviceName(tc), metav1.GetOptions{})
 	switch {
 	case err == nil && (!ours(svc.Labels, tc) || svc.Spec.SystemRef.Name != SystemName):
-		return compute.Permanentf("SystemService %s in namespace %s exists and was not created by the kubevirt provider for this TenantCompute.", svc.Name, tc.Namespace)
+		return errkind.Stalledf("SystemService %s in namespace %s exists and was not created by the kubevirt provider for this TenantCompute.", svc.Name, tc.Namespace)
 	case !apierrors.IsNotFound(err):
 		return err
 	}
@@ -310,10 +311,10 @@ func resourceIDs(vm *gov.ManagedVM) map[string]string {
 // Destroy deletes the tenant's ManagedVM, then its SystemService, then the System
 // tenant-compute if the provider created it and no SystemService is left in it. The VM's
 // deletion goes through governance: while it waits for approval, or for the VM runtime to
-// remove the VM from its cluster, Destroy returns an error wrapping compute.ErrInProgress that
+// remove the VM from its cluster, Destroy returns an errkind.Waiting error that
 // names what it waits for, and is called again (the ManagedVM informer wakes the tenant when the
-// VM is gone). A rejected deletion returns an error wrapping
-// compute.ErrPermanent: governance keeps the VM until its deletion is asked for again (deleting
+// VM is gone). A rejected deletion returns an errkind.Stalled
+// error: governance keeps the VM until its deletion is asked for again (deleting
 // the ManagedVM does). A pending change the provider asked for is cancelled first, since
 // governance takes one request of a VM at a time. A tenant with nothing left is destroyed.
 func (p *Provider) Destroy(ctx context.Context, tc *v1alpha1.TenantCompute) error {
@@ -361,13 +362,13 @@ func (p *Provider) deleteVM(ctx context.Context, vm *gov.ManagedVM) error {
 	}
 	switch {
 	case vm.Status.PendingApproval != nil:
-		return compute.InProgressf("%s", waiting(vm))
+		return errkind.Waitingf(compute.RecheckAfter, "%s", waiting(vm))
 	case rejected(vm):
-		return compute.Permanentf("%s", rejection(vm))
+		return errkind.Stalledf("%s", rejection(vm))
 	case vm.Status.Cluster != "":
-		return compute.InProgressf("ManagedVM %s is being removed from cluster %s.", vm.Name, vm.Status.Cluster)
+		return errkind.Waitingf(compute.RecheckAfter, "ManagedVM %s is being removed from cluster %s.", vm.Name, vm.Status.Cluster)
 	default:
-		return compute.InProgressf("ManagedVM %s is being deleted.", vm.Name)
+		return errkind.Waitingf(compute.RecheckAfter, "ManagedVM %s is being deleted.", vm.Name)
 	}
 }
 
@@ -391,7 +392,7 @@ func (p *Provider) cleanup(ctx context.Context, tc *v1alpha1.TenantCompute) erro
 			}
 			if vm.Name == vmName(tc) && ours(vm.Labels, tc) {
 				// Gone from the API, not yet from the cache: its delete event wakes the tenant.
-				return compute.InProgressf("ManagedVM %s is being deleted.", vm.Name)
+				return errkind.Waitingf(compute.RecheckAfter, "ManagedVM %s is being deleted.", vm.Name)
 			}
 			return nil
 		}

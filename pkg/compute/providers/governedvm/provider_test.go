@@ -2,7 +2,6 @@ package governedvm
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	gov "github.com/plinth-dev/plinth/pkg/apis/governance/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	"github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
@@ -226,14 +225,14 @@ func TestProvisionRefusesAnotherTenantsObjects(t *testing.T) {
 	ctx := context.Background()
 	foreign := &gov.SystemService{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a"}, Spec: gov.SystemServiceSpec{SystemRef: gov.LocalObjectReference{Name: SystemName}}}
 	f := newFixture(t, foreign)
-	if _, err := f.p.Provision(ctx, tenant()); !errors.Is(err, compute.ErrPermanent) || !strings.Contains(err.Error(), "SystemService shop") {
+	if _, err := f.p.Provision(ctx, tenant()); !errkind.IsStalled(err) || !strings.Contains(err.Error(), "SystemService shop") {
 		t.Errorf("a tenant's own SystemService of the name: %v", err)
 	}
 
 	vm := &gov.ManagedVM{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a"}}
 	f = newFixture(t, vm)
 	f.sync()
-	if _, err := f.p.Provision(ctx, tenant()); !errors.Is(err, compute.ErrPermanent) || !strings.Contains(err.Error(), "ManagedVM shop") {
+	if _, err := f.p.Provision(ctx, tenant()); !errkind.IsStalled(err) || !strings.Contains(err.Error(), "ManagedVM shop") {
 		t.Errorf("a ManagedVM of the name: %v", err)
 	}
 	if w := f.writes(); len(w) != 0 {
@@ -252,7 +251,7 @@ func TestRejectedCreationFailsUntilTheSpecChanges(t *testing.T) {
 	f.govern("shop", rejectedBy("Rejected"))
 	f.writes()
 
-	if _, err := f.p.Provision(ctx, tc); !errors.Is(err, compute.ErrPermanent) || err.Error() != "The creation of the VM was rejected in ticket tkt-1." {
+	if _, err := f.p.Provision(ctx, tc); !errkind.IsStalled(err) || err.Error() != "The creation of the VM was rejected in ticket tkt-1." {
 		t.Errorf("rejected: %v", err)
 	}
 	st, _ := f.p.GetStatus(ctx, tc)
@@ -360,7 +359,7 @@ func TestRejectedChange(t *testing.T) {
 		rejectedBy("Rejected")(vm)
 	})
 	f.writes()
-	if _, err := f.p.Update(ctx, tc); !errors.Is(err, compute.ErrPermanent) || !strings.Contains(err.Error(), "rejected in ticket tkt-3") {
+	if _, err := f.p.Update(ctx, tc); !errkind.IsStalled(err) || !strings.Contains(err.Error(), "rejected in ticket tkt-3") {
 		t.Errorf("rejected: %v", err)
 	}
 	if st, _ := f.p.GetStatus(ctx, tc); st.State != v1alpha1.ComputeStateRunning || !strings.Contains(st.Message, "tkt-3") {
@@ -449,7 +448,7 @@ func TestDestroy(t *testing.T) {
 		return true, nil, f.client.Tracker().Update(a.GetResource(), vm, "team-a")
 	})
 	err := f.p.Destroy(ctx, tc)
-	if !errors.Is(err, compute.ErrInProgress) || !strings.Contains(err.Error(), "ticket tkt-5 to delete") {
+	if !errkind.IsWaiting(err) || !strings.Contains(err.Error(), "ticket tkt-5 to delete") {
 		t.Errorf("waiting for the delete's approval: %v", err)
 	}
 	if strings.Join(decided, ",") != "approval Cancel tkt-4" {
@@ -459,12 +458,12 @@ func TestDestroy(t *testing.T) {
 
 	// Rejected: the VM stays; asking again is the tenant's (or an admin's) decision.
 	f.govern("shop", rejectedBy("Rejected"))
-	if err := f.p.Destroy(ctx, tc); !errors.Is(err, compute.ErrPermanent) || !strings.Contains(err.Error(), "deletion of the VM was rejected") {
+	if err := f.p.Destroy(ctx, tc); !errkind.IsStalled(err) || !strings.Contains(err.Error(), "deletion of the VM was rejected") {
 		t.Errorf("rejected delete: %v", err)
 	}
 	// Approved: the runtime removes the VM.
 	f.govern("shop", approved(gov.VMPhaseDeleting, false))
-	if err := f.p.Destroy(ctx, tc); !errors.Is(err, compute.ErrInProgress) || !strings.Contains(err.Error(), "removed from cluster local") {
+	if err := f.p.Destroy(ctx, tc); !errkind.IsWaiting(err) || !strings.Contains(err.Error(), "removed from cluster local") {
 		t.Errorf("being removed: %v", err)
 	}
 
@@ -472,7 +471,7 @@ func TestDestroy(t *testing.T) {
 	if err := f.client.Tracker().Delete(gov.SchemeGroupVersion.WithResource("managedvms"), "team-a", "shop"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.p.Destroy(ctx, tc); !errors.Is(err, compute.ErrInProgress) {
+	if err := f.p.Destroy(ctx, tc); !errkind.IsWaiting(err) {
 		t.Errorf("cache lag: %v", err)
 	}
 	f.sync()
@@ -625,7 +624,7 @@ func TestWriteOutcomes(t *testing.T) {
 	tc := tenant()
 	tc.Generation = 2
 	tc.Spec.Suspended = true
-	if _, err := f.p.Update(ctx, tc); err == nil || errors.Is(err, compute.ErrPermanent) || !strings.Contains(err.Error(), "being deleted") {
+	if _, err := f.p.Update(ctx, tc); err == nil || errkind.IsStalled(err) || !strings.Contains(err.Error(), "being deleted") {
 		t.Errorf("VM being deleted: %v", err)
 	}
 
@@ -634,7 +633,7 @@ func TestWriteOutcomes(t *testing.T) {
 	f.client.PrependReactor("create", "managedvms", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(gov.SchemeGroupVersion.WithKind("ManagedVM").GroupKind(), "shop", field.ErrorList{field.TooLong(field.NewPath("spec", "cloudInit"), "", 2048)})
 	})
-	if _, err := f.p.Provision(ctx, tenant()); !errors.Is(err, compute.ErrPermanent) || !strings.Contains(err.Error(), "spec.cloudInit") {
+	if _, err := f.p.Provision(ctx, tenant()); !errkind.IsStalled(err) || !strings.Contains(err.Error(), "spec.cloudInit") {
 		t.Errorf("refused VM: %v", err)
 	}
 	// Anything else is retried.
@@ -642,7 +641,7 @@ func TestWriteOutcomes(t *testing.T) {
 	f.client.PrependReactor("create", "managedvms", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("etcd is away")
 	})
-	if _, err := f.p.Provision(ctx, tenant()); err == nil || errors.Is(err, compute.ErrPermanent) {
+	if _, err := f.p.Provision(ctx, tenant()); err == nil || errkind.IsStalled(err) {
 		t.Errorf("unavailable: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // roleBinding binds a role (a ClusterRole unless kind says otherwise) in a namespace.
@@ -233,7 +232,7 @@ func TestDestroyLeavesTheGrantToTheNamespace(t *testing.T) {
 	tc := tenantCompute()
 	provision(t, f.provider, tc)
 	f.caughtUp(t, tc)
-	if err := f.provider.Destroy(ctx, tc); !errors.Is(err, compute.ErrInProgress) {
+	if err := f.provider.Destroy(ctx, tc); !errkind.IsWaiting(err) {
 		t.Fatalf("Destroy = %v, want it in progress until the namespace is gone", err)
 	}
 	if got := writes(f.kube); !slices.Equal(got, []string{"delete namespaces"}) {

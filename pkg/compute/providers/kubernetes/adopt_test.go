@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"testing"
 
@@ -19,7 +18,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
-	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // cachedRuntime is the runtime over a fake clientset holding objects, its informers synced.
@@ -154,7 +153,7 @@ func TestProvisionTakesOverNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, nil, ns, c.object)
 			_, err := f.provider.Provision(context.Background(), tc)
-			if !errors.Is(err, compute.ErrPermanent) || err.Error() != c.err {
+			if !errkind.IsStalled(err) || err.Error() != c.err {
 				t.Fatalf("Provision = %v, want the permanent %q", err, c.err)
 			}
 			m := c.object.(metav1.Object)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // providerConfig is the kubernetes provider's spec.providerConfig.
@@ -65,21 +65,21 @@ func parseConfig(tc *v1alpha1.TenantCompute) (providerConfig, error) {
 		// (admission asks for the use of the Cluster that "cluster" names).
 		var keys map[string]json.RawMessage
 		if err := json.Unmarshal(tc.Spec.ProviderConfig.Raw, &keys); err != nil {
-			return cfg, compute.Permanentf("spec.providerConfig: %s", configError(err))
+			return cfg, errkind.Stalledf("spec.providerConfig: %s", configError(err))
 		}
 		for _, k := range sets.List(sets.KeySet(keys)) {
 			if !configKeys.Has(k) {
-				return cfg, compute.Permanentf("spec.providerConfig: unknown field %q", k)
+				return cfg, errkind.Stalledf("spec.providerConfig: unknown field %q", k)
 			}
 		}
 		dec := json.NewDecoder(bytes.NewReader(tc.Spec.ProviderConfig.Raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&cfg); err != nil {
-			return cfg, compute.Permanentf("spec.providerConfig: %s", configError(err))
+			return cfg, errkind.Stalledf("spec.providerConfig: %s", configError(err))
 		}
 	}
 	if cfg.Replicas < 1 || cfg.Replicas > maxReplicas {
-		return cfg, compute.Permanentf("spec.providerConfig.replicas: must be between 1 and %d", maxReplicas)
+		return cfg, errkind.Stalledf("spec.providerConfig.replicas: must be between 1 and %d", maxReplicas)
 	}
 	return cfg, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/compute"
 	"github.com/plinth-dev/plinth/pkg/credentials"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // ProviderName is the kubernetes provider's name: the runtime class of the Score runtime and
@@ -247,7 +248,7 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 		out.waiting = fmt.Sprintf("Waiting for namespace %s, which is being deleted, to be gone.", ns)
 		return out, nil
 	case !ownedBy(liveNS, tc):
-		return nil, compute.Permanentf("namespace %s already exists and was not made by the kubernetes provider for this TenantCompute", ns)
+		return nil, errkind.Stalledf("namespace %s already exists and was not made by the kubernetes provider for this TenantCompute", ns)
 	}
 
 	// What changes is read from the caches first, in order; the requests that make the
@@ -307,7 +308,7 @@ func (p *Provider) converge(ctx context.Context, tc *v1alpha1.TenantCompute) (*o
 
 	if previous, known := previousCluster(tc); known && previous != t.cluster {
 		// Once its deletion is sent, the old namespace goes on its own: the move is done.
-		if err := p.destroyOn(ctx, previous, tc); err != nil && !errors.Is(err, compute.ErrInProgress) {
+		if err := p.destroyOn(ctx, previous, tc); err != nil && !errkind.IsWaiting(err) {
 			return nil, err
 		}
 		out.changes = append(out.changes, fmt.Sprintf("cluster %s → %s", clusterName(previous), clusterName(t.cluster)))
@@ -364,7 +365,7 @@ func claimed[T any, PT interface {
 		return nil, err
 	}
 	if live != nil && !ownedBy(live, tc) {
-		return nil, compute.Permanentf("%s %s/%s already exists and was not made by the kubernetes provider for this TenantCompute", kind, live.GetNamespace(), live.GetName())
+		return nil, errkind.Stalledf("%s %s/%s already exists and was not made by the kubernetes provider for this TenantCompute", kind, live.GetNamespace(), live.GetName())
 	}
 	return live, nil
 }
@@ -421,7 +422,7 @@ func (p *Provider) remove(ctx context.Context, t *target, resource string, obj m
 
 // Destroy deletes the tenant's namespace, and with it everything in it, on its target cluster
 // (and on the cluster it ran on before, if providerConfig.cluster changed since). Until the
-// namespace is gone it returns an error wrapping compute.ErrInProgress: the tenant ID, which
+// namespace is gone it returns an errkind.Waiting error: the tenant ID, which
 // names the namespace, is released with the TenantCompute, and a new TenantCompute with that
 // ID would otherwise find the old namespace in the way. A namespace that is gone or not the
 // provider's for this TenantCompute leaves nothing to do; so does a Cluster that is no longer
@@ -438,7 +439,7 @@ func (p *Provider) Destroy(ctx context.Context, tc *v1alpha1.TenantCompute) erro
 	for _, cluster := range sets.List(sets.KeySet(clusters)) {
 		err := p.destroyOn(ctx, cluster, tc)
 		switch {
-		case errors.Is(err, compute.ErrInProgress):
+		case errkind.IsWaiting(err):
 			// The other cluster's deletion is sent too before this one is waited for.
 			if waiting == nil {
 				waiting = err
@@ -453,7 +454,7 @@ func (p *Provider) Destroy(ctx context.Context, tc *v1alpha1.TenantCompute) erro
 // destroyOn deletes the tenant's namespace on one cluster; see Destroy.
 func (p *Provider) destroyOn(ctx context.Context, cluster string, tc *v1alpha1.TenantCompute) error {
 	t, err := p.target(ctx, cluster)
-	if errors.Is(err, compute.ErrPermanent) {
+	if unserved := (*unservedCluster)(nil); errors.As(err, &unserved) {
 		return nil
 	}
 	if err != nil {
@@ -486,9 +487,9 @@ func (p *Provider) destroyOn(ctx context.Context, cluster string, tc *v1alpha1.T
 	// The namespace's delete event wakes the TenantCompute (see TenantFor); the controller
 	// also looks again after its poll interval.
 	if t.cluster == "" {
-		return compute.InProgressf("namespace %s is being deleted", ns)
+		return errkind.Waitingf(compute.RecheckAfter, "namespace %s is being deleted", ns)
 	}
-	return compute.InProgressf("namespace %s on cluster %s is being deleted", ns, t.cluster)
+	return errkind.Waitingf(compute.RecheckAfter, "namespace %s on cluster %s is being deleted", ns, t.cluster)
 }
 
 // forgetTenant drops what was applied to the tenant's objects on t, which go with its

@@ -34,7 +34,7 @@ import (
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // tenantCompute is a tenant with every part the provider maps: two containers, env, a secret,
@@ -395,7 +395,7 @@ func TestHealthChecks(t *testing.T) {
 				c.Spec.Containers = []v1alpha1.ContainerSpec{{Name: "db", Image: "postgres:17", Ports: tc.ports, HealthCheck: tc.check}}
 			}), providerConfig{Replicas: 1})
 			if tc.err != "" {
-				if err == nil || err.Error() != tc.err || !errors.Is(err, compute.ErrPermanent) {
+				if err == nil || err.Error() != tc.err || !errkind.IsStalled(err) {
 					t.Fatalf("error = %v, want the permanent %q", err, tc.err)
 				}
 				return
@@ -587,7 +587,7 @@ func TestDestroy(t *testing.T) {
 
 	// In progress until the namespace is gone: the tenant ID is released with the
 	// TenantCompute, and a new one with that ID would find the namespace in its way.
-	if err := f.provider.Destroy(ctx, tc); !errors.Is(err, compute.ErrInProgress) || err.Error() != "namespace tenant-shop is being deleted" {
+	if err := f.provider.Destroy(ctx, tc); !errkind.IsWaiting(err) || err.Error() != "namespace tenant-shop is being deleted" {
 		t.Fatalf("Destroy = %v, want in progress", err)
 	}
 	if _, err := f.kube.CoreV1().Namespaces().Get(ctx, "tenant-shop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -600,7 +600,7 @@ func TestDestroy(t *testing.T) {
 
 	// A namespace the provider did not make is neither taken over nor deleted.
 	other := tenantCompute(func(tc *v1alpha1.TenantCompute) { tc.Name, tc.Spec.TenantID = "other", "other" })
-	if _, err := f.provider.Provision(ctx, other); !errors.Is(err, compute.ErrPermanent) ||
+	if _, err := f.provider.Provision(ctx, other); !errkind.IsStalled(err) ||
 		err.Error() != "namespace tenant-other already exists and was not made by the kubernetes provider for this TenantCompute" {
 		t.Errorf("Provision into someone else's namespace: %v", err)
 	}
@@ -624,13 +624,13 @@ func TestDestroyWaitsForTheNamespace(t *testing.T) {
 	ctx := context.Background()
 
 	err := f.provider.Destroy(ctx, tc)
-	if !errors.Is(err, compute.ErrInProgress) || err.Error() != "namespace tenant-shop on cluster edge is being deleted" {
+	if !errkind.IsWaiting(err) || err.Error() != "namespace tenant-shop on cluster edge is being deleted" {
 		t.Errorf("Destroy = %v, want in progress on edge", err)
 	}
 	// Moved from the cluster Plinth serves: both are waited for.
 	tc.Status.Metadata = map[string]string{metadataNamespace: "tenant-shop"}
 	err = f.provider.Destroy(ctx, tc)
-	if !errors.Is(err, compute.ErrInProgress) {
+	if !errkind.IsWaiting(err) {
 		t.Errorf("Destroy after a move = %v, want in progress", err)
 	}
 	for name, c := range map[string]*kubefake.Clientset{"local": f.kube, "edge": edgeCluster} {
@@ -647,7 +647,7 @@ func TestDestroyWaitsForTheNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	f2.provider.local.read = emptyReader{f2.provider.local.read}
-	if err := f2.provider.Destroy(ctx, fresh); !errors.Is(err, compute.ErrInProgress) {
+	if err := f2.provider.Destroy(ctx, fresh); !errkind.IsWaiting(err) {
 		t.Errorf("Destroy of a namespace the cache has not seen = %v, want in progress", err)
 	}
 	if _, err := f2.kube.CoreV1().Namespaces().Get(ctx, "tenant-shop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -813,7 +813,7 @@ func TestNamespaceCreatedMeanwhile(t *testing.T) {
 					t.Errorf("Provision = %+v", res)
 				}
 				return
-			case err == nil || err.Error() != c.err || errors.Is(err, compute.ErrPermanent) == c.retry:
+			case err == nil || err.Error() != c.err || errkind.IsStalled(err) == c.retry:
 				t.Fatalf("Provision = %v, want %q (retried: %v)", err, c.err, c.retry)
 			}
 			if got := writes(f.kube); !slices.Equal(got, []string{"create namespaces"}) {
@@ -856,7 +856,7 @@ func TestBadConfigIsPermanent(t *testing.T) {
 				"Update":    second(f.provider.Update(ctx, ten)),
 				"GetStatus": second(f.provider.GetStatus(ctx, ten)),
 			} {
-				if !errors.Is(err, compute.ErrPermanent) || err.Error() != tc.err {
+				if !errkind.IsStalled(err) || err.Error() != tc.err {
 					t.Errorf("%s: %v, want the permanent %q", verb, err, tc.err)
 				}
 			}
@@ -868,7 +868,7 @@ func TestBadConfigIsPermanent(t *testing.T) {
 
 	// A failure to read a registered cluster's credentials is worth retrying.
 	f := newFixture(t, &fakeClusters{err: errors.New("reading the credentials of cluster edge failed")})
-	if err := f.provider.Validate(context.Background(), tenantCompute(withConfig(`{"cluster": "edge"}`))); err == nil || errors.Is(err, compute.ErrPermanent) {
+	if err := f.provider.Validate(context.Background(), tenantCompute(withConfig(`{"cluster": "edge"}`))); err == nil || errkind.IsStalled(err) {
 		t.Errorf("credentials unavailable: %v, want a retryable error", err)
 	}
 }
@@ -893,7 +893,7 @@ func TestValidateRefusesWhatItCannotName(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := f.provider.Validate(context.Background(), tenantCompute(tc.mutate))
-			if !errors.Is(err, compute.ErrPermanent) || !strings.HasPrefix(err.Error(), tc.err) {
+			if !errkind.IsStalled(err) || !strings.HasPrefix(err.Error(), tc.err) {
 				t.Errorf("Validate = %v, want the permanent %q", err, tc.err)
 			}
 		})

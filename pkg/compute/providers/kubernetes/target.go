@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -19,8 +20,6 @@ import (
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/rest"
-
-	"github.com/plinth-dev/plinth/pkg/compute"
 )
 
 // target is a cluster the provider runs tenants on, and how it reads what is there.
@@ -166,19 +165,26 @@ func (r clientReader) roleBindings(ctx context.Context, namespace string) ([]*rb
 	return out, nil
 }
 
+// unservedCluster is a cluster a tenant names that the provider cannot run anything on: not
+// registered, or any other than the one Plinth serves when the provider runs tenants only
+// there. Nothing of a tenant can be left on it.
+type unservedCluster struct{ message string }
+
+func (e *unservedCluster) Error() string { return e.message }
+
 // target returns the cluster a tenant runs on: the one Plinth serves, or a registered Cluster
-// reached with the credentials plinth-controller holds for it. A Cluster that does not exist
-// is a permanent error.
+// reached with the credentials plinth-controller holds for it. A cluster it cannot run
+// anything on is an unservedCluster, Stalled: only a change of the spec helps.
 func (p *Provider) target(ctx context.Context, cluster string) (*target, error) {
 	if cluster == "" {
 		return p.local, nil
 	}
 	if p.clusters == nil {
-		return nil, compute.Permanentf("spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster %q", cluster)
+		return nil, errkind.Stalled(&unservedCluster{fmt.Sprintf("spec.providerConfig.cluster: this plinth-controller runs tenants only on the cluster Plinth serves, not on cluster %q", cluster)})
 	}
 	cfg, err := p.clusters.GetRESTConfig(ctx, cluster)
 	if apierrors.IsNotFound(err) {
-		return nil, compute.Permanentf("spec.providerConfig.cluster: cluster %q is not registered", cluster)
+		return nil, errkind.Stalled(&unservedCluster{fmt.Sprintf("spec.providerConfig.cluster: cluster %q is not registered", cluster)})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", cluster, err)

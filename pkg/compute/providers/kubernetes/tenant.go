@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/compute/v1alpha1"
-	"github.com/plinth-dev/plinth/pkg/compute"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 )
 
 // tenant is what the provider makes for one TenantCompute on its target cluster: the
@@ -144,7 +144,7 @@ func build(tc *v1alpha1.TenantCompute, cfg providerConfig) (*tenant, error) {
 		}
 		built, err := container(spec)
 		if err != nil {
-			return nil, compute.Permanentf("spec.containers[%d]: %v", i, err)
+			return nil, errkind.Stalledf("spec.containers[%d]: %v", i, err)
 		}
 		pod.Containers = append(pod.Containers, built)
 	}
@@ -184,17 +184,17 @@ func build(tc *v1alpha1.TenantCompute, cfg providerConfig) (*tenant, error) {
 // namespace name, a TenantCompute name or a label that does not fit in a label.
 func checkNames(tc *v1alpha1.TenantCompute) error {
 	if errs := validation.IsDNS1123Label(v1alpha1.TenantNamespace(tc.Spec.TenantID)); len(errs) > 0 || len(tc.Spec.TenantID) > maxTenantIDLength {
-		return compute.Permanentf("spec.tenantID: the kubernetes provider runs a tenant in namespace tenant-<tenantID>, so the ID must be at most %d characters and start and end with a letter or digit", maxTenantIDLength)
+		return errkind.Stalledf("spec.tenantID: the kubernetes provider runs a tenant in namespace tenant-<tenantID>, so the ID must be at most %d characters and start and end with a letter or digit", maxTenantIDLength)
 	}
 	if len(validation.IsValidLabelValue(tc.Name)) > 0 {
-		return compute.Permanentf("metadata.name: the kubernetes provider labels what it creates with the TenantCompute's name, which must then be at most %d characters", validation.LabelValueMaxLength)
+		return errkind.Stalledf("metadata.name: the kubernetes provider labels what it creates with the TenantCompute's name, which must then be at most %d characters", validation.LabelValueMaxLength)
 	}
 	for _, k := range sets.List(sets.KeySet(tc.Spec.Labels)) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return compute.Permanentf("spec.labels: %q is not a label key: %s", k, strings.Join(errs, "; "))
+			return errkind.Stalledf("spec.labels: %q is not a label key: %s", k, strings.Join(errs, "; "))
 		}
 		if errs := validation.IsValidLabelValue(tc.Spec.Labels[k]); len(errs) > 0 {
-			return compute.Permanentf("spec.labels[%s]: not a label value: %s", k, strings.Join(errs, "; "))
+			return errkind.Stalledf("spec.labels[%s]: not a label value: %s", k, strings.Join(errs, "; "))
 		}
 	}
 	return nil
@@ -215,7 +215,7 @@ func tenantEnv(tc *v1alpha1.TenantCompute) ([]corev1.EnvVar, error) {
 	var env []corev1.EnvVar
 	for i, s := range tc.Spec.Secrets {
 		if s.Source != v1alpha1.SecretSourceKubernetes {
-			return nil, compute.Permanentf("spec.secrets[%d].source: the kubernetes provider reads only %s, not %q", i, v1alpha1.SecretSourceKubernetes, s.Source)
+			return nil, errkind.Stalledf("spec.secrets[%d].source: the kubernetes provider reads only %s, not %q", i, v1alpha1.SecretSourceKubernetes, s.Source)
 		}
 		env = append(env, corev1.EnvVar{Name: secretEnvVar(s), ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: s.Key}}})
@@ -265,7 +265,7 @@ func healthProbe(path string, hc *v1alpha1.HealthCheckConfig, ports []v1alpha1.P
 	case v1alpha1.HealthCheckHTTP, v1alpha1.HealthCheckTCP:
 		if p.port == 0 {
 			if len(ports) == 0 {
-				return nil, compute.Permanentf("%s.port: a %s check needs a port, and the container declares none", path, hc.Type)
+				return nil, errkind.Stalledf("%s.port: a %s check needs a port, and the container declares none", path, hc.Type)
 			}
 			p.port = ports[0].ContainerPort
 		}
@@ -278,11 +278,11 @@ func healthProbe(path string, hc *v1alpha1.HealthCheckConfig, ports []v1alpha1.P
 		}
 	case v1alpha1.HealthCheckExec:
 		if len(hc.Command) == 0 {
-			return nil, compute.Permanentf("%s.command: an exec check needs a command", path)
+			return nil, errkind.Stalledf("%s.command: an exec check needs a command", path)
 		}
 		p.kind, p.command = probeExec, hc.Command
 	default:
-		return nil, compute.Permanentf("%s.type: the kubernetes provider runs http, tcp and exec checks, not %q", path, hc.Type)
+		return nil, errkind.Stalledf("%s.type: the kubernetes provider runs http, tcp and exec checks, not %q", path, hc.Type)
 	}
 	return p, nil
 }

@@ -18,6 +18,7 @@ import (
 	kubevirtclient "kubevirt.io/client-go/kubevirt"
 
 	"github.com/plinth-dev/plinth/pkg/credentials"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	"github.com/plinth-dev/plinth/pkg/governance/vmprovider"
 )
 
@@ -70,6 +71,21 @@ func (p *Provider) Type() string { return "kubevirt" }
 // EnsureVM creates the VirtualMachine (and its namespace), or updates the fields the platform
 // owns — labels, run strategy, size, boot source — on an existing one.
 func (p *Provider) EnsureVM(ctx context.Context, cluster string, spec vmprovider.VMSpec) (*vmprovider.VM, error) {
+	vm, err := p.ensureVM(ctx, cluster, spec)
+	return vm, refused(err)
+}
+
+// refused marks the cluster refusing a request (the VM invalid there, the platform not allowed
+// to create it, a request it could not read) as errkind.Stalled: asking again without a change
+// gets the same answer. Any other error is left to be retried.
+func refused(err error) error {
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+		return errkind.Stalled(err)
+	}
+	return err
+}
+
+func (p *Provider) ensureVM(ctx context.Context, cluster string, spec vmprovider.VMSpec) (*vmprovider.VM, error) {
 	c, err := p.clients(ctx, cluster)
 	if err != nil {
 		return nil, err
