@@ -2,6 +2,45 @@ package v1alpha1
 
 import "github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 
+// Condition types of the gitops.plinth.dev kinds.
+const (
+	// ConditionReady is True when an OCIRegistry serves, when an OCIArtifact is pushed and
+	// every target has applied it, and when a ReconciliationRequest succeeded.
+	ConditionReady = "Ready"
+	// ConditionPushed is True when the OCIArtifact's current version is in the registry.
+	ConditionPushed = "Pushed"
+	// ConditionDelivered is True when every target has applied the pushed version.
+	ConditionDelivered = "Delivered"
+	// ConditionTagMoved is True when the registry's tag of the pushed version was found
+	// pointing to another manifest than status.digest — written by something other than
+	// plinth-controller — and the pushed version was put back under it. It stays until
+	// another version is pushed.
+	ConditionTagMoved = "TagMoved"
+)
+
+// Reasons of an OCIRegistry's Ready condition, and of the events recorded when it changes.
+const (
+	// ReasonRunning: the registry's server answers on /v2/ and its data directory takes
+	// writes (Ready True).
+	ReasonRunning = "Running"
+	// ReasonProvisioning: the registry's server is starting.
+	ReasonProvisioning = "Provisioning"
+	// ReasonRefused: the registry's storage path is outside the data roots, or another
+	// registry uses it.
+	ReasonRefused = "Refused"
+	// ReasonSpecInvalid: the registry's endpoint is not localhost:<port>.
+	ReasonSpecInvalid = "SpecInvalid"
+	// ReasonProvisionFailed: the registry's server did not start (its port is taken, its
+	// directory does not take writes).
+	ReasonProvisionFailed = "ProvisionFailed"
+	// ReasonNotRunning: a running registry server stopped serving, or its /v2/ did not answer
+	// a probe.
+	ReasonNotRunning = "NotRunning"
+	// ReasonCheckFailed: the registry's data directory does not take writes (the disk is
+	// full).
+	ReasonCheckFailed = "CheckFailed"
+)
+
 // Reasons of an OCIArtifact's Pushed, Delivered, Ready and TagMoved conditions, and of the
 // events recorded when they change.
 const (
@@ -15,8 +54,8 @@ const (
 	ReasonInvalidManifests = "InvalidManifests"
 	// ReasonRegistryNotReady: the OCIRegistry does not exist or is not Running.
 	ReasonRegistryNotReady = "RegistryNotReady"
-	// ReasonRegistryUnavailable: the registry is Running but did not answer (it is restarting);
-	// retried with backoff.
+	// ReasonRegistryUnavailable: the registry is Running but did not answer (it is
+	// restarting); retried with backoff.
 	ReasonRegistryUnavailable = "RegistryUnavailable"
 	// ReasonVersionImmutable: the version's tag holds other content; a pushed version never
 	// changes.
@@ -79,7 +118,8 @@ const (
 	// the target's cluster, or a stored target's kind cannot be reconciled (Failed).
 	ReasonTargetNotFound = "TargetNotFound"
 	// ReasonUnreachable: a target's cluster did not answer; the request keeps trying until its
-	// timeout (Ready Unknown meanwhile).
+	// timeout (Ready Unknown meanwhile). (Spelled ClusterUnreachable before; one idea, one
+	// spelling across the API groups.)
 	ReasonUnreachable = "Unreachable"
 	// ReasonTargetUnavailable: reading or annotating a target failed with an error that may
 	// pass (a server error, throttling, a timeout); the request keeps trying until its timeout
@@ -107,6 +147,8 @@ const (
 // of them need the owner's attention.
 var Reasons = conditions.Declare(GroupName,
 	conditions.Normal(
+		// OCIRegistry
+		ReasonRunning, ReasonProvisioning,
 		// OCIArtifact
 		ReasonReady, ReasonPushed, ReasonDelivered, ReasonNoTargets, ReasonDeliveryInProgress, ReasonAdopted,
 		ReasonRestored, ReasonPushedAgain, ReasonPruned,
@@ -114,6 +156,8 @@ var Reasons = conditions.Declare(GroupName,
 		ReasonInProgress, ReasonSucceeded, ReasonSuperseded,
 	),
 	conditions.Warning(
+		// OCIRegistry
+		ReasonRefused, ReasonSpecInvalid, ReasonProvisionFailed, ReasonNotRunning, ReasonCheckFailed,
 		// OCIArtifact
 		ReasonInvalidManifests, ReasonRegistryNotReady, ReasonRegistryUnavailable, ReasonVersionImmutable,
 		ReasonPushFailed, ReasonClusterNotFound, ReasonFluxNotAvailable, ReasonDeliveryFailed, ReasonDeleteFailed,

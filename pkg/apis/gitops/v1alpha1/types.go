@@ -59,22 +59,6 @@ const (
 	TargetKindOCIArtifact = "OCIArtifact"
 )
 
-// Condition types of the gitops.plinth.dev kinds.
-const (
-	// ConditionReady is True when an OCIRegistry serves, when an OCIArtifact is pushed and
-	// every target has applied it, and when a ReconciliationRequest succeeded.
-	ConditionReady = "Ready"
-	// ConditionPushed is True when the OCIArtifact's current version is in the registry.
-	ConditionPushed = "Pushed"
-	// ConditionDelivered is True when every target has applied the pushed version.
-	ConditionDelivered = "Delivered"
-	// ConditionTagMoved is True when the registry's tag of the pushed version was found
-	// pointing to another manifest than status.digest — written by something other than
-	// plinth-controller — and the pushed version was put back under it. It stays until
-	// another version is pushed.
-	ConditionTagMoved = "TagMoved"
-)
-
 // Annotations and labels of the GitOps subsystem.
 const (
 	// ReconcileRequestAnnotation is Flux's "reconcile now" annotation (meta.ReconcileRequestAnnotation),
