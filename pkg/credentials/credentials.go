@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+
+	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 )
 
 // Provider gives the REST config of a target cluster.
@@ -28,18 +30,19 @@ func AdditionalData(name string, uid types.UID) []byte {
 	return []byte("platform.plinth.dev/clusters/" + name + "/" + string(uid))
 }
 
-// Reason classifies why credentials could not be had; it becomes the CredentialsValid
-// condition's reason.
+// Reason classifies why credentials could not be had; all but ReasonUnavailable become the
+// CredentialsValid condition's reason, declared by the platform API group.
 type Reason string
 
 const (
 	// ReasonUnknownKey: the key that sealed the kubeconfig is not in the key file.
-	ReasonUnknownKey Reason = "UnknownEncryptionKey"
+	ReasonUnknownKey Reason = platform.ReasonUnknownEncryptionKey
 	// ReasonDecryptionFailed: the ciphertext does not open with its key.
-	ReasonDecryptionFailed Reason = "DecryptionFailed"
+	ReasonDecryptionFailed Reason = platform.ReasonDecryptionFailed
 	// ReasonInvalidKubeconfig: the decrypted kubeconfig is not one Plinth uses.
-	ReasonInvalidKubeconfig Reason = "InvalidKubeconfig"
-	// ReasonUnavailable: the credentials could not be read from the API.
+	ReasonInvalidKubeconfig Reason = platform.ReasonInvalidKubeconfig
+	// ReasonUnavailable: the credentials could not be read from the API. It reaches no
+	// status: the caller retries with its error.
 	ReasonUnavailable Reason = "CredentialsUnavailable"
 )
 

@@ -22,20 +22,6 @@ const (
 	ClusterPhaseUnreachable ClusterPhase = "UNREACHABLE"
 )
 
-// Condition types of a Cluster, written by plinth-controller's probes and read by
-// plinth-apiserver's placement of governed VMs.
-const (
-	// ConditionCredentialsValid says whether the stored kubeconfig decrypts and loads.
-	ConditionCredentialsValid = "CredentialsValid"
-	// ConditionReachable says whether the cluster's API server answered and is ready.
-	ConditionReachable = "Reachable"
-	// ConditionKubeVirtAvailable says whether KubeVirt serves VirtualMachines on the cluster.
-	ConditionKubeVirtAvailable = "KubeVirtAvailable"
-	// ConditionFluxAvailable says whether Flux's source-controller and kustomize-controller
-	// serve the cluster (engine Flux only).
-	ConditionFluxAvailable = "FluxAvailable"
-)
-
 // GitOpsEngine is how artifacts are delivered to a cluster (the seed's GitOpsEngine).
 type GitOpsEngine string
 
