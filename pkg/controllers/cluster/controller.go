@@ -3,6 +3,17 @@
 // KubeVirt, and writes phase, versions, feature gates and conditions to the Cluster's status.
 // It probes each cluster again every interval, and at once when its spec (the kubeconfig)
 // changes.
+//
+// The clustergitops controller writes the rest of a Cluster's status (status.gitOps and
+// FluxAvailable). Each server-side applies only its own part (see part.go), under its own
+// field manager, so neither overwrites the other's fields and neither write is refused for
+// being based on a copy that misses the other's.
+//
+// In memory it keeps, besides its informer's cache and queue: the Cluster each of its status
+// writes returned, until the cache shows it (loop.Written); when this process started, so that
+// its first probe of each Cluster writes the probe time; and, in the credentials provider, each
+// cluster's opened REST config. A restart loses none of what the API shows: every Cluster is
+// probed, and its probe time written, at once.
 package cluster
 
 import (
@@ -17,8 +28,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	"github.com/plinth-dev/plinth/pkg/credentials"
 	platformclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
@@ -32,11 +45,12 @@ type Forgetter interface{ Forget(clusterName string) }
 // Name names the controller in logs, metrics and events.
 const Name = "cluster"
 
+// FieldManager names the prober in a Cluster's managedFields.
+const FieldManager = "plinth-cluster"
+
 // Controller probes target clusters.
 type Controller struct {
 	*loop.Loop
-	client   platformclient.ClustersGetter
-	recorder events.EventRecorder
 	lister   platformlisters.ClusterLister
 	creds    credentials.Provider
 	probe    Prober
@@ -45,6 +59,9 @@ type Controller struct {
 	// started is when this controller was made: a probe time written before it is another
 	// process's, and the first probe of this one always writes.
 	started time.Time
+	events  *transition.Recorder
+	status  *statuswriter.Writer[*platform.Cluster]
+	written *loop.Written[*platform.Cluster]
 }
 
 // ProbeTimeRefresh is how old status.lastProbeTime may grow before a probe that found nothing
@@ -59,8 +76,18 @@ const ProbeTimeRefresh = 5 * time.Minute
 // (creds reads them too, through the same informer's lister).
 func NewController(client platformclient.ClustersGetter, recorder events.EventRecorder, clusters platforminformers.ClusterInformer,
 	creds credentials.Provider, probe Prober, interval time.Duration) (*Controller, error) {
-	c := &Controller{client: client, recorder: recorder, lister: clusters.Lister(), creds: creds, probe: probe, interval: interval, now: time.Now}
+	c := &Controller{
+		lister: clusters.Lister(), creds: creds, probe: probe, interval: interval, now: time.Now,
+		events: transition.New(recorder, platform.Reasons), written: &loop.Written[*platform.Cluster]{},
+	}
 	c.started = c.now()
+	c.status = &statuswriter.Writer[*platform.Cluster]{
+		FieldManager: FieldManager,
+		Reasons:      platform.Reasons,
+		Conditions:   func(cl *platform.Cluster) []metav1.Condition { return cl.Status.Conditions },
+		Apply:        statuswriter.ApplyPart(probePart(client)),
+		Written:      c.written,
+	}
 	c.Loop = loop.New(Name, c.reconcile, clusters.Informer())
 	if err := c.WatchGenerations(clusters.Informer()); err != nil {
 		return nil, err
@@ -69,80 +96,92 @@ func NewController(client platformclient.ClustersGetter, recorder events.EventRe
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
-	name := key.Name
-	cl, err := c.lister.Get(name)
+	cached, err := c.lister.Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		if f, ok := c.creds.(Forgetter); ok {
-			f.Forget(name)
+			f.Forget(key.Name)
 		}
+		c.written.Forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if cl.DeletionTimestamp != nil {
+	if cached.DeletionTimestamp != nil {
 		return nil
 	}
-	status := cl.Status.DeepCopy()
-	gen := cl.Generation
-	cfg, err := c.creds.GetRESTConfig(ctx, name)
+	cl := c.written.Fresher(key, cached)
+	probed, err := c.probed(ctx, cl)
+	if err != nil {
+		return err // the API or the lister failed: retried with backoff, status untouched
+	}
+	stored, wrote, err := c.status.Write(ctx, cl, probed)
+	if err != nil {
+		return err
+	}
+	if wrote && cl.Status.Phase != stored.Status.Phase {
+		klog.FromContext(ctx).Info("Cluster phase changed", "from", cl.Status.Phase, "to", stored.Status.Phase)
+		c.recordPhase(stored)
+	}
+	c.EnqueueAfter(key, c.interval)
+	return nil
+}
+
+// probed is cl with what a probe of it finds in the prober's part of its status. An error means
+// the credentials could not be read at all (not that they are unusable, which the status says).
+func (c *Controller) probed(ctx context.Context, cl *platform.Cluster) (*platform.Cluster, error) {
+	out := cl.DeepCopy()
+	status, gen, now := &out.Status, cl.Generation, metav1.NewTime(c.now())
+	cfg, err := c.creds.GetRESTConfig(ctx, cl.Name)
 	switch reason := credentials.ReasonOf(err); {
 	case err != nil && (reason == "" || reason == credentials.ReasonUnavailable):
-		return err // the API or the lister failed: retried with backoff, status untouched
+		return nil, err
 	case err != nil:
+		notProbed := Verdict{metav1.ConditionUnknown, platform.ReasonNoCredentials, "The cluster was not probed: its credentials cannot be used."}
 		status.Phase = platform.ClusterPhaseUnknown
-		c.set(status, gen, platform.ConditionCredentialsValid, Verdict{metav1.ConditionFalse, string(reason), err.Error()})
-		c.set(status, gen, platform.ConditionReachable, Verdict{metav1.ConditionUnknown, "NoCredentials", "The cluster was not probed: its credentials cannot be used."})
-		c.set(status, gen, platform.ConditionKubeVirtAvailable, Verdict{metav1.ConditionUnknown, "NoCredentials", "The cluster was not probed: its credentials cannot be used."})
+		set(status, gen, now, platform.ConditionCredentialsValid, Verdict{metav1.ConditionFalse, string(reason), err.Error()})
+		set(status, gen, now, platform.ConditionReachable, notProbed)
+		set(status, gen, now, platform.ConditionKubeVirtAvailable, notProbed)
 	default:
 		f := c.probe(ctx, cfg)
 		status.Phase, status.APIServerURL = f.Phase, cfg.Host
 		if f.Phase == platform.ClusterPhaseHealthy {
 			status.KubernetesVersion, status.KubevirtVersion, status.EnabledFeatures = f.KubernetesVersion, f.KubevirtVersion, f.EnabledFeatures
 		}
-		c.set(status, gen, platform.ConditionCredentialsValid, Verdict{metav1.ConditionTrue, "Loaded", "The kubeconfig decrypts and loads."})
-		c.set(status, gen, platform.ConditionReachable, f.Reachable)
-		c.set(status, gen, platform.ConditionKubeVirtAvailable, f.KubeVirt)
+		set(status, gen, now, platform.ConditionCredentialsValid, Verdict{metav1.ConditionTrue, platform.ReasonLoaded, "The kubeconfig decrypts and loads."})
+		set(status, gen, now, platform.ConditionReachable, f.Reachable)
+		set(status, gen, now, platform.ConditionKubeVirtAvailable, f.KubeVirt)
 	}
-	now := metav1.NewTime(c.now())
 	status.ObservedGeneration = gen
-	if last := cl.Status.LastProbeTime; last != nil && !last.Time.Before(c.started) && now.Sub(last.Time) < ProbeTimeRefresh &&
-		apiequality.Semantic.DeepEqual(status, &cl.Status) {
-		c.EnqueueAfter(key, c.interval)
-		return nil
+	if c.probeTimeDue(cl.Status.LastProbeTime, now) || !apiequality.Semantic.DeepEqual(status, &cl.Status) {
+		status.LastProbeTime = &now
 	}
-	status.LastProbeTime = &now
-	updated := cl.DeepCopy()
-	updated.Status = *status
-	if _, err := c.client.Clusters().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	if cl.Status.Phase != status.Phase {
-		klog.FromContext(ctx).Info("Cluster phase changed", "from", cl.Status.Phase, "to", status.Phase)
-		c.recordPhase(updated, status)
-	}
-	c.EnqueueAfter(key, c.interval)
-	return nil
+	return out, nil
 }
 
-func (c *Controller) set(status *platform.ClusterStatus, gen int64, conditionType string, v Verdict) {
-	apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: conditionType, Status: v.Status, Reason: v.Reason, Message: v.Message, ObservedGeneration: gen,
-		LastTransitionTime: metav1.NewTime(c.now()),
-	})
+// probeTimeDue says whether a probe at now writes its time though it found nothing new: the
+// last probe time is this process's first, or ProbeTimeRefresh old.
+func (c *Controller) probeTimeDue(last *metav1.Time, now metav1.Time) bool {
+	return last == nil || last.Time.Before(c.started) || now.Sub(last.Time) >= ProbeTimeRefresh
+}
+
+// set sets one of the prober's conditions to a verdict.
+func set(status *platform.ClusterStatus, gen int64, now metav1.Time, conditionType string, v Verdict) {
+	conditions.SetAt(&status.Conditions, gen, now, conditionType, v.Status, v.Reason, v.Message)
 }
 
 // phaseReasons are the event reasons of the phases a probe finds.
 var phaseReasons = map[platform.ClusterPhase]string{
-	platform.ClusterPhaseHealthy:     "Healthy",
-	platform.ClusterPhaseUnhealthy:   "Unhealthy",
-	platform.ClusterPhaseUnreachable: "Unreachable",
+	platform.ClusterPhaseHealthy:     platform.ReasonHealthy,
+	platform.ClusterPhaseUnhealthy:   platform.ReasonUnhealthy,
+	platform.ClusterPhaseUnreachable: platform.ReasonUnreachable,
 }
 
 // recordPhase records the cluster's new phase, with the message of the condition that
 // explains it. A phase of UNKNOWN means its credentials cannot be used: the event carries the
 // CredentialsValid reason (never the credentials).
-func (c *Controller) recordPhase(cl *platform.Cluster, status *platform.ClusterStatus) {
+func (c *Controller) recordPhase(cl *platform.Cluster) {
+	status := &cl.Status
 	explaining := platform.ConditionReachable
 	if status.Phase == platform.ClusterPhaseHealthy {
 		explaining = platform.ConditionKubeVirtAvailable
@@ -162,5 +201,5 @@ func (c *Controller) recordPhase(cl *platform.Cluster, status *platform.ClusterS
 	if status.Phase == platform.ClusterPhaseHealthy {
 		message = "The cluster answers and is healthy."
 	}
-	transition.Record(c.recorder, cl, reason, "Probe", message)
+	c.events.Record(cl, reason, "Probe", message)
 }

@@ -3,18 +3,22 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter/applytest"
 	"github.com/plinth-dev/plinth/pkg/credentials"
+	platformac "github.com/plinth-dev/plinth/pkg/generated/applyconfiguration/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
@@ -34,7 +38,7 @@ func (p *fakeProvider) Type() string { return "fake" }
 func setup(t *testing.T, provider credentials.Provider, f Finding) (*Controller, *fake.Clientset, *events.FakeRecorder) {
 	t.Helper()
 	cl := &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Generation: 3}}
-	client := fake.NewSimpleClientset(cl) // NewClientset needs apply configurations, which Plinth does not generate
+	client := applytest.Clientset(t, cl)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clusters := factory.Platform().V1alpha1().Clusters()
 	if err := clusters.Informer().GetIndexer().Add(cl); err != nil {
@@ -123,7 +127,7 @@ func TestProbeTimeIsRefreshedNotRewritten(t *testing.T) {
 		Reachable: Verdict{metav1.ConditionTrue, "Ready", "ok"}, KubeVirt: Verdict{metav1.ConditionFalse, "NotDeployed", "no"}}
 	provider := &fakeProvider{cfg: &rest.Config{Host: "https://east:6443"}}
 	cl := &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Generation: 3}}
-	client := fake.NewSimpleClientset(cl)
+	client := applytest.Clientset(t, cl)
 	clusters := informers.NewSharedInformerFactory(client, 0).Platform().V1alpha1().Clusters()
 	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	now := start
@@ -137,7 +141,7 @@ func TestProbeTimeIsRefreshedNotRewritten(t *testing.T) {
 	writes := func() int {
 		n := 0
 		for _, a := range client.Actions() {
-			if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
 				n++
 			}
 		}
@@ -172,4 +176,76 @@ func TestProbeTimeIsRefreshedNotRewritten(t *testing.T) {
 	// Another process wrote the probe time (this controller started after it): written anyway.
 	c.started = start.Add(6*time.Minute + time.Second)
 	probe(6*time.Minute+45*time.Second, 4)
+}
+
+// Credentials that cannot be used need their owner: each reason is a Warning event, DecryptionFailed
+// and InvalidKubeconfig included (they were Normal before the platform group declared its reasons).
+func TestUnusableCredentialsAreWarnings(t *testing.T) {
+	for _, reason := range []credentials.Reason{credentials.ReasonUnknownKey, credentials.ReasonDecryptionFailed, credentials.ReasonInvalidKubeconfig} {
+		c, _, recorder := setup(t, &fakeProvider{err: &credentials.Error{Reason: reason, Message: "The kubeconfig cannot be used."}}, Finding{})
+		if err := c.reconcile(context.Background(), east); err != nil {
+			t.Fatal(err)
+		}
+		expectEvents(t, recorder, "Warning "+string(reason)+" The kubeconfig cannot be used.")
+	}
+}
+
+// The prober applies only its part of the status: what the GitOps controller wrote stays,
+// though the prober's cache has not seen it, and managedFields give each its own part.
+func TestProbeLeavesTheGitOpsPartAlone(t *testing.T) {
+	f := Finding{Phase: platform.ClusterPhaseHealthy, KubernetesVersion: "v1.37.1",
+		Reachable: Verdict{metav1.ConditionTrue, "Ready", "ok"}, KubeVirt: Verdict{metav1.ConditionFalse, "NotInstalled", "no"}}
+	c, client, _ := setup(t, &fakeProvider{cfg: &rest.Config{Host: "https://east:6443"}}, f)
+	ctx := context.Background()
+	gitOps := platformac.Cluster("east").WithStatus(platformac.ClusterStatus().
+		WithGitOps(platformac.ClusterGitOpsStatus().WithRegistry("plinth-system/east").WithRegistryEndpoint("localhost:5000")).
+		WithConditions(metav1ac.Condition().WithType(platform.ConditionFluxAvailable).WithStatus(metav1.ConditionTrue).
+			WithReason(platform.ReasonFluxRunning).WithMessage("Flux serves the cluster.").WithLastTransitionTime(metav1.Now())))
+	if _, err := client.PlatformV1alpha1().Clusters().ApplyStatus(ctx, gitOps, metav1.ApplyOptions{FieldManager: "plinth-clustergitops"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.reconcile(ctx, east); err != nil {
+		t.Fatal(err)
+	}
+	cl := get(t, client)
+	if cl.Status.GitOps == nil || cl.Status.GitOps.Registry != "plinth-system/east" || !apimeta.IsStatusConditionTrue(cl.Status.Conditions, platform.ConditionFluxAvailable) {
+		t.Errorf("the GitOps controller's part is gone: %+v", cl.Status)
+	}
+	if cl.Status.Phase != platform.ClusterPhaseHealthy || !apimeta.IsStatusConditionTrue(cl.Status.Conditions, platform.ConditionReachable) {
+		t.Errorf("the probe's part is missing: %+v", cl.Status)
+	}
+	owners := map[string]string{}
+	for _, m := range cl.ManagedFields {
+		owners[m.Manager] = string(m.Operation) + " " + m.Subresource + " " + string(m.FieldsV1.Raw)
+	}
+	if got := owners[FieldManager]; !strings.Contains(got, `"f:phase"`) || strings.Contains(got, "gitOps") || strings.Contains(got, "FluxAvailable") {
+		t.Errorf("%s owns %s", FieldManager, got)
+	}
+}
+
+// Fields plinth-controller wrote with whole-status updates, before each of its controllers
+// applied its part, go away once the prober no longer finds them, though the old field manager
+// still owns them.
+func TestFieldsWrittenByUpdateGoAway(t *testing.T) {
+	f := Finding{Phase: platform.ClusterPhaseHealthy, KubernetesVersion: "v1.37.1",
+		Reachable: Verdict{metav1.ConditionTrue, "Ready", "ok"}, KubeVirt: Verdict{metav1.ConditionFalse, "NotInstalled", "no"}}
+	c, client, _ := setup(t, &fakeProvider{cfg: &rest.Config{Host: "https://east:6443"}}, f)
+	ctx := context.Background()
+	old := get(t, client)
+	old.Status = platform.ClusterStatus{Phase: platform.ClusterPhaseHealthy, KubernetesVersion: "v1.36.0", KubevirtVersion: "v1.8.0",
+		EnabledFeatures: []string{"LiveMigration", "Snapshot"}, ObservedGeneration: 3,
+		GitOps: &platform.ClusterGitOpsStatus{Registry: "plinth-system/east"}}
+	if _, err := client.PlatformV1alpha1().Clusters().UpdateStatus(ctx, old, metav1.UpdateOptions{FieldManager: "plinth-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.reconcile(ctx, east); err != nil {
+		t.Fatal(err)
+	}
+	s := get(t, client).Status
+	if s.KubevirtVersion != "" || len(s.EnabledFeatures) != 0 || s.KubernetesVersion != "v1.37.1" {
+		t.Errorf("status after the probe: %+v", s)
+	}
+	if s.GitOps == nil || s.GitOps.Registry != "plinth-system/east" {
+		t.Errorf("the prober removed the GitOps controller's part: %+v", s.GitOps)
+	}
 }

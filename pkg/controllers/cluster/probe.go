@@ -48,7 +48,7 @@ func Probe(timeout time.Duration, detect Detector) Prober {
 		cfg.Timeout = timeout
 		kube, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return unhealthy("ProbeFailed", fmt.Sprintf("No client for the cluster: %v", err))
+			return unhealthy(platform.ReasonProbeFailed, fmt.Sprintf("No client for the cluster: %v", err))
 		}
 		version, err := kube.Discovery().ServerVersion()
 		if err != nil {
@@ -57,14 +57,14 @@ func Probe(timeout time.Duration, detect Detector) Prober {
 		if err := kube.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
 			f := failed(cfg.Host, err)
 			if f.Phase == platform.ClusterPhaseUnhealthy {
-				f.Reachable.Reason, f.Reachable.Message = "NotReady", fmt.Sprintf("The API server at %s answers but is not ready.", cfg.Host)
+				f.Reachable.Reason, f.Reachable.Message = platform.ReasonNotReady, fmt.Sprintf("The API server at %s answers but is not ready.", cfg.Host)
 			}
 			return f
 		}
 		f := Finding{
 			Phase:             platform.ClusterPhaseHealthy,
 			KubernetesVersion: version.GitVersion,
-			Reachable:         Verdict{metav1.ConditionTrue, "Ready", fmt.Sprintf("The API server at %s is ready.", cfg.Host)},
+			Reachable:         Verdict{metav1.ConditionTrue, platform.ReasonReady, fmt.Sprintf("The API server at %s is ready.", cfg.Host)},
 		}
 		f.KubeVirt, f.KubevirtVersion, f.EnabledFeatures = virtualization(detect(ctx, cfg))
 		return f
@@ -79,19 +79,22 @@ type Detector func(ctx context.Context, cfg *rest.Config) (*vmprovider.Capabilit
 func virtualization(caps *vmprovider.Capabilities, err error) (Verdict, string, []string) {
 	switch {
 	case errors.Is(err, vmprovider.ErrNotFound):
-		return Verdict{metav1.ConditionFalse, "NotInstalled", "KubeVirt is not installed on the cluster."}, "", nil
+		return Verdict{metav1.ConditionFalse, platform.ReasonNotInstalled, "KubeVirt is not installed on the cluster."}, "", nil
 	case apierrors.IsForbidden(err):
-		return Verdict{metav1.ConditionUnknown, "Forbidden", "The cluster's credentials may not read kubevirts.kubevirt.io."}, "", nil
+		return Verdict{metav1.ConditionUnknown, platform.ReasonForbidden, "The cluster's credentials may not read kubevirts.kubevirt.io."}, "", nil
 	case err != nil:
-		return Verdict{metav1.ConditionUnknown, "ProbeFailed", fmt.Sprintf("Reading KubeVirt failed: %v", cause(err))}, "", nil
+		return Verdict{metav1.ConditionUnknown, platform.ReasonProbeFailed, fmt.Sprintf("Reading KubeVirt failed: %v", cause(err))}, "", nil
 	case !caps.Deployed:
-		return Verdict{metav1.ConditionFalse, "NotDeployed", fmt.Sprintf("KubeVirt %s is %s, not Deployed.", caps.Version, cmp.Or(caps.Phase, "in an unknown phase"))}, caps.Version, caps.Features
+		return Verdict{metav1.ConditionFalse, platform.ReasonNotDeployed, fmt.Sprintf("KubeVirt %s is %s, not Deployed.", caps.Version, cmp.Or(caps.Phase, "in an unknown phase"))}, caps.Version, caps.Features
 	}
-	return Verdict{metav1.ConditionTrue, "Deployed", fmt.Sprintf("KubeVirt %s is deployed.", caps.Version)}, caps.Version, caps.Features
+	return Verdict{metav1.ConditionTrue, platform.ReasonDeployed, fmt.Sprintf("KubeVirt %s is deployed.", caps.Version)}, caps.Version, caps.Features
 }
 
 // failed classifies a failed request: no connection (refused, timed out, no route, DNS) is
-// UNREACHABLE; an answer that is an error (rejected credentials, TLS, 5xx) is UNHEALTHY.
+// UNREACHABLE; an answer that is an error (rejected credentials, TLS, 5xx) is UNHEALTHY. It
+// reads the error's types, as errkind.Unreachable does, but draws the line elsewhere: for a
+// phase, a 503 or a certificate the kubeconfig does not trust is an answer from the cluster,
+// where errkind.Unreachable counts it as a failure that may pass by itself.
 func failed(host string, err error) Finding {
 	var netErr net.Error
 	var opErr *net.OpError
@@ -100,13 +103,13 @@ func failed(host string, err error) Finding {
 	case errors.As(err, &opErr) || errors.As(err, &dnsErr) || (errors.As(err, &netErr) && netErr.Timeout()):
 		return Finding{
 			Phase:     platform.ClusterPhaseUnreachable,
-			Reachable: Verdict{metav1.ConditionFalse, "Unreachable", fmt.Sprintf("The API server at %s does not answer: %s", host, cause(err))},
-			KubeVirt:  Verdict{metav1.ConditionUnknown, "Unreachable", "The cluster does not answer."},
+			Reachable: Verdict{metav1.ConditionFalse, platform.ReasonUnreachable, fmt.Sprintf("The API server at %s does not answer: %s", host, cause(err))},
+			KubeVirt:  Verdict{metav1.ConditionUnknown, platform.ReasonUnreachable, "The cluster does not answer."},
 		}
 	case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
-		return unhealthy("CredentialsRejected", fmt.Sprintf("The API server at %s rejects the kubeconfig's credentials.", host))
+		return unhealthy(platform.ReasonCredentialsRejected, fmt.Sprintf("The API server at %s rejects the kubeconfig's credentials.", host))
 	}
-	return unhealthy("ProbeFailed", fmt.Sprintf("The API server at %s answered with an error: %s", host, cause(err)))
+	return unhealthy(platform.ReasonProbeFailed, fmt.Sprintf("The API server at %s answered with an error: %s", host, cause(err)))
 }
 
 func unhealthy(reason, message string) Finding {

@@ -5,10 +5,16 @@
 // serve the cluster, reporting them in status.gitOps.fluxComponents and the FluxAvailable
 // condition; with spec.gitOps.installFlux it installs them where no Flux is (see install).
 //
-// The cluster controller writes the rest of a Cluster's status (its probes). Both write
-// whole-status updates from their cached copy with its resourceVersion, each changing only its
-// own fields: an update based on a copy that misses the other's latest write is refused with a
-// conflict and retried on the newer object, so neither erases the other's fields.
+// The cluster controller writes the rest of a Cluster's status (its probes). Each
+// server-side applies only its own part (this one: status.gitOps and FluxAvailable, see
+// part.go), under its own field manager, so neither overwrites the other's fields and neither
+// write is refused for being based on a copy that misses the other's.
+//
+// In memory it keeps, besides its informers' caches and queue: the Flux Leases seen on each
+// cluster and when (leaseTracker), the Cluster each of its status writes returned until the
+// cache shows it (loop.Written), and, in the delivery clients, each cluster's clients. A
+// restart loses the Lease observations: the first detection after it judges each Lease by its
+// renewTime on the cluster's clock, within maxClockSkew, instead of by whether it changed.
 package clustergitops
 
 import (
@@ -28,9 +34,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	gitopsclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1"
 	platformclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/platform/v1alpha1"
@@ -58,9 +66,8 @@ const (
 // stuck worker.
 const detectTimeout = 10 * time.Second
 
-// reasonRegistryConflict is the event reason when an OCIRegistry of the Cluster's name that
-// the Cluster does not own is in the way.
-const reasonRegistryConflict = "RegistryConflict"
+// FieldManager names the controller in a Cluster's managedFields and an OCIRegistry's.
+const FieldManager = "plinth-clustergitops"
 
 // Clientset is what the controller writes: Cluster status and OCIRegistries.
 type Clientset interface {
@@ -85,7 +92,9 @@ type Options struct {
 type Controller struct {
 	*loop.Loop
 	client     Clientset
-	recorder   events.EventRecorder
+	events     *transition.Recorder
+	status     *statuswriter.Writer[*platformv1alpha1.Cluster]
+	written    *loop.Written[*platformv1alpha1.Cluster]
 	clusters   platformlisters.ClusterLister
 	registries gitopslisters.OCIRegistryLister
 	clients    delivery.Clients
@@ -106,9 +115,19 @@ type Controller struct {
 func NewController(client Clientset, recorder events.EventRecorder, clusters platforminformers.ClusterInformer,
 	registries gitopsinformers.OCIRegistryInformer, clients delivery.Clients, opts Options) (*Controller, error) {
 	c := &Controller{
-		client: client, recorder: recorder, clusters: clusters.Lister(), registries: registries.Lister(),
+		client: client, events: transition.New(recorder, platformv1alpha1.Reasons), written: &loop.Written[*platformv1alpha1.Cluster]{},
+		clusters: clusters.Lister(), registries: registries.Lister(),
 		clients: clients, namespace: opts.Namespace, probe: opts.ProbeInterval, now: time.Now,
 		leases: newLeaseTracker(), manifests: opts.FluxManifests,
+	}
+	c.status = &statuswriter.Writer[*platformv1alpha1.Cluster]{
+		FieldManager: FieldManager,
+		Reasons:      platformv1alpha1.Reasons,
+		Conditions:   func(cl *platformv1alpha1.Cluster) []metav1.Condition { return cl.Status.Conditions },
+		Apply:        statuswriter.ApplyPart(gitOpsPart(client.PlatformV1alpha1())),
+		Events:       c.events,
+		Rules:        []transition.Rule{{Condition: platformv1alpha1.ConditionFluxAvailable, Action: "Detect"}},
+		Written:      c.written,
 	}
 	if c.namespace == "" {
 		c.namespace = DefaultNamespace
@@ -137,9 +156,10 @@ func clusterOf(obj interface{}) []cache.ObjectName {
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
-	cl, err := c.clusters.Get(key.Name)
+	cached, err := c.clusters.Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.leases.forget(key.Name)
+		c.written.Forget(key)
 		// Owner references let Kubernetes' garbage collector remove the registry too; this
 		// does not wait for one (the local platform runs none).
 		return c.deleteRegistriesOf(ctx, key.Name)
@@ -147,13 +167,14 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 	if err != nil {
 		return err
 	}
-	if cl.DeletionTimestamp != nil {
+	if cached.DeletionTimestamp != nil {
 		return nil
 	}
-	status := cl.Status.DeepCopy()
+	cl := c.written.Fresher(key, cached)
+	after := cl.DeepCopy()
 	gitOps := &platformv1alpha1.ClusterGitOpsStatus{}
-	if status.GitOps != nil {
-		gitOps = status.GitOps.DeepCopy()
+	if cl.Status.GitOps != nil {
+		gitOps = cl.Status.GitOps.DeepCopy()
 	}
 
 	gitOps.Registry, gitOps.RegistryEndpoint = "", ""
@@ -161,42 +182,50 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 
 	var installErr error
 	if cl.Spec.GitOps.Engine == platformv1alpha1.GitOpsEngineFlux {
-		f := c.detect(ctx, cl.Name)
-		next := c.probe
-		switch {
-		case installing(cl, f):
-			f, installErr = c.install(ctx, cl.Name, f)
-			if f.reason == ReasonFluxInstalling {
-				next = installPoll
-			}
-		case !cl.Spec.GitOps.InstallFlux:
-			f = withInstallHint(f)
-		}
-		if f.reason != ReasonClusterUnreachable {
+		var f finding
+		f, installErr = c.findFlux(ctx, cl)
+		if f.reason != platformv1alpha1.ReasonUnreachable {
 			// What was found last stays while the cluster cannot be asked.
 			gitOps.FluxComponents = f.components
 		}
-		apimeta.SetStatusCondition(&status.Conditions, metav1.Condition{
-			Type: platformv1alpha1.ConditionFluxAvailable, Status: f.status, Reason: f.reason, Message: f.message,
-			ObservedGeneration: cl.Generation, LastTransitionTime: metav1.NewTime(c.now()),
-		})
-		c.EnqueueAfter(key, next)
+		conditions.SetAt(&after.Status.Conditions, cl.Generation, metav1.NewTime(c.now()),
+			platformv1alpha1.ConditionFluxAvailable, f.status, f.reason, f.message)
 	} else {
 		c.leases.forget(cl.Name)
 		gitOps.FluxComponents = nil
-		apimeta.RemoveStatusCondition(&status.Conditions, platformv1alpha1.ConditionFluxAvailable)
+		apimeta.RemoveStatusCondition(&after.Status.Conditions, platformv1alpha1.ConditionFluxAvailable)
 	}
-	status.GitOps = gitOps
+	after.Status.GitOps = gitOps
 	if apiequality.Semantic.DeepEqual(gitOps, &platformv1alpha1.ClusterGitOpsStatus{}) {
-		status.GitOps = nil
+		after.Status.GitOps = nil
 	}
-	if err := c.writeStatus(ctx, cl, status); err != nil {
+	if _, _, err := c.status.Write(ctx, cl, after); err != nil {
 		return err
 	}
 	if registryErr != nil {
 		return registryErr
 	}
 	return installErr
+}
+
+// findFlux detects Flux on a Flux-engine cluster, installs it where installFlux asks for it,
+// and looks at the cluster again after the probe interval, or sooner while an install is
+// under way. The error is an install's, returned for a retry.
+func (c *Controller) findFlux(ctx context.Context, cl *platformv1alpha1.Cluster) (finding, error) {
+	f := c.detect(ctx, cl.Name)
+	next := c.probe
+	var err error
+	switch {
+	case installing(cl, f):
+		f, err = c.install(ctx, cl.Name, f)
+		if f.reason == platformv1alpha1.ReasonFluxInstalling {
+			next = installPoll
+		}
+	case !cl.Spec.GitOps.InstallFlux:
+		f = withInstallHint(f)
+	}
+	c.EnqueueAfter(cache.NewObjectName("", cl.Name), next)
+	return f, err
 }
 
 // detect looks for Flux on the cluster.
@@ -208,23 +237,6 @@ func (c *Controller) detect(ctx context.Context, cluster string) finding {
 		return unreachable(err)
 	}
 	return detectFlux(ctx, dyn, c.leases.freshness(cluster, c.now()))
-}
-
-// writeStatus writes the Cluster's status when it changed — only status.gitOps and the
-// FluxAvailable condition differ from the cached copy — and records an event when
-// FluxAvailable changes status or reason.
-func (c *Controller) writeStatus(ctx context.Context, cl *platformv1alpha1.Cluster, status *platformv1alpha1.ClusterStatus) error {
-	if apiequality.Semantic.DeepEqual(status, &cl.Status) {
-		return nil
-	}
-	updated := cl.DeepCopy()
-	updated.Status = *status
-	stored, err := c.client.PlatformV1alpha1().Clusters().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	if err != nil {
-		return err
-	}
-	transition.Condition(c.recorder, stored, cl.Status.Conditions, status.Conditions, platformv1alpha1.ConditionFluxAvailable, "", "Detect")
-	return nil
 }
 
 // ensureRegistry keeps the Cluster's OCIRegistry as spec.gitOps says and writes its name and
@@ -253,14 +265,14 @@ func (c *Controller) ensureRegistry(ctx context.Context, cl *platformv1alpha1.Cl
 	endpoint := net.JoinHostPort("localhost", strconv.Itoa(int(port)))
 	switch {
 	case existing == nil:
-		created, err := c.client.GitopsV1alpha1().OCIRegistries(c.namespace).Create(ctx, c.registryFor(cl, port, endpoint), metav1.CreateOptions{})
+		created, err := c.client.GitopsV1alpha1().OCIRegistries(c.namespace).Create(ctx, c.registryFor(cl, port, endpoint), metav1.CreateOptions{FieldManager: FieldManager})
 		if err != nil {
 			return fmt.Errorf("creating the OCIRegistry of cluster %s: %w", cl.Name, err)
 		}
 		klog.FromContext(ctx).V(2).Info("OCIRegistry created", "registry", klog.KObj(created), "endpoint", endpoint)
 		existing = created
 	case !owned:
-		transition.Record(c.recorder, cl, reasonRegistryConflict, "Reconcile",
+		c.events.Record(cl, platformv1alpha1.ReasonRegistryConflict, "Reconcile",
 			fmt.Sprintf("The OCIRegistry %s/%s exists and does not belong to the cluster; no registry is created for it.", c.namespace, cl.Name))
 		return nil
 	case existing.DeletionTimestamp != nil:

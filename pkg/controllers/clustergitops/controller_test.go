@@ -3,14 +3,12 @@ package clustergitops
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +24,7 @@ import (
 	platformv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/cluster"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter/applytest"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 )
@@ -47,39 +46,6 @@ func newCluster(name string, gitOps platformv1alpha1.ClusterGitOps) *platformv1a
 	}
 }
 
-var clustersResource = platformv1alpha1.SchemeGroupVersion.WithResource("clusters")
-
-// enforceResourceVersions makes the fake clientset's Cluster updates behave as the API
-// server's: an update with another resourceVersion than the stored one is a conflict, every
-// write gets a new resourceVersion, and a status update changes only the status (an update,
-// only the rest). Without it the fake would let a stale copy overwrite a newer object.
-func enforceResourceVersions(client *fake.Clientset) {
-	client.PrependReactor("update", "clusters", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		update := action.(clienttesting.UpdateAction)
-		obj := update.GetObject().(*platformv1alpha1.Cluster)
-		stored, err := client.Tracker().Get(clustersResource, "", obj.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		current := stored.(*platformv1alpha1.Cluster)
-		if obj.ResourceVersion != current.ResourceVersion {
-			return true, nil, apierrors.NewConflict(clustersResource.GroupResource(), obj.Name, errors.New("the object has been modified"))
-		}
-		next := current.DeepCopy()
-		if update.GetSubresource() == "status" {
-			next.Status = obj.Status
-		} else {
-			next.ObjectMeta, next.Spec = obj.ObjectMeta, obj.Spec
-		}
-		rv, _ := strconv.Atoi(current.ResourceVersion)
-		next.ResourceVersion = strconv.Itoa(rv + 1)
-		if err := client.Tracker().Update(clustersResource, next, ""); err != nil {
-			return true, nil, err
-		}
-		return true, next.DeepCopy(), nil
-	})
-}
-
 type fixture struct {
 	t        *testing.T
 	c        *Controller
@@ -93,8 +59,7 @@ type fixture struct {
 func setup(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, recorder: events.NewFakeRecorder(50), clients: &fakeClients{dyn: newDynamic()}}
-	f.client = fake.NewSimpleClientset(objs...) // NewClientset needs apply configurations, which Plinth does not generate
-	enforceResourceVersions(f.client)
+	f.client = applytest.Clientset(t, objs...)
 	factory := informers.NewSharedInformerFactory(f.client, 0)
 	clusters, regs := factory.Platform().V1alpha1().Clusters(), factory.Gitops().V1alpha1().OCIRegistries()
 	f.clusters, f.regs = clusters.Informer().GetIndexer(), regs.Informer().GetIndexer()
@@ -195,7 +160,7 @@ func TestFluxAbsent(t *testing.T) {
 	f.reconcile("local")
 	cl := f.cluster("local")
 	cond := fluxAvailable(t, cl)
-	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonFluxNotInstalled || cond.ObservedGeneration != 2 {
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != platformv1alpha1.ReasonFluxNotInstalled || cond.ObservedGeneration != 2 {
 		t.Fatalf("FluxAvailable: %+v", cond)
 	}
 	if cl.Status.GitOps != nil {
@@ -218,7 +183,7 @@ func TestFluxPresentThroughDeployments(t *testing.T) {
 		deployment("flux-system", "kustomize-controller", "ghcr.io/fluxcd/kustomize-controller:v1.6.1", true))...)
 	f.reconcile("local")
 	cl := f.cluster("local")
-	if cond := fluxAvailable(t, cl); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != ReasonFluxRunning {
+	if cond := fluxAvailable(t, cl); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != platformv1alpha1.ReasonFluxRunning {
 		t.Fatalf("FluxAvailable: %+v", cond)
 	}
 	want := []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.6.2"}, {Name: "kustomize-controller", Version: "v1.6.1"}}
@@ -247,7 +212,7 @@ func TestFluxThroughLeasesAndALeaseGoingStale(t *testing.T) {
 	f.c.now = func() time.Time { return now.Add(time.Minute) }
 	f.reconcile("local")
 	cl = f.cluster("local")
-	if cond := fluxAvailable(t, cl); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonFluxNotRunning {
+	if cond := fluxAvailable(t, cl); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != platformv1alpha1.ReasonFluxNotRunning {
 		t.Fatalf("FluxAvailable: %+v", cond)
 	}
 	if cl.Status.GitOps != nil && len(cl.Status.GitOps.FluxComponents) != 0 {
@@ -269,7 +234,7 @@ func TestLeasesOfASkewedClock(t *testing.T) {
 	}
 	leases(behind)
 	f.reconcile("local")
-	if cond := fluxAvailable(t, f.cluster("local")); cond == nil || cond.Reason != ReasonFluxNotRunning {
+	if cond := fluxAvailable(t, f.cluster("local")); cond == nil || cond.Reason != platformv1alpha1.ReasonFluxNotRunning {
 		t.Fatalf("first probe, renewTimes 5 minutes off: %+v", cond)
 	}
 	leases(behind.Add(30 * time.Second))
@@ -280,7 +245,7 @@ func TestLeasesOfASkewedClock(t *testing.T) {
 	}
 	f.c.now = func() time.Time { return now.Add(30*time.Second + 35*time.Second) }
 	f.reconcile("local")
-	if cond := fluxAvailable(t, f.cluster("local")); cond == nil || cond.Reason != ReasonFluxNotRunning {
+	if cond := fluxAvailable(t, f.cluster("local")); cond == nil || cond.Reason != platformv1alpha1.ReasonFluxNotRunning {
 		t.Fatalf("not renewed for the lease duration: %+v", cond)
 	}
 	f.expectEvents("Warning FluxNotRunning", "Normal FluxRunning", "Warning FluxNotRunning")
@@ -296,7 +261,7 @@ func TestUnreachableKeepsWhatWasFound(t *testing.T) {
 	f.reconcile("local")
 	cl := f.cluster("local")
 	cond := fluxAvailable(t, cl)
-	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonClusterUnreachable ||
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != platformv1alpha1.ReasonUnreachable ||
 		cond.Message != "The cluster could not be asked whether Flux runs on it: cluster local is not registered." {
 		t.Fatalf("FluxAvailable: %+v", cond)
 	}
@@ -305,15 +270,21 @@ func TestUnreachableKeepsWhatWasFound(t *testing.T) {
 	}
 }
 
+// Switched to Kubectl, a Cluster loses its Flux status, also when plinth-controller wrote it
+// with a whole-status update before this controller applied its part (and so still owns it).
 func TestKubectlEngineRemovesFluxStatus(t *testing.T) {
-	cl := newCluster("local", platformv1alpha1.ClusterGitOps{Engine: platformv1alpha1.GitOpsEngineKubectl})
+	f := setup(t, newCluster("local", platformv1alpha1.ClusterGitOps{Engine: platformv1alpha1.GitOpsEngineKubectl}))
+	cl := f.cluster("local")
 	cl.Status.GitOps = &platformv1alpha1.ClusterGitOpsStatus{FluxComponents: []platformv1alpha1.FluxComponent{{Name: "source-controller"}}}
 	cl.Status.Phase = platformv1alpha1.ClusterPhaseHealthy
 	cl.Status.Conditions = []metav1.Condition{
-		{Type: platformv1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: "Ready"},
-		{Type: platformv1alpha1.ConditionFluxAvailable, Status: metav1.ConditionTrue, Reason: ReasonFluxRunning},
+		{Type: platformv1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()},
+		{Type: platformv1alpha1.ConditionFluxAvailable, Status: metav1.ConditionTrue, Reason: platformv1alpha1.ReasonFluxRunning, LastTransitionTime: metav1.Now()},
 	}
-	f := setup(t, cl)
+	if _, err := f.client.PlatformV1alpha1().Clusters().UpdateStatus(context.Background(), cl, metav1.UpdateOptions{FieldManager: "plinth-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
 	f.reconcile("local")
 	got := f.cluster("local").Status
 	if got.GitOps != nil || fluxAvailable(t, f.cluster("local")) != nil {
@@ -452,10 +423,10 @@ func (fakeCredentials) GetRESTConfig(context.Context, string) (*rest.Config, err
 func (fakeCredentials) Type() string { return "fake" }
 
 // The cluster controller's probes and this controller both write the Cluster's status, often:
-// once both have written, every later version of the Cluster has the fields of both.
+// once both have written, every later version of the Cluster has the fields of both, and
+// neither ever updates the whole status.
 func TestNeitherControllerErasesTheOthersStatus(t *testing.T) {
-	client := fake.NewSimpleClientset(newCluster("local", platformv1alpha1.ClusterGitOps{Engine: platformv1alpha1.GitOpsEngineFlux, RegistryEnabled: true}))
-	enforceResourceVersions(client)
+	client := applytest.Clientset(t, newCluster("local", platformv1alpha1.ClusterGitOps{Engine: platformv1alpha1.GitOpsEngineFlux, RegistryEnabled: true}))
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clusters, regs := factory.Platform().V1alpha1().Clusters(), factory.Gitops().V1alpha1().OCIRegistries()
 	healthy := cluster.Finding{Phase: platformv1alpha1.ClusterPhaseHealthy, KubernetesVersion: "v1.37.1",
@@ -523,6 +494,13 @@ func TestNeitherControllerErasesTheOthersStatus(t *testing.T) {
 		case <-deadline:
 			if !seenBoth || versions < 10 {
 				t.Fatalf("too few writes to tell: both seen %v, %d versions since", seenBoth, versions)
+			}
+			// Each applies its part: no write is based on a version another could have
+			// changed, so none can conflict.
+			for _, a := range client.Actions() {
+				if a.GetVerb() == "update" && a.GetResource().Resource == "clusters" {
+					t.Errorf("a whole-status update of a Cluster: %v", a)
+				}
 			}
 			return
 		}

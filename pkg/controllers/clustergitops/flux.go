@@ -22,21 +22,6 @@ import (
 	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 )
 
-// Reasons of the FluxAvailable condition.
-const (
-	// ReasonFluxRunning: both controllers serve the cluster.
-	ReasonFluxRunning = "FluxRunning"
-	// ReasonFluxNotInstalled: a CRD of Flux's OCIRepository or Kustomization is missing or
-	// does not serve v1.
-	ReasonFluxNotInstalled = "FluxNotInstalled"
-	// ReasonFluxNotRunning: the CRDs are there, a controller is not serving.
-	ReasonFluxNotRunning = "FluxNotRunning"
-	// ReasonClusterUnreachable: the cluster could not be asked.
-	ReasonClusterUnreachable = "ClusterUnreachable"
-	// ReasonForbidden: the cluster's credentials may not read what the detection reads.
-	ReasonForbidden = "Forbidden"
-)
-
 // component is one Flux controller plinth-controller needs on a cluster, and the CRD of the
 // kind it serves.
 type component struct {
@@ -120,13 +105,13 @@ func detectFlux(ctx context.Context, dyn dynamic.Interface, fresh func(*coordina
 	}
 	switch len(missing) {
 	case 0:
-		return finding{components: found, status: metav1.ConditionTrue, reason: ReasonFluxRunning, installed: installed,
+		return finding{components: found, status: metav1.ConditionTrue, reason: platformv1alpha1.ReasonFluxRunning, installed: installed,
 			message: fmt.Sprintf("Flux's %s and %s serve the cluster.", described(found[0]), described(found[1]))}
 	case 1:
-		return finding{components: found, status: metav1.ConditionFalse, reason: ReasonFluxNotRunning, installed: installed,
+		return finding{components: found, status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxNotRunning, installed: installed,
 			message: fmt.Sprintf("Flux is installed but its %s is not running: there is no Available Deployment named %[1]s and no Lease %[1]s-leader-election renewed within its lease duration.", missing[0])}
 	default:
-		return finding{components: found, status: metav1.ConditionFalse, reason: ReasonFluxNotRunning, installed: installed,
+		return finding{components: found, status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxNotRunning, installed: installed,
 			message: fmt.Sprintf("Flux is installed but its %s are not running: neither has an Available Deployment of its name or a Lease <name>-leader-election renewed within its lease duration.", strings.Join(missing, " and "))}
 	}
 }
@@ -137,13 +122,13 @@ func byName(name string) metav1.ListOptions {
 }
 
 func notInstalled(message string) finding {
-	return finding{status: metav1.ConditionFalse, reason: ReasonFluxNotInstalled, message: message}
+	return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxNotInstalled, message: message}
 }
 
 // failed is the finding of a request that failed: refused credentials, or no answer.
 func failed(err error, resource string) finding {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return finding{status: metav1.ConditionFalse, reason: ReasonForbidden,
+		return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonForbidden,
 			message: fmt.Sprintf("The cluster's credentials may not list %s, which the detection of Flux reads.", resource)}
 	}
 	return unreachable(err)
@@ -151,7 +136,7 @@ func failed(err error, resource string) finding {
 
 // unreachable is the finding when the cluster could not be asked.
 func unreachable(err error) finding {
-	return finding{status: metav1.ConditionFalse, reason: ReasonClusterUnreachable,
+	return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonUnreachable,
 		message: fmt.Sprintf("The cluster could not be asked whether Flux runs on it: %s.", strings.TrimSuffix(cause(err), "."))}
 }
 

@@ -94,26 +94,26 @@ func TestDetectFlux(t *testing.T) {
 		message    string
 	}{{
 		name:   "absent",
-		reason: ReasonFluxNotInstalled, message: "the CustomResourceDefinition ocirepositories.source.toolkit.fluxcd.io is missing",
+		reason: platformv1alpha1.ReasonFluxNotInstalled, message: "the CustomResourceDefinition ocirepositories.source.toolkit.fluxcd.io is missing",
 	}, {
 		name:   "one CRD missing",
 		objs:   []runtime.Object{crd("ocirepositories.source.toolkit.fluxcd.io", "v2.7.0", true)},
-		reason: ReasonFluxNotInstalled, message: "kustomizations.kustomize.toolkit.fluxcd.io is missing",
+		reason: platformv1alpha1.ReasonFluxNotInstalled, message: "kustomizations.kustomize.toolkit.fluxcd.io is missing",
 	}, {
 		name: "CRD without v1",
 		objs: []runtime.Object{crd("ocirepositories.source.toolkit.fluxcd.io", "", false),
 			crd("kustomizations.kustomize.toolkit.fluxcd.io", "", true)},
-		reason: ReasonFluxNotInstalled, message: "does not serve v1",
+		reason: platformv1alpha1.ReasonFluxNotInstalled, message: "does not serve v1",
 	}, {
 		name:   "CRDs but no controllers",
 		objs:   fluxCRDs("v2.7.0"),
-		reason: ReasonFluxNotRunning, message: "source-controller and kustomize-controller are not running",
+		reason: platformv1alpha1.ReasonFluxNotRunning, message: "source-controller and kustomize-controller are not running",
 	}, {
 		name: "deployments",
 		objs: append(fluxCRDs("v2.7.0"),
 			deployment("flux-system", "source-controller", "ghcr.io/fluxcd/source-controller:v1.6.2", true),
 			deployment("gitops", "kustomize-controller", "registry.local:5000/fluxcd/kustomize-controller:v1.6.1@sha256:0123abcd", true)),
-		reason:     ReasonFluxRunning,
+		reason:     platformv1alpha1.ReasonFluxRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.6.2"}, {Name: "kustomize-controller", Version: "v1.6.1"}},
 		message:    "Flux's source-controller v1.6.2 and kustomize-controller v1.6.1 serve the cluster.",
 	}, {
@@ -121,7 +121,7 @@ func TestDetectFlux(t *testing.T) {
 		objs: append(fluxCRDs("v2.7.0"),
 			deployment("flux-system", "source-controller", "ghcr.io/fluxcd/source-controller:v1.6.2", true),
 			deployment("flux-system", "kustomize-controller", "ghcr.io/fluxcd/kustomize-controller:v1.6.1", false)),
-		reason:     ReasonFluxNotRunning,
+		reason:     platformv1alpha1.ReasonFluxNotRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.6.2"}},
 		message:    "its kustomize-controller is not running: there is no Available Deployment named kustomize-controller and no Lease kustomize-controller-leader-election",
 	}, {
@@ -129,21 +129,21 @@ func TestDetectFlux(t *testing.T) {
 		objs: append(fluxCRDs("v2.7.0"),
 			deployment("flux-system", "source-controller-old", "ghcr.io/fluxcd/source-controller:v1.0.0", true),
 			deployment("flux-system", "kustomize-controller", "ghcr.io/fluxcd/kustomize-controller:v1.6.1", true)),
-		reason:     ReasonFluxNotRunning,
+		reason:     platformv1alpha1.ReasonFluxNotRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "kustomize-controller", Version: "v1.6.1"}},
 	}, {
 		name: "leases",
 		objs: append(fluxCRDs("v1.9.6"),
 			lease("flux-system", "source-controller-leader-election", "host_1", fresh, 35),
 			lease("flux-system", "kustomize-controller-leader-election", "host_2", fresh, 35)),
-		reason:     ReasonFluxRunning,
+		reason:     platformv1alpha1.ReasonFluxRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.9.6"}, {Name: "kustomize-controller", Version: "v1.9.6"}},
 	}, {
 		name: "leases, CRDs without a version label",
 		objs: append(fluxCRDs(""),
 			lease("flux-system", "source-controller-leader-election", "host_1", fresh, 35),
 			lease("flux-system", "kustomize-controller-leader-election", "host_2", fresh, 35)),
-		reason:     ReasonFluxRunning,
+		reason:     platformv1alpha1.ReasonFluxRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller"}, {Name: "kustomize-controller"}},
 		message:    "Flux's source-controller and kustomize-controller serve the cluster.",
 	}, {
@@ -151,7 +151,7 @@ func TestDetectFlux(t *testing.T) {
 		objs: append(fluxCRDs("v1.9.6"),
 			lease("flux-system", "source-controller-leader-election", "host_1", fresh, 35),
 			lease("flux-system", "kustomize-controller-leader-election", "host_2", stale, 35)),
-		reason:     ReasonFluxNotRunning,
+		reason:     platformv1alpha1.ReasonFluxNotRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.9.6"}},
 		message:    "its kustomize-controller is not running",
 	}, {
@@ -159,27 +159,27 @@ func TestDetectFlux(t *testing.T) {
 		objs: append(fluxCRDs("v1.9.6"),
 			lease("flux-system", "source-controller-leader-election", "host_1", skewed, 35),
 			lease("flux-system", "kustomize-controller-leader-election", "host_2", skewed, 35)),
-		reason:     ReasonFluxRunning,
+		reason:     platformv1alpha1.ReasonFluxRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.9.6"}, {Name: "kustomize-controller", Version: "v1.9.6"}},
 	}, {
 		name: "a released lease",
 		objs: append(fluxCRDs("v1.9.6"),
 			lease("flux-system", "source-controller-leader-election", "", fresh, 35),
 			lease("flux-system", "kustomize-controller-leader-election", "host_2", fresh, 35)),
-		reason:     ReasonFluxNotRunning,
+		reason:     platformv1alpha1.ReasonFluxNotRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "kustomize-controller", Version: "v1.9.6"}},
 	}, {
 		name: "a deployment and a lease",
 		objs: append(fluxCRDs("v2.7.0"),
 			deployment("flux-system", "source-controller", "ghcr.io/fluxcd/source-controller:v1.6.2", true),
 			lease("elsewhere", "kustomize-controller-leader-election", "host_2", fresh, 35)),
-		reason:     ReasonFluxRunning,
+		reason:     platformv1alpha1.ReasonFluxRunning,
 		components: []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.6.2"}, {Name: "kustomize-controller", Version: "v2.7.0"}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := detectFlux(context.Background(), newDynamic(tc.objs...), newLeaseTracker().freshness("local", now))
 			wantStatus := metav1.ConditionFalse
-			if tc.reason == ReasonFluxRunning {
+			if tc.reason == platformv1alpha1.ReasonFluxRunning {
 				wantStatus = metav1.ConditionTrue
 			}
 			if f.reason != tc.reason || f.status != wantStatus || !strings.Contains(f.message, tc.message) {
@@ -219,7 +219,7 @@ func TestDetectFailures(t *testing.T) {
 	forbidden.PrependReactor("list", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "", errors.New("no"))
 	})
-	if f := detectFlux(context.Background(), forbidden, newLeaseTracker().freshness("local", now)); f.reason != ReasonForbidden || f.status != metav1.ConditionFalse ||
+	if f := detectFlux(context.Background(), forbidden, newLeaseTracker().freshness("local", now)); f.reason != platformv1alpha1.ReasonForbidden || f.status != metav1.ConditionFalse ||
 		!strings.Contains(f.message, "may not list deployments.apps") {
 		t.Errorf("forbidden: %+v", f)
 	}
@@ -227,7 +227,7 @@ func TestDetectFailures(t *testing.T) {
 	down.PrependReactor("get", "customresourcedefinitions", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")
 	})
-	if f := detectFlux(context.Background(), down, newLeaseTracker().freshness("local", now)); f.reason != ReasonClusterUnreachable ||
+	if f := detectFlux(context.Background(), down, newLeaseTracker().freshness("local", now)); f.reason != platformv1alpha1.ReasonUnreachable ||
 		f.message != "The cluster could not be asked whether Flux runs on it: dial tcp 10.0.0.1:6443: connect: connection refused." {
 		t.Errorf("unreachable: %+v", f)
 	}

@@ -16,20 +16,9 @@ import (
 	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
 )
 
-// Reasons of the FluxAvailable condition while plinth-controller installs Flux.
-const (
-	// ReasonFluxInstalling: plinth-controller applied Flux's objects and waits until its CRDs
-	// are established and its Deployments Available.
-	ReasonFluxInstalling = "FluxInstalling"
-	// ReasonFluxInstallFailed: applying Flux's objects failed.
-	ReasonFluxInstallFailed = "FluxInstallFailed"
-	// ReasonFluxInstallUnavailable: installFlux is set but plinth-controller has no Flux
-	// manifests (--flux-manifests-dir).
-	ReasonFluxInstallUnavailable = "FluxInstallUnavailable"
-)
-
-// FieldManager is the server-side apply field manager of the objects of an install.
-const FieldManager = "plinth-gitops"
+// InstallFieldManager is the server-side apply field manager of the objects of an install on
+// a target cluster.
+const InstallFieldManager = "plinth-gitops"
 
 // installPoll is how soon a cluster whose install is under way is looked at again: CRDs are
 // established and Deployments become Available within seconds, far sooner than a probe.
@@ -42,13 +31,13 @@ func installing(cl *platformv1alpha1.Cluster, f finding) bool {
 	if !cl.Spec.GitOps.InstallFlux {
 		return false
 	}
-	return (f.reason == ReasonFluxNotInstalled && f.crdMissing) || (f.reason == ReasonFluxNotRunning && f.installed)
+	return (f.reason == platformv1alpha1.ReasonFluxNotInstalled && f.crdMissing) || (f.reason == platformv1alpha1.ReasonFluxNotRunning && f.installed)
 }
 
 // withInstallHint adds to a FluxNotInstalled finding of a missing CRD, on a cluster without
 // installFlux, that installFlux would install Flux.
 func withInstallHint(f finding) finding {
-	if f.reason == ReasonFluxNotInstalled && f.crdMissing {
+	if f.reason == platformv1alpha1.ReasonFluxNotInstalled && f.crdMissing {
 		f.message = strings.TrimSuffix(f.message, ".") + "; spec.gitOps.installFlux: true would let plinth-controller install Flux " + fluxinstall.Version + "."
 	}
 	return f
@@ -62,7 +51,7 @@ func withInstallHint(f finding) finding {
 // installed otherwise, which is not touched at all. The error is returned for a retry.
 func (c *Controller) install(ctx context.Context, cluster string, f finding) (finding, error) {
 	if c.manifests == nil {
-		return finding{status: metav1.ConditionFalse, reason: ReasonFluxInstallUnavailable, components: f.components,
+		return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxInstallUnavailable, components: f.components,
 			message: "Flux cannot be installed on the cluster because plinth-controller was started without --flux-manifests-dir, the directory of Flux's CRDs."}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, detectTimeout)
@@ -78,7 +67,7 @@ func (c *Controller) install(ctx context.Context, cluster string, f finding) (fi
 			return installFailed(err, o, f), err
 		}
 		if err == nil && !fluxinstall.Managed(existing) {
-			return finding{status: metav1.ConditionFalse, reason: ReasonFluxNotInstalled, components: f.components,
+			return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxNotInstalled, components: f.components,
 				message: fmt.Sprintf("Flux is not installed on the cluster and plinth-controller leaves it as it is because the CustomResourceDefinition %s exists without the label %s=%s.", o.GetName(), fluxinstall.LabelManagedBy, fluxinstall.ManagedBy)}, nil
 		}
 	}
@@ -93,7 +82,7 @@ func (c *Controller) install(ctx context.Context, cluster string, f finding) (fi
 		}
 	}
 	if len(pending) > 0 {
-		return finding{status: metav1.ConditionFalse, reason: ReasonFluxInstalling, components: f.components,
+		return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxInstalling, components: f.components,
 			message: fmt.Sprintf("Flux %s's CRDs are applied to the cluster and plinth-controller waits until %s established.", fluxinstall.Version, plural(pending))}, nil
 	}
 	for _, o := range fluxinstall.Workloads() {
@@ -108,7 +97,7 @@ func (c *Controller) install(ctx context.Context, cluster string, f finding) (fi
 			return installFailed(err, o, f), err
 		}
 	}
-	return finding{status: metav1.ConditionFalse, reason: ReasonFluxInstalling, components: f.components,
+	return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxInstalling, components: f.components,
 		message: fmt.Sprintf("Flux's source-controller and kustomize-controller %s are applied to the namespace %s and plinth-controller waits until their Deployments are Available.", fluxinstall.Version, fluxinstall.Namespace)}, nil
 }
 
@@ -116,7 +105,7 @@ func (c *Controller) install(ctx context.Context, cluster string, f finding) (fi
 // on it (only objects labelled as plinth-controller's are applied).
 func apply(ctx context.Context, dyn dynamic.Interface, o fluxinstall.Object) (*unstructured.Unstructured, error) {
 	return dyn.Resource(o.Resource).Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o.Unstructured,
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		metav1.ApplyOptions{FieldManager: InstallFieldManager, Force: true})
 }
 
 // established says whether a CRD's Established condition is True.
@@ -135,10 +124,10 @@ func installFailed(err error, o fluxinstall.Object, f finding) finding {
 		what = fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
 	}
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return finding{status: metav1.ConditionFalse, reason: ReasonFluxInstallFailed, components: f.components,
+		return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxInstallFailed, components: f.components,
 			message: fmt.Sprintf("Flux cannot be installed on the cluster because its credentials may not read or apply the %s.", what)}
 	}
-	return finding{status: metav1.ConditionFalse, reason: ReasonFluxInstallFailed, components: f.components,
+	return finding{status: metav1.ConditionFalse, reason: platformv1alpha1.ReasonFluxInstallFailed, components: f.components,
 		message: fmt.Sprintf("Flux could not be installed on the cluster: applying the %s failed: %s.", what, strings.TrimSuffix(cause(err), "."))}
 }
 

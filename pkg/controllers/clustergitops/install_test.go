@@ -95,7 +95,7 @@ func applied(t *testing.T, client *dynamicfake.FakeDynamicClient) []string {
 			continue
 		}
 		opts := p.(clienttesting.PatchActionImpl).PatchOptions
-		if opts.FieldManager != FieldManager || opts.Force == nil || !*opts.Force {
+		if opts.FieldManager != InstallFieldManager || opts.Force == nil || !*opts.Force {
 			t.Errorf("%s applied with %+v", p.GetName(), opts)
 		}
 		out = append(out, p.GetResource().Resource+"/"+p.GetName())
@@ -157,7 +157,7 @@ func TestInstallFlux(t *testing.T) {
 
 	// First the CRDs alone: the controllers would exit while their kinds are not served.
 	f.reconcile("edge")
-	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxInstalling, "CRDs are applied")
+	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxInstalling, "CRDs are applied")
 	want := []string{"customresourcedefinitions/ocirepositories.source.toolkit.fluxcd.io", "customresourcedefinitions/kustomizations.kustomize.toolkit.fluxcd.io"}
 	if diff := cmp.Diff(want, applied(t, dyn)); diff != "" {
 		t.Errorf("applies (-want +got):\n%s", diff)
@@ -170,11 +170,11 @@ func TestInstallFlux(t *testing.T) {
 
 	// Established: the rest follows, and Flux is installing until the Deployments are Available.
 	f.reconcile("edge")
-	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxInstalling, "CRDs are applied")
+	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxInstalling, "CRDs are applied")
 	applied(t, dyn)
 	establish(t, dyn)
 	f.reconcile("edge")
-	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxInstalling, "waits until their Deployments are Available")
+	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxInstalling, "waits until their Deployments are Available")
 	want = append(want, "namespaces/flux-system", "serviceaccounts/source-controller", "serviceaccounts/kustomize-controller",
 		"clusterrolebindings/plinth-flux-controllers", "services/source-controller", "deployments/source-controller", "deployments/kustomize-controller")
 	if diff := cmp.Diff(want, applied(t, dyn)); diff != "" {
@@ -185,7 +185,7 @@ func TestInstallFlux(t *testing.T) {
 	makeAvailable(t, dyn)
 	f.reconcile("edge")
 	cl := f.cluster("edge")
-	expectCondition(t, cl, metav1.ConditionTrue, ReasonFluxRunning, "source-controller v1.9.6 and kustomize-controller v1.9.6 serve the cluster")
+	expectCondition(t, cl, metav1.ConditionTrue, platformv1alpha1.ReasonFluxRunning, "source-controller v1.9.6 and kustomize-controller v1.9.6 serve the cluster")
 	wantComponents := []platformv1alpha1.FluxComponent{{Name: "source-controller", Version: "v1.9.6"}, {Name: "kustomize-controller", Version: "v1.9.6"}}
 	if diff := cmp.Diff(wantComponents, cl.Status.GitOps.FluxComponents); diff != "" {
 		t.Errorf("components (-want +got):\n%s", diff)
@@ -201,7 +201,7 @@ func TestInstallFlux(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.reconcile("edge")
-	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxInstalling, "Deployments are Available")
+	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxInstalling, "Deployments are Available")
 	if got := applied(t, dyn); !slices.Contains(got, "deployments/kustomize-controller") {
 		t.Errorf("applies %v", got)
 	}
@@ -213,7 +213,7 @@ func TestWithoutInstallFluxNothingIsInstalled(t *testing.T) {
 	dyn := newDynamic()
 	f.clients.dyn = dyn
 	f.reconcile("edge")
-	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxNotInstalled,
+	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxNotInstalled,
 		"is missing; spec.gitOps.installFlux: true would let plinth-controller install Flux v1.9.6.")
 	if got := applied(t, dyn); len(got) != 0 {
 		t.Errorf("applies %v", got)
@@ -225,7 +225,7 @@ func TestInstallWithoutManifests(t *testing.T) {
 	dyn := newDynamic()
 	f.clients.dyn = dyn
 	f.reconcile("edge")
-	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxInstallUnavailable, "started without --flux-manifests-dir")
+	expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxInstallUnavailable, "started without --flux-manifests-dir")
 	if got := applied(t, dyn); len(got) != 0 {
 		t.Errorf("applies %v", got)
 	}
@@ -242,7 +242,7 @@ func TestAFluxInstalledOtherwiseIsLeftAlone(t *testing.T) {
 		f.clients.dyn = dyn
 		f.reconcile("edge")
 		// Not running, but not plinth-controller's: reported, not repaired.
-		expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxNotRunning, "kustomize-controller is not running")
+		expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxNotRunning, "kustomize-controller is not running")
 		if got := applied(t, dyn); len(got) != 0 {
 			t.Errorf("applies %v", got)
 		}
@@ -253,7 +253,7 @@ func TestAFluxInstalledOtherwiseIsLeftAlone(t *testing.T) {
 		dyn := newDynamic(crd("kustomizations.kustomize.toolkit.fluxcd.io", "v2.7.0", true))
 		f.clients.dyn = dyn
 		f.reconcile("edge")
-		expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxNotInstalled,
+		expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxNotInstalled,
 			"leaves it as it is because the CustomResourceDefinition kustomizations.kustomize.toolkit.fluxcd.io exists without the label app.kubernetes.io/managed-by=plinth")
 		if got := applied(t, dyn); len(got) != 0 {
 			t.Errorf("applies %v", got)
@@ -265,7 +265,7 @@ func TestAFluxInstalledOtherwiseIsLeftAlone(t *testing.T) {
 		dyn := newDynamic(crd("ocirepositories.source.toolkit.fluxcd.io", "v0.30.0", false), crd("kustomizations.kustomize.toolkit.fluxcd.io", "v0.30.0", false))
 		f.clients.dyn = dyn
 		f.reconcile("edge")
-		expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxNotInstalled, "does not serve v1")
+		expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxNotInstalled, "does not serve v1")
 		if got := applied(t, dyn); len(got) != 0 {
 			t.Errorf("applies %v", got)
 		}
@@ -311,7 +311,7 @@ func TestInstallFailures(t *testing.T) {
 			if err := f.c.reconcile(context.Background(), cache.NewObjectName("", "edge")); err == nil {
 				t.Error("a failed install is not retried")
 			}
-			expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, ReasonFluxInstallFailed, tc.message)
+			expectCondition(t, f.cluster("edge"), metav1.ConditionFalse, platformv1alpha1.ReasonFluxInstallFailed, tc.message)
 			f.expectEvents("Warning FluxInstallFailed")
 		})
 	}
