@@ -7,9 +7,16 @@
 // answers. Every probe interval the controller asks /v2/ and checks that the data directory
 // takes writes: a registry whose /v2/ does not answer is Error and keeps serving (pushes in
 // progress go on); it is started again at the next probe once its server reports that it died,
-// or after maxFailedProbes probes in a row went unanswered; a full disk is Error while the server keeps serving reads, and Running again once
-// there is room. Deleting the object stops its server; stopping the controller (or losing
-// leadership) stops them all, and the next leader starts them.
+// or after maxFailedProbes probes in a row went unanswered; a full disk is Error while the
+// server keeps serving reads, and Running again once there is room. Deleting the object stops
+// its server; stopping the controller (or losing leadership) stops them all, and the next
+// leader starts them.
+//
+// In memory it keeps, besides its informer's cache and queue: the servers it runs, each with
+// the configuration it was started with and how many probes in a row it left unanswered, and
+// the OCIRegistry each of its status writes returned, until the cache shows it (loop.Written).
+// A restart loses the servers (the next leader starts them again, on the same data) and the
+// count of unanswered probes, which starts again at zero.
 package ociregistry
 
 import (
@@ -21,17 +28,17 @@ import (
 	"sync"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/plinth-dev/plinth/pkg/apis/common/conditions"
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
 	gitopsclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/gitops/v1alpha1"
 	gitopsinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/gitops/v1alpha1"
@@ -62,21 +69,8 @@ const (
 // row, a probe interval apart, mean a server that is stuck.
 const maxFailedProbes = 3
 
-// Reasons of the Ready condition, and of the events recorded when it changes.
-const (
-	reasonRunning      = "Running"
-	reasonProvisioning = "Provisioning"
-	// reasonRefused: the storage path is outside the data roots, or another registry uses it.
-	reasonRefused = "Refused"
-	// reasonSpecInvalid: the endpoint is not localhost:<port>.
-	reasonSpecInvalid = "SpecInvalid"
-	// reasonProvisionFailed: the server did not start (port taken, directory not writable).
-	reasonProvisionFailed = "ProvisionFailed"
-	// reasonNotRunning: a running server stopped serving, or its /v2/ did not answer a probe.
-	reasonNotRunning = "NotRunning"
-	// reasonCheckFailed: the data directory does not take writes (the disk is full).
-	reasonCheckFailed = "CheckFailed"
-)
+// FieldManager names the controller in an OCIRegistry's managedFields.
+const FieldManager = "plinth-ociregistry"
 
 // Server is what the controller needs of a registry server (*registry.Server).
 type Server interface {
@@ -105,7 +99,8 @@ type Options struct {
 type Controller struct {
 	*loop.Loop
 	client    gitopsclient.OCIRegistriesGetter
-	recorder  events.EventRecorder
+	writer    *statuswriter.Writer[*gitopsv1alpha1.OCIRegistry]
+	written   *loop.Written[*gitopsv1alpha1.OCIRegistry]
 	lister    gitopslisters.OCIRegistryLister
 	dataRoots []string
 	volumeDir string
@@ -136,11 +131,22 @@ func NewController(client gitopsclient.GitopsV1alpha1Interface, recorder events.
 		return nil, fmt.Errorf("%s: the volume directory %q is not an absolute path", Name, opts.VolumeDir)
 	}
 	c := &Controller{
-		client: client, recorder: recorder, lister: registries.Lister(),
+		client: client, lister: registries.Lister(), written: &loop.Written[*gitopsv1alpha1.OCIRegistry]{},
 		volumeDir: filepath.Clean(opts.VolumeDir), probe: opts.ProbeInterval,
 		newServer: func(cfg registry.Config) (Server, error) { return registry.New(cfg) },
 		now:       time.Now,
 		servers:   map[cache.ObjectName]*instance{},
+	}
+	c.writer = &statuswriter.Writer[*gitopsv1alpha1.OCIRegistry]{
+		FieldManager: FieldManager,
+		Reasons:      gitopsv1alpha1.Reasons,
+		Conditions:   func(reg *gitopsv1alpha1.OCIRegistry) []metav1.Condition { return reg.Status.Conditions },
+		Update: func(ctx context.Context, reg *gitopsv1alpha1.OCIRegistry, opts metav1.UpdateOptions) (*gitopsv1alpha1.OCIRegistry, error) {
+			return client.OCIRegistries(reg.Namespace).UpdateStatus(ctx, reg, opts)
+		},
+		Events:  transition.New(recorder, gitopsv1alpha1.Reasons),
+		Rules:   []transition.Rule{{Condition: gitopsv1alpha1.ConditionReady, Action: "Reconcile"}},
+		Written: c.written,
 	}
 	for _, root := range opts.DataRoots {
 		if !filepath.IsAbs(root) {
@@ -166,14 +172,16 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error {
-	reg, err := c.lister.OCIRegistries(key.Namespace).Get(key.Name)
+	cached, err := c.lister.OCIRegistries(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.stop(ctx, key) // gone without the finalizer (removed by hand): nothing else to do
+		c.written.Forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	reg := c.written.Fresher(key, cached)
 	if reg.DeletionTimestamp != nil {
 		return c.finalize(ctx, key, reg)
 	}
@@ -181,9 +189,12 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		// Before the server starts, so that a deletion always stops it.
 		updated := reg.DeepCopy()
 		updated.Finalizers = append(updated.Finalizers, gitopsv1alpha1.RegistryFinalizer)
-		if reg, err = c.client.OCIRegistries(reg.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		stored, err := c.client.OCIRegistries(reg.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+		if err != nil {
 			return err
 		}
+		c.written.Record(key, reg, stored)
+		reg = stored
 	}
 	// Probed again every interval whatever happens now: a registry that failed is started
 	// again, a refused one is looked at again once another registry frees its storage.
@@ -201,11 +212,11 @@ func (c *Controller) reconcile(ctx context.Context, key cache.ObjectName) error 
 		inst = nil
 	}
 	if inst == nil {
-		if reg, err = c.writeStatus(ctx, reg, c.status(reg, cfg, gitopsv1alpha1.RegistryPhaseProvisioning, reasonProvisioning, nil)); err != nil {
+		if reg, err = c.writeStatus(ctx, reg, c.status(reg, cfg, gitopsv1alpha1.RegistryPhaseProvisioning, gitopsv1alpha1.ReasonProvisioning, nil)); err != nil {
 			return err
 		}
 		if err := c.start(ctx, key, cfg); err != nil {
-			_, werr := c.writeStatus(ctx, reg, c.status(reg, cfg, gitopsv1alpha1.RegistryPhaseError, reasonProvisionFailed, err))
+			_, werr := c.writeStatus(ctx, reg, c.status(reg, cfg, gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonProvisionFailed, err))
 			return werr
 		}
 		inst = c.instance(key)
@@ -222,15 +233,15 @@ func (c *Controller) configFor(key cache.ObjectName, reg *gitopsv1alpha1.OCIRegi
 		endpoint = fmt.Sprintf("localhost:%d", reg.Spec.Port)
 	}
 	if !strings.HasPrefix(endpoint, "localhost:") {
-		return registry.Config{}, reasonSpecInvalid, fmt.Errorf("the endpoint %q is not localhost:<port>", endpoint)
+		return registry.Config{}, gitopsv1alpha1.ReasonSpecInvalid, fmt.Errorf("the endpoint %q is not localhost:<port>", endpoint)
 	}
 	path, err := c.storagePath(reg)
 	if err != nil {
-		return registry.Config{Endpoint: endpoint}, reasonRefused, err
+		return registry.Config{Endpoint: endpoint}, gitopsv1alpha1.ReasonRefused, err
 	}
 	cfg := registry.Config{Endpoint: endpoint, DataDir: path}
 	if other, ok := c.storageUser(key, path); ok {
-		return cfg, reasonRefused, fmt.Errorf("its storage %s is in use by OCIRegistry %s", path, other)
+		return cfg, gitopsv1alpha1.ReasonRefused, fmt.Errorf("its storage %s is in use by OCIRegistry %s", path, other)
 	}
 	return cfg, "", nil
 }
@@ -293,7 +304,7 @@ func (c *Controller) check(ctx context.Context, key cache.ObjectName, inst *inst
 	if err := inst.server.Err(); err != nil {
 		logger.Info("Registry stopped serving; it is started again at the next probe", "endpoint", inst.config.Endpoint, "err", err)
 		c.stop(ctx, key)
-		return gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, err
+		return gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonNotRunning, err
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, probeTimeout)
 	err := inst.server.Ready(probeCtx)
@@ -304,64 +315,55 @@ func (c *Controller) check(ctx context.Context, key cache.ObjectName, inst *inst
 			logger.Info("Registry did not answer several probes in a row; it is started again at the next probe",
 				"endpoint", inst.config.Endpoint, "probes", inst.failedProbes, "err", err)
 			c.stop(ctx, key)
-			return gitopsv1alpha1.RegistryPhaseError, reasonNotRunning,
+			return gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonNotRunning,
 				fmt.Errorf("%w; %d probes in a row went unanswered, so the registry is started again", err, inst.failedProbes)
 		}
 		logger.Info("Registry did not answer a probe; it keeps serving", "endpoint", inst.config.Endpoint, "probes", inst.failedProbes, "err", err)
-		return gitopsv1alpha1.RegistryPhaseError, reasonNotRunning,
+		return gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonNotRunning,
 			fmt.Errorf("%w; it keeps serving, and is started again if %d probes in a row go unanswered", err, maxFailedProbes)
 	}
 	inst.failedProbes = 0
 	if err := inst.server.CheckStorage(); err != nil {
-		return gitopsv1alpha1.RegistryPhaseError, reasonCheckFailed, err
+		return gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonCheckFailed, err
 	}
-	return gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, nil
+	return gitopsv1alpha1.RegistryPhaseRunning, gitopsv1alpha1.ReasonRunning, nil
 }
 
-// status is reg's status in phase, with the Ready condition's reason and, for Error, the
+// status is reg with its status in phase, the Ready condition's reason and, for Error, the
 // failure as lastError.
-func (c *Controller) status(reg *gitopsv1alpha1.OCIRegistry, cfg registry.Config, phase gitopsv1alpha1.RegistryPhase, reason string, failure error) *gitopsv1alpha1.OCIRegistryStatus {
-	st := reg.Status.DeepCopy()
+func (c *Controller) status(reg *gitopsv1alpha1.OCIRegistry, cfg registry.Config, phase gitopsv1alpha1.RegistryPhase, reason string, failure error) *gitopsv1alpha1.OCIRegistry {
+	out := reg.DeepCopy()
+	st := &out.Status
 	st.Phase, st.ObservedGeneration, st.LastError = phase, reg.Generation, ""
 	st.URL, st.StoragePath = "", cfg.DataDir
 	if cfg.Endpoint != "" {
 		st.URL = "http://" + cfg.Endpoint
 	}
-	cond := metav1.Condition{
-		Type: gitopsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
-		ObservedGeneration: reg.Generation, LastTransitionTime: metav1.NewTime(c.now()),
-	}
+	var msg string
 	switch phase {
 	case gitopsv1alpha1.RegistryPhaseRunning:
-		cond.Status = metav1.ConditionTrue
-		cond.Message = fmt.Sprintf("The registry answers on %s/v2/ and stores its data in %s.", st.URL, cfg.DataDir)
+		msg = fmt.Sprintf("The registry answers on %s/v2/ and stores its data in %s.", st.URL, cfg.DataDir)
 	case gitopsv1alpha1.RegistryPhaseProvisioning:
-		cond.Message = fmt.Sprintf("The registry is starting on %s.", cfg.Endpoint)
+		msg = fmt.Sprintf("The registry is starting on %s.", cfg.Endpoint)
 	default:
 		st.LastError = failure.Error()
-		cond.Message = message.Error(failure)
+		msg = message.Error(failure)
 	}
-	apimeta.SetStatusCondition(&st.Conditions, cond)
-	return st
+	conditions.SetAt(&st.Conditions, reg.Generation, metav1.NewTime(c.now()), gitopsv1alpha1.ConditionReady,
+		conditions.Status(phase == gitopsv1alpha1.RegistryPhaseRunning), reason, msg)
+	return out
 }
 
-// writeStatus writes st when it differs from the stored status (a probe that finds nothing
-// new writes nothing), records an event when the Ready condition changes status or reason,
-// and returns the object as stored.
-func (c *Controller) writeStatus(ctx context.Context, reg *gitopsv1alpha1.OCIRegistry, st *gitopsv1alpha1.OCIRegistryStatus) (*gitopsv1alpha1.OCIRegistry, error) {
-	if apiequality.Semantic.DeepEqual(st, &reg.Status) {
-		return reg, nil
-	}
-	updated := reg.DeepCopy()
-	updated.Status = *st
-	stored, err := c.client.OCIRegistries(reg.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+// writeStatus writes the status computed for reg when it differs from the stored one (a probe
+// that finds nothing new writes nothing) and returns the object as stored.
+func (c *Controller) writeStatus(ctx context.Context, reg, computed *gitopsv1alpha1.OCIRegistry) (*gitopsv1alpha1.OCIRegistry, error) {
+	stored, _, err := c.writer.Write(ctx, reg, computed)
 	if err != nil {
 		return nil, err
 	}
-	if reg.Status.Phase != st.Phase {
-		klog.FromContext(ctx).V(2).Info("Phase changed", "from", reg.Status.Phase, "to", st.Phase)
+	if reg.Status.Phase != stored.Status.Phase {
+		klog.FromContext(ctx).V(2).Info("Phase changed", "from", reg.Status.Phase, "to", stored.Status.Phase)
 	}
-	transition.Condition(c.recorder, stored, reg.Status.Conditions, st.Conditions, gitopsv1alpha1.ConditionReady, "", "Reconcile")
 	return stored, nil
 }
 
@@ -386,7 +388,7 @@ func (c *Controller) finalize(ctx context.Context, key cache.ObjectName, reg *gi
 	}
 	updated := reg.DeepCopy()
 	updated.Finalizers = slices.DeleteFunc(updated.Finalizers, func(f string) bool { return f == gitopsv1alpha1.RegistryFinalizer })
-	if _, err := c.client.OCIRegistries(reg.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.client.OCIRegistries(reg.Namespace).Update(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

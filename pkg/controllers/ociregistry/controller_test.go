@@ -27,6 +27,7 @@ import (
 
 	gitopsv1alpha1 "github.com/plinth-dev/plinth/pkg/apis/gitops/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
+	"github.com/plinth-dev/plinth/pkg/controllers/statuswriter/applytest"
 	"github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/fake"
 	informers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions"
 	"github.com/plinth-dev/plinth/pkg/oci/registry"
@@ -88,7 +89,7 @@ func setup(t *testing.T, regs ...*gitopsv1alpha1.OCIRegistry) *fixture {
 	for _, r := range regs {
 		objs = append(objs, r)
 	}
-	f.client = fake.NewSimpleClientset(objs...) // NewClientset needs apply configurations, which Plinth does not generate
+	f.client = applytest.Clientset(t, objs...)
 	informer := informers.NewSharedInformerFactory(f.client, 0).Gitops().V1alpha1().OCIRegistries()
 	f.indexer = informer.Informer().GetIndexer()
 	c, err := NewController(f.client.GitopsV1alpha1(), f.recorder, informer,
@@ -226,7 +227,7 @@ func TestRunsARegistry(t *testing.T) {
 	f := setup(t, newRegistry("local", port))
 	f.reconcile("local")
 	reg := f.get("local")
-	expectPhase(t, reg, gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
+	expectPhase(t, reg, gitopsv1alpha1.RegistryPhaseRunning, gitopsv1alpha1.ReasonRunning, "")
 	wantPath := filepath.Join(f.vol, "plinth-system-local")
 	if reg.Status.URL != "http://localhost:"+strconv.Itoa(port) || reg.Status.StoragePath != wantPath || reg.Status.ObservedGeneration != 1 {
 		t.Errorf("status: %+v", reg.Status)
@@ -267,20 +268,20 @@ func TestRestartsARegistryThatStoppedAnswering(t *testing.T) {
 	}
 	for probe := 1; probe < maxFailedProbes; probe++ {
 		f.reconcile("local")
-		expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "does not answer")
+		expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonNotRunning, "does not answer")
 		if f.c.instance(key) == nil {
 			t.Fatalf("stopped after %d unanswered probes", probe)
 		}
 	}
 	f.expectEvents("Warning NotRunning")
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "3 probes in a row went unanswered")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonNotRunning, "3 probes in a row went unanswered")
 	if f.c.instance(key) != nil {
 		t.Fatalf("not stopped after %d unanswered probes", maxFailedProbes)
 	}
 
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, gitopsv1alpha1.ReasonRunning, "")
 	f.expectEvents("Normal Provisioning", "Normal Running")
 	if got, err := crane.Digest(ref, crane.Insecure); err != nil || got != digest {
 		t.Errorf("after the restart: %q, %v; want %q", got, err, digest)
@@ -301,13 +302,13 @@ func TestAnUnansweredProbeDoesNotRestartTheRegistry(t *testing.T) {
 	f.unanswered.Store(true)
 	for probe := 1; probe < maxFailedProbes; probe++ {
 		f.reconcile("local")
-		expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "it keeps serving")
+		expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonNotRunning, "it keeps serving")
 	}
 	f.expectEvents("Warning NotRunning")
 	pushImage(t, "localhost:"+strconv.Itoa(port)+"/plinth/app:1.0.0") // still served
 	f.unanswered.Store(false)
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, gitopsv1alpha1.ReasonRunning, "")
 	f.expectEvents("Normal Running")
 
 	f.unanswered.Store(true)
@@ -330,13 +331,13 @@ func TestRestartsARegistryThatDied(t *testing.T) {
 
 	f.died.Store(true)
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonNotRunning, "stopped serving")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonNotRunning, "stopped serving")
 	if f.c.instance(key) != nil {
 		t.Fatal("a server that died was not stopped")
 	}
 	f.died.Store(false)
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, gitopsv1alpha1.ReasonRunning, "")
 	f.expectEvents("Warning NotRunning", "Normal Provisioning", "Normal Running")
 }
 
@@ -347,7 +348,7 @@ func TestFullDisk(t *testing.T) {
 	f.full.Store(true)
 	f.reconcile("local")
 	reg := f.get("local")
-	expectPhase(t, reg, gitopsv1alpha1.RegistryPhaseError, reasonCheckFailed, "the disk holding "+filepath.Join(f.vol, "plinth-system-local")+" is full")
+	expectPhase(t, reg, gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonCheckFailed, "the disk holding "+filepath.Join(f.vol, "plinth-system-local")+" is full")
 	cond := apimeta.FindStatusCondition(reg.Status.Conditions, gitopsv1alpha1.ConditionReady)
 	if !strings.HasPrefix(cond.Message, "The disk holding") || !strings.HasSuffix(cond.Message, "is full.") {
 		t.Errorf("message: %q", cond.Message)
@@ -357,7 +358,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	f.full.Store(false)
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, gitopsv1alpha1.ReasonRunning, "")
 	f.expectEvents("Normal Provisioning", "Normal Running", "Warning CheckFailed", "Normal Running")
 }
 
@@ -369,12 +370,12 @@ func TestPortInUse(t *testing.T) {
 	}
 	f := setup(t, newRegistry("local", port))
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonProvisionFailed, "already in use")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonProvisionFailed, "already in use")
 	f.expectEvents("Normal Provisioning", "Warning ProvisionFailed")
 
 	_ = l.Close()
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseRunning, gitopsv1alpha1.ReasonRunning, "")
 }
 
 func TestStorage(t *testing.T) {
@@ -424,7 +425,7 @@ func TestRefusesADataPathOutsideTheRoots(t *testing.T) {
 	port := freePort(t)
 	f := setup(t, newRegistry("local", port, func(r *gitopsv1alpha1.OCIRegistry) { r.Spec.DataPath = "/etc/plinth-registry" }))
 	f.reconcile("local")
-	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, reasonRefused, "spec.dataPath /etc/plinth-registry is not inside")
+	expectPhase(t, f.get("local"), gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonRefused, "spec.dataPath /etc/plinth-registry is not inside")
 	f.expectEvents("Warning Refused")
 	if answers(port) {
 		t.Error("a refused registry was started")
@@ -440,14 +441,14 @@ func TestRefusesStorageAnotherRegistryUses(t *testing.T) {
 	f := setup(t, newRegistry("a", a, shared), newRegistry("b", b, shared))
 	f.reconcile("a")
 	f.reconcile("b")
-	expectPhase(t, f.get("a"), gitopsv1alpha1.RegistryPhaseRunning, reasonRunning, "")
-	expectPhase(t, f.get("b"), gitopsv1alpha1.RegistryPhaseError, reasonRefused, "is in use by OCIRegistry plinth-system/a")
+	expectPhase(t, f.get("a"), gitopsv1alpha1.RegistryPhaseRunning, gitopsv1alpha1.ReasonRunning, "")
+	expectPhase(t, f.get("b"), gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonRefused, "is in use by OCIRegistry plinth-system/a")
 }
 
 func TestRefusesAnEndpointNotOnLocalhost(t *testing.T) {
 	f := setup(t, newRegistry("r", 5000, func(r *gitopsv1alpha1.OCIRegistry) { r.Spec.Endpoint = "0.0.0.0:5000" }))
 	f.reconcile("r")
-	expectPhase(t, f.get("r"), gitopsv1alpha1.RegistryPhaseError, reasonSpecInvalid, "not localhost:<port>")
+	expectPhase(t, f.get("r"), gitopsv1alpha1.RegistryPhaseError, gitopsv1alpha1.ReasonSpecInvalid, "not localhost:<port>")
 }
 
 // markDeleted sets the deletion timestamp, as the API server does for an object with
