@@ -1,5 +1,9 @@
 // Package adoption is the adopter: it scans target clusters for VMs that carry the platform's
 // labels but have no ManagedVM, and proposes each as a PendingAdoption.
+//
+// It writes no status. In memory it keeps only its informers' caches and the queue, which
+// holds each cluster's next scan; a restart loses nothing the API shows, and every cluster is
+// scanned at once.
 package adoption
 
 import (
@@ -20,6 +24,7 @@ import (
 	platform "github.com/plinth-dev/plinth/pkg/apis/platform/v1alpha1"
 	"github.com/plinth-dev/plinth/pkg/controllers/loop"
 	"github.com/plinth-dev/plinth/pkg/controllers/transition"
+	"github.com/plinth-dev/plinth/pkg/errkind"
 	govclient "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned/typed/governance/v1alpha1"
 	govinformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/governance/v1alpha1"
 	platforminformers "github.com/plinth-dev/plinth/pkg/generated/informers/externalversions/platform/v1alpha1"
@@ -30,6 +35,9 @@ import (
 
 // Name names the adopter in logs, metrics and events.
 const Name = "adoption"
+
+// FieldManager names the adopter in the managedFields of the PendingAdoptions it creates.
+const FieldManager = "plinth-adoption"
 
 // Listers are what the adopter reads from informers.
 type Listers struct {
@@ -47,7 +55,7 @@ type Listers struct {
 type Adopter struct {
 	*loop.Loop
 	client   govclient.GovernanceV1alpha1Interface
-	recorder events.EventRecorder
+	events   *transition.Recorder
 	listers  Listers
 	infra    vmprovider.InfrastructureProvider
 	interval time.Duration
@@ -64,7 +72,7 @@ func NewController(client govclient.GovernanceV1alpha1Interface, recorder events
 	if err := vms.Informer().AddIndexers(VMIndexers); err != nil {
 		return nil, err
 	}
-	a := &Adopter{client: client, recorder: recorder, infra: infra, interval: interval, now: time.Now, listers: Listers{
+	a := &Adopter{client: client, events: transition.New(recorder, gov.Reasons), infra: infra, interval: interval, now: time.Now, listers: Listers{
 		VMIndex: vms.Informer().GetIndexer(), Services: services.Lister(), Adoptions: adoptions.Lister(), Clusters: clusters.Lister(),
 	}}
 	a.Loop = loop.New(Name, a.reconcile, vms.Informer(), services.Informer(), adoptions.Informer(), clusters.Informer())
@@ -88,6 +96,10 @@ func (a *Adopter) reconcile(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 	found, err := a.infra.ListVMs(ctx, cluster, map[string]string{gov.LabelManagedBy: gov.ManagedByValue})
+	if errkind.Unreachable(err) {
+		// Gone since its last probe: the next scan looks again, without a failure's backoff.
+		return errkind.Waiting(err, a.interval)
+	}
 	if err != nil {
 		return err
 	}
@@ -107,13 +119,13 @@ func (a *Adopter) reconcile(ctx context.Context, key cache.ObjectName) error {
 		} else if !apierrors.IsNotFound(err) {
 			return err
 		}
-		created, err := a.client.PendingAdoptions(vm.Namespace).Create(ctx, candidate, metav1.CreateOptions{})
+		created, err := a.client.PendingAdoptions(vm.Namespace).Create(ctx, candidate, metav1.CreateOptions{FieldManager: FieldManager})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 		if err == nil {
 			klog.FromContext(ctx).Info("Found a VM without a ManagedVM", "vm", klog.KRef(vm.Namespace, vm.Name))
-			transition.Record(a.recorder, created, "Found", "Scan",
+			a.events.Record(created, gov.ReasonFound, "Scan",
 				fmt.Sprintf("VirtualMachine %s on cluster %s has the platform's labels but no ManagedVM.", vm.Name, cluster))
 		}
 	}
