@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/plinth-dev/plinth/pkg/controllers/loop/looptest"
@@ -14,7 +15,7 @@ import (
 // A VM must not look unmanaged to a cold ManagedVM cache, nor a candidate new to a cold
 // PendingAdoption cache.
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		plinth := fake.NewSimpleClientset()
 		pf := informers.NewSharedInformerFactory(plinth, 0)
 		gov, platform := pf.Governance().V1alpha1(), pf.Platform().V1alpha1()
@@ -23,11 +24,6 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return a, []looptest.Reads{
-			{Fake: &plinth.Fake, Resource: "managedvms", Informer: gov.ManagedVMs().Informer()},
-			{Fake: &plinth.Fake, Resource: "systemservices", Informer: gov.SystemServices().Informer()},
-			{Fake: &plinth.Fake, Resource: "pendingadoptions", Informer: gov.PendingAdoptions().Informer()},
-			{Fake: &plinth.Fake, Resource: "clusters", Informer: platform.Clusters().Informer()},
-		}, pf.Start
+		return a, []*clienttesting.Fake{&plinth.Fake}, pf.Start
 	})
 }

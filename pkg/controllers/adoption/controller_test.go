@@ -57,16 +57,16 @@ func TestAdoptionCandidates(t *testing.T) {
 
 // fakeInfra lists the VMs it holds, or fails with err.
 type fakeInfra struct {
-	provider.InfrastructureProvider
-	vms []provider.VM
+	vmprovider.InfrastructureProvider
+	vms []vmprovider.VM
 	err error
 }
 
-func (f *fakeInfra) ListVMs(context.Context, string, map[string]string) ([]provider.VM, error) {
+func (f *fakeInfra) ListVMs(context.Context, string, map[string]string) ([]vmprovider.VM, error) {
 	return f.vms, f.err
 }
 
-func setupScan(t *testing.T, infra provider.InfrastructureProvider) (*Adopter, *fake.Clientset, *events.FakeRecorder) {
+func setupScan(t *testing.T, infra vmprovider.InfrastructureProvider) (*Adopter, *fake.Clientset, *events.FakeRecorder) {
 	t.Helper()
 	cluster := &platform.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Status: platform.ClusterStatus{Phase: platform.ClusterPhaseHealthy}}
 	service := &gov.SystemService{ObjectMeta: metav1.ObjectMeta{Name: "redis", Namespace: "team-a"}, Spec: gov.SystemServiceSpec{SystemRef: gov.LocalObjectReference{Name: "shop"}}}
@@ -91,10 +91,10 @@ func setupScan(t *testing.T, infra provider.InfrastructureProvider) (*Adopter, *
 // manager, with a Normal Found event.
 func TestScanProposesUnmanagedVMs(t *testing.T) {
 	mem := resource.MustParse("1Gi")
-	vm := provider.VM{Name: "team-a-shop-redis-02", Namespace: "team-a", Labels: map[string]string{
+	vm := vmprovider.VM{Name: "team-a-shop-redis-02", Namespace: "team-a", Labels: map[string]string{
 		gov.LabelSystem: "shop", gov.LabelService: "redis", gov.LabelInstance: "02",
-	}, Spec: provider.VMSpec{CPU: 1, Memory: &mem}}
-	a, client, recorder := setupScan(t, &fakeInfra{vms: []provider.VM{vm}})
+	}, Spec: vmprovider.VMSpec{CPU: 1, Memory: &mem}}
+	a, client, recorder := setupScan(t, &fakeInfra{vms: []vmprovider.VM{vm}})
 	if err := a.reconcile(context.Background(), cache.NewObjectName("", "local")); err != nil {
 		t.Fatal(err)
 	}

@@ -508,7 +508,7 @@ func TestNeitherControllerErasesTheOthersStatus(t *testing.T) {
 }
 
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		client := fake.NewSimpleClientset()
 		factory := informers.NewSharedInformerFactory(client, 0)
 		clusters, regs := factory.Platform().V1alpha1().Clusters(), factory.Gitops().V1alpha1().OCIRegistries()
@@ -516,9 +516,6 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{
-			{Fake: &client.Fake, Resource: "clusters", Informer: clusters.Informer()},
-			{Fake: &client.Fake, Resource: "ociregistries", Informer: regs.Informer()},
-		}, func(stop <-chan struct{}) { factory.Start(stop) }
+		return c, []*clienttesting.Fake{&client.Fake}, func(stop <-chan struct{}) { factory.Start(stop) }
 	})
 }

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -552,7 +553,7 @@ func TestNewControllerRefusesRelativeDirectories(t *testing.T) {
 }
 
 func TestWaitsForEveryCacheItReads(t *testing.T) {
-	looptest.ExpectWaitsForEvery(t, func(t *testing.T) (looptest.Controller, []looptest.Reads, func(<-chan struct{})) {
+	looptest.ExpectWaitsForEveryRead(t, func(t *testing.T) (looptest.Controller, []*clienttesting.Fake, func(<-chan struct{})) {
 		client := fake.NewSimpleClientset()
 		factory := informers.NewSharedInformerFactory(client, 0)
 		regs := factory.Gitops().V1alpha1().OCIRegistries()
@@ -560,7 +561,7 @@ func TestWaitsForEveryCacheItReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, []looptest.Reads{{Fake: &client.Fake, Resource: "ociregistries", Informer: regs.Informer()}},
+		return c, []*clienttesting.Fake{&client.Fake},
 			func(stop <-chan struct{}) { factory.Start(stop) }
 	})
 }
