@@ -19,14 +19,7 @@ import (
 // concurrency at work. Other errors are reported.
 func TestConflictsAreRetriedQuietly(t *testing.T) {
 	var mu sync.Mutex
-	var reported []string
-	saved := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, _ ...interface{}) {
-		mu.Lock()
-		defer mu.Unlock()
-		reported = append(reported, err.Error())
-	}}
-	defer func() { utilruntime.ErrorHandlers = saved }()
+	reported := reportedErrors(t, &mu)
 
 	calls := map[string]int{}
 	done := make(chan struct{})
@@ -57,8 +50,8 @@ func TestConflictsAreRetriedQuietly(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(reported) != 1 || reported[0] != "broken" {
-		t.Errorf("reported errors %q, want only the non-conflict one", reported)
+	if len(*reported) != 1 || (*reported)[0] != "broken" {
+		t.Errorf("reported errors %q, want only the non-conflict one", *reported)
 	}
 }
 
@@ -66,14 +59,7 @@ func TestConflictsAreRetriedQuietly(t *testing.T) {
 // the time it names, also unreported.
 func TestErrorKinds(t *testing.T) {
 	var mu sync.Mutex
-	var reported []string
-	saved := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, _ ...interface{}) {
-		mu.Lock()
-		defer mu.Unlock()
-		reported = append(reported, err.Error())
-	}}
-	defer func() { utilruntime.ErrorHandlers = saved }()
+	reported := reportedErrors(t, &mu)
 
 	calls := map[string]int{}
 	waited := make(chan time.Duration, 1)
@@ -112,7 +98,20 @@ func TestErrorKinds(t *testing.T) {
 	if calls["stalled"] != 1 {
 		t.Errorf("a Stalled key ran %d times, want once", calls["stalled"])
 	}
-	if len(reported) != 0 {
-		t.Errorf("reported %q; stalled and waiting are not failures", reported)
+	if len(*reported) != 0 {
+		t.Errorf("reported %q; stalled and waiting are not failures", *reported)
 	}
+}
+
+// reportedErrors collects, under mu, the errors the loop reports until the test ends.
+func reportedErrors(t *testing.T, mu *sync.Mutex) *[]string {
+	var reported []string
+	saved := utilruntime.ErrorHandlers
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, _ ...interface{}) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = append(reported, err.Error())
+	}}
+	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+	return &reported
 }

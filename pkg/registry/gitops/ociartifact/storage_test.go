@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plinth-dev/plinth/pkg/registry/store/storetest"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
@@ -65,17 +66,8 @@ func (e *env) create(a *gitops.OCIArtifact) *gitops.OCIArtifact {
 	return out.(*gitops.OCIArtifact)
 }
 
-func updateWith(ctx context.Context, r rest.Updater, name string, mutate func(*gitops.OCIArtifact)) (*gitops.OCIArtifact, error) {
-	out, _, err := r.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-		obj := old.DeepCopyObject().(*gitops.OCIArtifact)
-		mutate(obj)
-		return obj, nil
-	}), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return out.(*gitops.OCIArtifact), nil
-}
+// updateWith updates name through r as an update request does.
+var updateWith = storetest.Update[*gitops.OCIArtifact]
 
 func (e *env) update(name string, mutate func(*gitops.OCIArtifact)) (*gitops.OCIArtifact, error) {
 	return updateWith(e.ctx, e.main, name, mutate)

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plinth-dev/plinth/pkg/registry/store/storetest"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/gitops"
@@ -24,17 +25,8 @@ func registry(name string, port int32) *gitops.OCIRegistry {
 	}
 }
 
-func update(r rest.Updater, ctx context.Context, name string, mutate func(*gitops.OCIRegistry)) (*gitops.OCIRegistry, error) {
-	out, _, err := r.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-		obj := old.DeepCopyObject().(*gitops.OCIRegistry)
-		mutate(obj)
-		return obj, nil
-	}), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return out.(*gitops.OCIRegistry), nil
-}
+// update updates name through r as an update request does.
+var update = storetest.Update[*gitops.OCIRegistry]
 
 // A registry is stored NotProvisioned whatever status the client sent; where it listens cannot
 // change; plinth-controller reports through the status subresource, and lists select on the
@@ -66,11 +58,11 @@ func TestRegistryLifecycle(t *testing.T) {
 		t.Fatalf("a registry on another host: %v", err)
 	}
 
-	_, err = update(main, ctx, "local-registry", func(r *gitops.OCIRegistry) { r.Spec.Endpoint, r.Spec.Port = "localhost:5005", 5005 })
+	_, err = update(ctx, main, "local-registry", func(r *gitops.OCIRegistry) { r.Spec.Endpoint, r.Spec.Port = "localhost:5005", 5005 })
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "field is immutable") {
 		t.Fatalf("moving the registry: %v", err)
 	}
-	r, err := update(main, ctx, "local-registry", func(r *gitops.OCIRegistry) {
+	r, err := update(ctx, main, "local-registry", func(r *gitops.OCIRegistry) {
 		r.Spec.Retention = &gitops.RetentionPolicy{KeepVersions: 3}
 		r.Status.Phase = gitops.RegistryPhaseError // the main resource keeps the stored status
 	})
@@ -81,7 +73,7 @@ func TestRegistryLifecycle(t *testing.T) {
 		t.Errorf("after a retention change: generation %d phase %s", r.Generation, r.Status.Phase)
 	}
 
-	r, err = update(status, ctx, "local-registry", func(r *gitops.OCIRegistry) {
+	r, err = update(ctx, status, "local-registry", func(r *gitops.OCIRegistry) {
 		r.Status.Phase, r.Status.URL = gitops.RegistryPhaseRunning, "http://localhost:5000"
 	})
 	if err != nil {
@@ -90,7 +82,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	if r.Status.Phase != gitops.RegistryPhaseRunning {
 		t.Errorf("status update: %+v", r.Status)
 	}
-	if _, err := update(status, ctx, "local-registry", func(r *gitops.OCIRegistry) { r.Status.Phase = "Up" }); !apierrors.IsInvalid(err) {
+	if _, err := update(ctx, status, "local-registry", func(r *gitops.OCIRegistry) { r.Status.Phase = "Up" }); !apierrors.IsInvalid(err) {
 		t.Errorf("an unknown phase: %v", err)
 	}
 

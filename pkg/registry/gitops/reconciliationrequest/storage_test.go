@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plinth-dev/plinth/pkg/registry/store/storetest"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
 
@@ -33,17 +34,8 @@ func request(name string, mode gitops.ReconciliationMode) *gitops.Reconciliation
 	}
 }
 
-func update(ctx context.Context, r rest.Updater, name string, mutate func(*gitops.ReconciliationRequest)) (*gitops.ReconciliationRequest, error) {
-	out, _, err := r.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-		obj := old.DeepCopyObject().(*gitops.ReconciliationRequest)
-		mutate(obj)
-		return obj, nil
-	}), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return out.(*gitops.ReconciliationRequest), nil
-}
+// update updates name through r as an update request does.
+var update = storetest.Update[*gitops.ReconciliationRequest]
 
 // A request is stored Pending and requested at the server's time unless the client said when;
 // its spec never changes after; plinth-controller records the outcome through the status

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plinth-dev/plinth/pkg/registry/store/storetest"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/plinth-dev/plinth/pkg/apis/common"
@@ -44,33 +45,16 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) create(body string) *infrastructure.InfrastructureClusterPack {
 	e.t.Helper()
-	out, err := e.main.Create(e.ctx, infrastructuretest.Decode(e.t, body), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating: %v", err)
-	}
-	return out.(*infrastructure.InfrastructureClusterPack)
+	return storetest.Create[*infrastructure.InfrastructureClusterPack](e.t, e.ctx, e.main, infrastructuretest.Decode(e.t, body))
 }
 
 func (e *env) get(name string) *infrastructure.InfrastructureClusterPack {
 	e.t.Helper()
-	out, err := e.main.Get(e.ctx, name, &metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out.(*infrastructure.InfrastructureClusterPack)
+	return storetest.Get[*infrastructure.InfrastructureClusterPack](e.t, e.ctx, e.main, name)
 }
 
-func update(ctx context.Context, r rest.Updater, name string, mutate func(*infrastructure.InfrastructureClusterPack)) (*infrastructure.InfrastructureClusterPack, error) {
-	out, _, err := r.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-		obj := old.DeepCopyObject().(*infrastructure.InfrastructureClusterPack)
-		mutate(obj)
-		return obj, nil
-	}), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return out.(*infrastructure.InfrastructureClusterPack), nil
-}
+// update updates name through r as an update request does.
+var update = storetest.Update[*infrastructure.InfrastructureClusterPack]
 
 // A pack is stored with the seed's defaults and without the status its client sent, and reads
 // back the same.
