@@ -3,6 +3,7 @@ package looptest
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,28 +31,10 @@ func ExpectWaitsForEveryRead(t *testing.T, build Build) {
 	for _, held := range resources {
 		t.Run(held, func(t *testing.T) {
 			ctrl, fakes, start := build(t)
-			release := make(chan struct{})
-			for _, f := range fakes {
-				// Refused rather than blocked: the fake clientset serves one request at a time,
-				// so a blocked list would hold back every informer; the reflector retries.
-				f.PrependReactor("list", held, func(clienttesting.Action) (bool, runtime.Object, error) {
-					select {
-					case <-release:
-						return false, nil, nil
-					default:
-						return true, nil, errors.New("held back by the test")
-					}
-				})
-			}
 			stop := make(chan struct{})
 			defer close(stop)
-			defer func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			}()
+			release := holdLists(held, fakes...)
+			defer release()
 			start(stop)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -70,7 +53,7 @@ func ExpectWaitsForEveryRead(t *testing.T, build Build) {
 			}); err == nil {
 				t.Fatalf("the controller would start working while its %s cache is empty", held)
 			}
-			close(release)
+			release()
 			if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 				return ctrl.HasSynced(), nil
 			}); err != nil {
@@ -116,4 +99,23 @@ func watched(fakes []*clienttesting.Fake) sets.Set[string] {
 		}
 	}
 	return out
+}
+
+// holdLists refuses every list of resource on the fakes until release is called (more than
+// once is fine). Refused rather than blocked: the fake clientset serves one request at a time,
+// so a blocked list would hold back every informer; the reflector retries a refused one.
+func holdLists(resource string, fakes ...*clienttesting.Fake) (release func()) {
+	released := make(chan struct{})
+	for _, f := range fakes {
+		f.PrependReactor("list", resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+			select {
+			case <-released:
+				return false, nil, nil // on to the object tracker
+			default:
+				return true, nil, errors.New("held back by the test")
+			}
+		})
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(released) }) }
 }

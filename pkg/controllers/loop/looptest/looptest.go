@@ -5,11 +5,9 @@ package looptest
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -38,26 +36,10 @@ func ExpectWaitsForEvery(t *testing.T, build func(t *testing.T) (Controller, []R
 		t.Run(reads[i].Resource, func(t *testing.T) {
 			ctrl, reads, start := build(t)
 			held := reads[i]
-			// The fake clientset serves one request at a time, so the list is refused (the
-			// reflector retries it) rather than blocked, which would hold back every informer.
-			release := make(chan struct{})
-			held.Fake.PrependReactor("list", held.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
-				select {
-				case <-release:
-					return false, nil, nil // on to the object tracker
-				default:
-					return true, nil, errors.New("held back by the test")
-				}
-			})
 			stop := make(chan struct{})
 			defer close(stop)
-			defer func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			}()
+			release := holdLists(held.Resource, held.Fake)
+			defer release()
 			start(stop)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -75,7 +57,7 @@ func ExpectWaitsForEvery(t *testing.T, build func(t *testing.T) (Controller, []R
 			if ctrl.HasSynced() {
 				t.Fatalf("the controller would start working while its %s cache is empty", held.Resource)
 			}
-			close(release)
+			release()
 			if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 				return ctrl.HasSynced(), nil
 			}); err != nil {
