@@ -19,10 +19,16 @@ func (p *Platform) run(name string, ready func(context.Context) error, args ...s
 
 // runEnv is run with KEY=value settings added to the component's environment.
 func (p *Platform) runEnv(name string, env []string, ready func(context.Context) error, args ...string) (*supervisor.Process, error) {
-	return supervisor.Start(supervisor.Spec{
+	return supervisor.Start(p.spec(name, env, ready, args...))
+}
+
+// spec is how the platform supervises a component: its binary, its log in LogDir, restarts
+// reported as progress.
+func (p *Platform) spec(name string, env []string, ready func(context.Context) error, args ...string) supervisor.Spec {
+	return supervisor.Spec{
 		Name: name, Path: p.bin(name), Args: args, Env: env, LogDir: p.LogDir(), Ready: ready,
 		Report: func(msg string) { fmt.Fprintf(p.cfg.Progress, "plinth: %s\n", msg) },
-	})
+	}
 }
 
 // EtcdMemberName is the name of the platform's one etcd member; a restored snapshot must
@@ -52,8 +58,10 @@ func (p *Platform) startEtcd(ctx context.Context) error {
 		args = append(args, "--unsafe-no-fsync")
 	}
 	ready := listening(fmt.Sprintf("127.0.0.1:%d", p.cfg.EtcdPort))
+	spec := p.spec("etcd", nil, ready, args...)
+	spec.Back = p.etcdBack
 	var err error
-	if p.etcd, err = p.run("etcd", ready, args...); err != nil {
+	if p.etcd, err = supervisor.Start(spec); err != nil {
 		return err
 	}
 	return waitFor(ctx, "etcd", 30*time.Second, p.etcd, ready)
@@ -150,5 +158,24 @@ func (p *Platform) startKwok() error {
 		args = append(args, "--config", s)
 	}
 	p.kwok, err = p.run("kwok", listening(address), args...)
+	p.kwokOnce.Store(p.kwok)
 	return err
+}
+
+// etcdBack restarts kwok once a restarted etcd is back. KubeVirt's controllers, which kwok's
+// VirtualMachine stages stand in for, retry a failed status write and resync every object;
+// kwok does neither: it retries only refused connections, timeouts and 429/503 answers, and
+// acts on an object only when an event for it arrives. A write of kwok's that kube-apiserver
+// had passed to etcd when etcd died is answered 500, and kwok then drops that stage for good:
+// a VirtualMachine created just before would never run. kube-apiserver itself stays up, so
+// kwok's watches see no break and no relist would bring the object back. A fresh kwok lists
+// everything again and plays every stage that is due.
+func (p *Platform) etcdBack() {
+	kwok := p.kwokOnce.Load()
+	if kwok == nil {
+		return // not started yet: it will list everything when it starts
+	}
+	if err := kwok.Restart("etcd was restarted; kwok lists every object again"); err != nil {
+		fmt.Fprintf(p.cfg.Progress, "plinth: kwok was not restarted after etcd: %v\n", err)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -67,12 +68,15 @@ const StopTimeout = 8 * time.Second
 
 // Platform is a running local platform.
 type Platform struct {
-	cfg        Config
-	etcd       *supervisor.Process
-	kube       *supervisor.Process
-	kcm        *supervisor.Process
-	scheduler  *supervisor.Process
-	kwok       *supervisor.Process
+	cfg       Config
+	etcd      *supervisor.Process
+	kube      *supervisor.Process
+	kcm       *supervisor.Process
+	scheduler *supervisor.Process
+	kwok      *supervisor.Process
+	// kwokOnce is kwok for etcdBack, which runs on etcd's supervision goroutine: set when kwok
+	// starts, never cleared.
+	kwokOnce   atomic.Pointer[supervisor.Process]
 	plinth     *supervisor.Process
 	controller *supervisor.Process
 	fluxProcs  []*supervisor.Process // in the order of FluxControllers

@@ -139,3 +139,27 @@ func (p *Process) WaitBack(ctx context.Context, killed int) (int, error) {
 		}
 	}
 }
+
+// Restart ends the running incarnation with SIGTERM and starts the next one at once, without
+// the backoff and without reporting a death; why is reported instead. It is for a child whose
+// state went wrong while a component it depends on was away, and that only a fresh start puts
+// right. A child that is stopped or between incarnations is left alone.
+func (p *Process) Restart(why string) error {
+	if p == nil {
+		return fmt.Errorf("supervisor: no process")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopping {
+		return fmt.Errorf("supervisor: %s is stopped", p.spec.Name)
+	}
+	if p.cmd == nil {
+		return fmt.Errorf("supervisor: %s is between incarnations", p.spec.Name)
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("supervisor: restarting %s (pid %d): %w", p.spec.Name, p.cmd.Process.Pid, err)
+	}
+	p.restarting = why
+	p.backPID = 0
+	return nil
+}

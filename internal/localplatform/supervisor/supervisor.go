@@ -39,6 +39,10 @@ type Spec struct {
 	// Ready, if set, is polled after a restart until it succeeds; only then is the child
 	// reported back. Without it, a restarted child is back once it has run for a second.
 	Ready func(ctx context.Context) error
+	// Back, if set, is called (on its own goroutine) each time a restarted incarnation has been
+	// reported back: components that depend on this one without noticing its restart can be
+	// told then.
+	Back func()
 	// Backoff spaces restarts; the zero value means DefaultBackoff. It starts over once a child
 	// has run for longer than the backoff's cap, so a crash a day later waits the shortest time.
 	Backoff wait.Backoff
@@ -63,8 +67,11 @@ type Process struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd // the running incarnation; nil between a death and the restart
 	stopping bool      // set by Stop, Kill or Hold: no restart from now on
-	died     error     // set when the first incarnation ends, for callers waiting on start
-	backPID  int       // the last restarted incarnation reported back, for WaitBack
+	// restarting is set by Restart until its incarnation has ended: that end is asked for, so
+	// the next incarnation starts at once and the end is not reported as a death.
+	restarting string
+	died       error // set when the first incarnation ends, for callers waiting on start
+	backPID    int   // the last restarted incarnation reported back, for WaitBack
 	// outputStart is the log's size when the running (or last) incarnation started.
 	outputStart int64
 
@@ -153,15 +160,27 @@ func (p *Process) supervise(cmd *exec.Cmd) {
 		where := p.logAndLastLine()
 		p.mu.Lock()
 		p.cmd = nil
-		if p.died == nil {
+		stopping, restarting := p.stopping, p.restarting
+		p.restarting = ""
+		if p.died == nil && restarting == "" {
 			p.died = fmt.Errorf("%s exited: %s (%s)", p.spec.Name, exitStatus(err), where)
 		}
-		stopping := p.stopping
 		p.mu.Unlock()
 		if stopping {
 			return
 		}
 		diedAt = time.Now()
+		if restarting != "" {
+			p.spec.Report(fmt.Sprintf("%s (pid %d) restarted: %s", p.spec.Name, pid, restarting))
+			var err error
+			if cmd, err = p.spawn(); err == nil {
+				continue
+			}
+			if errors.Is(err, errHalted) {
+				return
+			}
+			// It did not start again: from here on it is a death like any other.
+		}
 		if time.Since(started) > max(backoff.Cap, p.spec.Backoff.Duration) {
 			backoff = p.spec.Backoff
 		}
@@ -207,6 +226,9 @@ func (p *Process) reportWhenReady(ctx context.Context, pid int, diedAt time.Time
 	p.backPID = pid
 	p.mu.Unlock()
 	p.spec.Report(fmt.Sprintf("%s is back (pid %d), %s after it died", p.spec.Name, pid, time.Since(diedAt).Round(100*time.Millisecond)))
+	if p.spec.Back != nil {
+		p.spec.Back()
+	}
 }
 
 // exitStatus describes how an incarnation ended: "exit status 1", "signal: killed".

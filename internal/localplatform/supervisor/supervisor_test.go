@@ -403,3 +403,45 @@ func TestLastLineIsShortenedAndSkipsACutLine(t *testing.T) {
 		t.Errorf("lastLine of a missing log = %q", got)
 	}
 }
+
+// TestRestartStartsTheNextIncarnationAtOnce: a restart asked for is reported with its reason,
+// not as a death, skips the backoff, and Back runs once the new incarnation is back.
+func TestRestartStartsTheNextIncarnationAtOnce(t *testing.T) {
+	backs := make(chan struct{}, 4)
+	p, r := start(t, Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"},
+		Backoff: wait.Backoff{Duration: time.Hour},
+		Back:    func() { backs <- struct{}{} }})
+	first := p.PID()
+	if err := p.Restart("etcd is back"); err != nil {
+		t.Fatal(err)
+	}
+	want := "sleeper (pid " + strconv.Itoa(first) + ") restarted: etcd is back"
+	if got := r.next(t, 5*time.Second); got != want {
+		t.Errorf("report %q, want %q", got, want)
+	}
+	second, err := p.WaitBack(context.Background(), first)
+	if err != nil || second == first {
+		t.Fatalf("WaitBack = %d, %v; want an incarnation after %d (an hour's backoff was not skipped?)", second, err, first)
+	}
+	select {
+	case <-backs:
+	case <-time.After(5 * time.Second):
+		t.Error("Back was not called once the restarted child was back")
+	}
+	if err := p.Died(); err != nil {
+		t.Errorf("Died() = %v after a restart that was asked for", err)
+	}
+}
+
+// TestRestartRefusesAStoppedProcess: there is nothing to restart after Stop.
+func TestRestartRefusesAStoppedProcess(t *testing.T) {
+	p, _ := start(t, Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"}})
+	p.Stop(time.Second)
+	if err := p.Restart("no"); err == nil {
+		t.Error("Restart of a stopped process succeeded")
+	}
+	var none *Process
+	if err := none.Restart("no"); err == nil {
+		t.Error("Restart of no process succeeded")
+	}
+}
