@@ -166,9 +166,10 @@ func (p *Platform) startKwok() error {
 // VirtualMachine stages stand in for, retry a failed status write and resync every object;
 // kwok does neither: it retries only refused connections, timeouts and 429/503 answers, and
 // acts on an object only when an event for it arrives. A write of kwok's that kube-apiserver
-// had passed to etcd when etcd died is answered 500, and kwok then drops that stage for good:
-// a VirtualMachine created just before would never run. kube-apiserver itself stays up, so
-// kwok's watches see no break and no relist would bring the object back. A fresh kwok lists
+// had passed to etcd when etcd died is answered 500 (the likeliest of the errors outside that
+// list), and kwok drops that stage for good: a VirtualMachine created just before would never
+// run. kube-apiserver itself stays up, so kwok's watches see no break and no relist would
+// bring the object back. A fresh kwok lists
 // everything again and plays every stage that is due.
 func (p *Platform) etcdBack() {
 	kwok := p.kwokOnce.Load()
