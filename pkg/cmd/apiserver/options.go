@@ -58,6 +58,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/keyring"
 	"github.com/plinth-dev/plinth/pkg/registry/cachedget"
 	"github.com/plinth-dev/plinth/pkg/standalone"
+	"github.com/plinth-dev/plinth/pkg/version"
 )
 
 const etcdPathPrefix = "/registry/plinth.dev"
@@ -155,8 +156,10 @@ func NewOptions(out io.Writer) *Options {
 // flags have passed validation.
 func NewCommand(ctx context.Context, o *Options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "plinth-apiserver",
-		Short: "Serve Plinth's platform APIs as a Kubernetes aggregated API server",
+		Use: "plinth-apiserver",
+		// --version prints the release and source revision (make images stamps them).
+		Version: version.Get().String(),
+		Short:   "Serve Plinth's platform APIs as a Kubernetes aggregated API server",
 		Long: "plinth-apiserver serves the score.dev API group (and Plinth's platform groups) from its own\n" +
 			"etcd-backed storage. Behind a kube-apiserver it is registered through APIService objects\n" +
 			"and delegates authentication and authorization; with --standalone it serves kubectl\n" +

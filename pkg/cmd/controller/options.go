@@ -32,6 +32,7 @@ import (
 	"github.com/plinth-dev/plinth/pkg/controllers/packinstance"
 	"github.com/plinth-dev/plinth/pkg/controllers/resourcebinding"
 	"github.com/plinth-dev/plinth/pkg/gitops/fluxinstall"
+	"github.com/plinth-dev/plinth/pkg/version"
 )
 
 // Options are plinth-controller's flags.
@@ -232,7 +233,9 @@ func (o *Options) Validate() error {
 func NewCommand(ctx context.Context) *cobra.Command {
 	o := NewOptions()
 	cmd := &cobra.Command{
-		Use:          "plinth-controller",
+		Use: "plinth-controller",
+		// --version prints the release and source revision (make images stamps them).
+		Version:      version.Get().String(),
 		Short:        "Orchestrate Plinth Workloads, governed VMs and target clusters",
 		SilenceUsage: true,
 		RunE: func(c *cobra.Command, _ []string) error {
