@@ -32,6 +32,14 @@ import (
 // namespace the chart accepts.
 var Release = chartutil.ReleaseOptions{Name: "plinth", Namespace: "plinth-system", Revision: 1, IsInstall: true}
 
+// Capabilities are those of the Kubernetes the project builds and tests against (v1.37,
+// hack/tools), which the chart's kubeVersion must accept; Helm's defaults name v1.20.
+var Capabilities = func() *chartutil.Capabilities {
+	caps := *chartutil.DefaultCapabilities
+	caps.KubeVersion = chartutil.KubeVersion{Version: "v1.37.1", Major: "1", Minor: "37"}
+	return &caps
+}()
+
 // artifactName is a template that becomes a file of artifacts/deploy: NN-name.yaml, so that the
 // files apply in name order as the local platform and `kubectl apply -f` take them.
 var artifactName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9-]+\.yaml$`)
@@ -68,7 +76,7 @@ func run(chartDir, valuesFile, out string) error {
 // Release, using e (engine.Engine{} renders without a cluster). Its keys are the templates'
 // paths, such as plinth/templates/70-deployment.yaml.
 func Render(e engine.Engine, chrt *chart.Chart, vals map[string]any) (map[string]string, error) {
-	renderVals, err := chartutil.ToRenderValues(chrt, vals, Release, chartutil.DefaultCapabilities)
+	renderVals, err := chartutil.ToRenderValues(chrt, vals, Release, Capabilities)
 	if err != nil {
 		return nil, err
 	}

@@ -411,7 +411,7 @@ func TestNamespaceIsPlinthSystem(t *testing.T) {
 	chrt := loadChart(t)
 	options := Release
 	options.Namespace = "elsewhere"
-	vals, err := chartutil.ToRenderValues(chrt, nil, options, chartutil.DefaultCapabilities)
+	vals, err := chartutil.ToRenderValues(chrt, nil, options, Capabilities)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestUpgradeReusesSecrets(t *testing.T) {
 // renderValues are vals prepared for the engine as Release.
 func renderValues(t *testing.T, vals map[string]any) chartutil.Values {
 	t.Helper()
-	renderVals, err := chartutil.ToRenderValues(loadChart(t), vals, Release, chartutil.DefaultCapabilities)
+	renderVals, err := chartutil.ToRenderValues(loadChart(t), vals, Release, Capabilities)
 	if err != nil {
 		t.Fatal(err)
 	}
