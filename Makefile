@@ -6,7 +6,8 @@
 #   make test-faults  the long form of the faults under load: SIGKILL each component in turn,
 #                three rounds, under more load; prints the table docs/reliability.md shows
 #   make images  OCI images of plinth-apiserver and plinth-controller (IMAGE_REPO=… pushes them)
-#   make verify  generated code is current, gofmt, go vet
+#   make verify  generated code and artifacts/deploy (rendered from charts/plinth) are current,
+#                gofmt, go vet
 
 GO          ?= go
 BIN         := _output/bin
@@ -151,6 +152,7 @@ fuzz:
 
 verify:
 	hack/verify-codegen.sh
+	hack/verify-deploy.sh
 	@$(GO) run ./hack/bench-crd | diff -u test/bench/workload-crd.yaml - || \
 		{ echo "test/bench/workload-crd.yaml is out of date: run make generate"; exit 1; }
 	@unformatted=$$(gofmt -l cmd pkg test hack/tools 2>/dev/null); \
@@ -159,6 +161,7 @@ verify:
 
 generate:
 	hack/update-codegen.sh
+	hack/update-deploy.sh
 	$(GO) run ./hack/bench-crd > test/bench/workload-crd.yaml
 
 # Removes the platforms' data and credentials; keeps the built binaries.
