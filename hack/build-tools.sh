@@ -25,6 +25,11 @@ declare -A PACKAGES=(
     [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
     [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
     [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+    [kubelet]=k8s.io/kubernetes/cmd/kubelet
+    [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+    [containerd]=github.com/containerd/containerd/v2/cmd/containerd
+    [containerd-shim-runc-v2]=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+    [ctr]=github.com/containerd/containerd/v2/cmd/ctr
     [etcd]=go.etcd.io/etcd/server/v3
     [etcdctl]=go.etcd.io/etcd/etcdctl/v3
     [etcdutl]=go.etcd.io/etcd/etcdutl/v3
@@ -35,21 +40,31 @@ declare -A PACKAGES=(
 # etcd and kwok have their own modules (hack/tools/etcd, hack/tools/kwok): k8s.io/kubernetes pins
 # etcd's v3.7 client libraries while the server Plinth runs is v3.6 (etcdctl and etcdutl come
 # from the same module, so a snapshot is saved and restored by the version that wrote it), and
-# kwok pins its own k8s.io versions.
+# kwok pins its own k8s.io versions. containerd has its own (hack/tools/containerd): in this
+# module it would raise the grpc, otel and containerd api versions k8s.io/kubernetes builds with.
 declare -A MODULES=(
     [etcd]=hack/tools/etcd
     [etcdctl]=hack/tools/etcd
     [etcdutl]=hack/tools/etcd
     [kwok]=hack/tools/kwok
+    [containerd]=hack/tools/containerd
+    [containerd-shim-runc-v2]=hack/tools/containerd
+    [ctr]=hack/tools/containerd
     [source-controller]=hack/tools/source-controller
     [kustomize-controller]=hack/tools/kustomize-controller
 )
+# containerd without cgo: btrfs, devmapper and zfs snapshotters need C libraries, and the real
+# node uses overlayfs. The shim, like containerd's own release build, also leaves out grpc.
+CONTAINERD_TAGS="no_btrfs no_devmapper no_zfs urfave_cli_no_docs"
 # Flux's controllers (v1.9.6, the newest line that builds with this Go; see FACTS.md) have their
 # own modules for their replace lines. kustomize imports Go's plugin package unless this tag is
 # set, which forces external linking and keeps dead code.
 declare -A TAGS=(
     [source-controller]=kustomize_disable_go_plugin_support
     [kustomize-controller]=kustomize_disable_go_plugin_support
+    [containerd]="${CONTAINERD_TAGS}"
+    [ctr]="${CONTAINERD_TAGS}"
+    [containerd-shim-runc-v2]="${CONTAINERD_TAGS} no_grpc"
 )
 # Flux's controllers run as processes, not in pods: their leader election needs the namespace
 # that a pod reads from its service-account mount. This patch (see the file) makes
@@ -91,7 +106,13 @@ for tool in "$@"; do
         echo "replace sigs.k8s.io/controller-runtime => ${work}/controller-runtime" >> "${work}/go.mod"
         modfile=(-modfile "${work}/go.mod")
     fi
-    (cd "${module}" && CGO_ENABLED=0 go build "${modfile[@]}" -trimpath -tags "${TAGS[$tool]:-}" -ldflags "${LDFLAGS}" -o "${BIN}/${tool}" "${pkg}")
+    ldflags="${LDFLAGS}"
+    if [ "${MODULES[$tool]:-}" = hack/tools/containerd ]; then
+        # containerd reports its version over CRI (kubelet logs it and checks it is 2.x).
+        version=$(cd "${module}" && go list -m -f '{{.Version}}' github.com/containerd/containerd/v2)
+        ldflags="-X github.com/containerd/containerd/v2/version.Version=${version}"
+    fi
+    (cd "${module}" && CGO_ENABLED=0 go build "${modfile[@]}" -trimpath -tags "${TAGS[$tool]:-}" -ldflags "${ldflags}" -o "${BIN}/${tool}" "${pkg}")
 done
 
 # kwok needs stages that say how fake nodes and pods progress; use the ones kwok ships ("fast":

@@ -49,7 +49,7 @@ func (p *Platform) startEtcd(ctx context.Context) error {
 	peer := p.EtcdPeerURL()
 	args := []string{
 		"--name", EtcdMemberName, "--data-dir", p.EtcdDataDir(),
-		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-client-urls", p.etcdListenURLs(), "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", EtcdMemberName + "=" + peer,
 		"--log-level", "warn",
@@ -72,11 +72,9 @@ func (p *Platform) startKubeAPIServer(ctx context.Context) error {
 	var err error
 	p.kube, err = p.run("kube-apiserver", p.kubeReady, append([]string{
 		"--etcd-servers", p.EtcdURL(),
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(p.cfg.KubePort),
-		"--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
+		"--secure-port", strconv.Itoa(p.cfg.KubePort),
 		// A /16 (65,534 Services): the benchmarks run a thousand workloads with a Service each.
 		"--service-cluster-ip-range", "10.0.0.0/16",
-		"--authorization-mode", "RBAC",
 		"--client-ca-file", path("ca.crt"),
 		"--tls-cert-file", path("kube-apiserver.crt"), "--tls-private-key-file", path("kube-apiserver.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc",
@@ -89,11 +87,31 @@ func (p *Platform) startKubeAPIServer(ctx context.Context) error {
 		"--requestheader-group-headers", "X-Remote-Group",
 		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
 		"--proxy-client-cert-file", path("front-proxy-client.crt"), "--proxy-client-key-file", path("front-proxy-client.key"),
-	}, p.cfg.KubeAPIServerArgs...)...)
+	}, p.kubeAPIServerExtraArgs()...)...)
 	if err != nil {
 		return err
 	}
 	return waitFor(ctx, "kube-apiserver", 120*time.Second, p.kube, p.kubeReady)
+}
+
+// kubeAPIServerExtraArgs are where kube-apiserver listens and whom it authorizes how (which
+// a real node changes), then Config's flags.
+func (p *Platform) kubeAPIServerExtraArgs() []string {
+	args := []string{"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--endpoint-reconciler-type", "none",
+		"--authorization-mode", "RBAC"}
+	if p.cfg.RealNode != nil {
+		args = p.nodeKubeAPIServerArgs()
+	}
+	return append(args, p.cfg.KubeAPIServerArgs...)
+}
+
+// etcdListenURLs is where etcd serves clients: loopback, and the real node's address, where
+// its pods reach it (a chart's external etcd), when the platform has one.
+func (p *Platform) etcdListenURLs() string {
+	if p.cfg.RealNode != nil {
+		return p.EtcdURL() + "," + p.NodeEtcdURL()
+	}
+	return p.EtcdURL()
 }
 
 func (p *Platform) startControllerManager() error {
@@ -147,7 +165,9 @@ func (p *Platform) startKwok() error {
 	// on them NotReady, and kwok's pod-ready stage (for Pending pods only) never makes those
 	// pods Ready again: workloads would fall out of Ready a minute after start.
 	address := fmt.Sprintf("127.0.0.1:%d", p.cfg.KwokPort)
-	args := []string{"--kubeconfig", p.AdminKubeconfig(), "--manage-all-nodes=true", "--cidr", "10.244.0.0/16",
+	// kwok keeps only the fake nodes (registerNodes annotates them): a real node's status is its
+	// kubelet's.
+	args := []string{"--kubeconfig", p.AdminKubeconfig(), "--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake", "--cidr", "10.244.0.0/16",
 		"--node-lease-duration-seconds", "40",
 		"--server-address", address}
 	vmStages := filepath.Join(p.cfg.Dir, "kwok-virtualmachines.yaml")

@@ -17,10 +17,20 @@ func (p *Platform) ensurePKI() error {
 	if err != nil {
 		return err
 	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}
+	if p.cfg.RealNode != nil {
+		// Pods reach kube-apiserver at the node's address too.
+		ips = append(ips, net.ParseIP(p.NodeAddress()))
+	}
 	if err := ca.EnsureServing(pki.PairIn(p.pkiDir, "kube-apiserver"), "kube-apiserver",
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}); err != nil {
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		ips); err != nil {
 		return err
+	}
+	if p.cfg.RealNode != nil {
+		if err := p.ensureNodePKI(ca); err != nil {
+			return err
+		}
 	}
 	for _, id := range Identities {
 		pair := pki.PairIn(p.pkiDir, strings.TrimSuffix(KubeconfigName(id.User), ".kubeconfig"))

@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plinth-dev/plinth/internal/localplatform/node"
 	"github.com/plinth-dev/plinth/internal/localplatform/supervisor"
 )
 
@@ -56,6 +57,9 @@ type Config struct {
 	// Flux and no Plinth; PlinthPort and ControllerPort are unused. Tests register it as a
 	// second Cluster.
 	KubernetesOnly bool
+	// RealNode, if set, adds a real node (kubelet, containerd, runc) whose pods run real
+	// images (realnode.go); it needs root and changes the machine until Stop.
+	RealNode *RealNodeConfig
 	// EtcdUnsafeNoFsync makes etcd skip fsync (tests only).
 	EtcdUnsafeNoFsync bool
 	// Progress receives one line per step, and one whenever a component dies or is back after
@@ -88,6 +92,8 @@ type Platform struct {
 	standby *supervisor.Process
 	// stopVolumes stops the volume provisioner (volumes.go); nil until it runs.
 	stopVolumes func()
+	// node is the real node, if Config.RealNode asked for one.
+	node *node.Node
 }
 
 // AdminKubeconfig is the system:masters kubeconfig.
@@ -157,6 +163,11 @@ func Start(ctx context.Context, cfg Config) (_ *Platform, err error) {
 	}
 	if p.admin, err = p.adminClient(); err != nil {
 		return nil, err
+	}
+	if cfg.RealNode != nil {
+		if err := p.prepareNode(); err != nil {
+			return nil, fmt.Errorf("the real node: %w", err)
+		}
 	}
 	p.step("etcd on 127.0.0.1:%d", cfg.EtcdPort)
 	if err := p.startEtcd(ctx); err != nil {
@@ -236,7 +247,13 @@ func (p *Platform) startWorkloads(ctx context.Context) error {
 	if err := p.startVolumes(ctx); err != nil {
 		return err
 	}
-	return p.registerNodes(ctx)
+	if err := p.registerNodes(ctx); err != nil {
+		return err
+	}
+	if p.node != nil {
+		return p.startNode(ctx)
+	}
+	return nil
 }
 
 // Stop shuts the platform down within StopTimeout. The volume provisioner, which runs in this
@@ -246,6 +263,9 @@ func (p *Platform) startWorkloads(ctx context.Context) error {
 // then kube-apiserver, then etcd; a group still running at the end of its share of the time
 // is killed.
 func (p *Platform) Stop() {
+	// The real node first: its pods and kube-proxy's rules go while kube-apiserver is there.
+	p.node.Stop()
+	p.node = nil
 	if p.stopVolumes != nil {
 		p.stopVolumes()
 		p.stopVolumes = nil

@@ -142,7 +142,13 @@ func (v *localVolumes) reconcileClaim(ctx context.Context, key cache.ObjectName)
 	path := filepath.Join(v.dir, pv.Name)
 	directory := corev1.HostPathDirectory
 	pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: path, Type: &directory}
+	// Writable by every user, as local-path and hostPath provisioners make them: a pod on the
+	// real node that runs as non-root (the chart's etcd) writes its data there, and a
+	// hostPath volume takes no fsGroup.
 	if err := os.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(path, 0o777); err != nil {
 		return err
 	}
 	_, err = v.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
