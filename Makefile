@@ -20,6 +20,9 @@ CONTROLLER_PORT ?= 18280
 KWOK_PORT   ?= 18281
 REGISTRY_PORT ?= 5000
 KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd etcdctl etcdutl kwok
+# The real node's (internal/localplatform/node): kubelet and kube-proxy v1.37.1, containerd
+# v2.4 with its runc shim and ctr; runc and the CNI plugins come from Debian's packages.
+NODE_TOOLS  := kubelet kube-proxy containerd containerd-shim-runc-v2 ctr
 # Flux's controllers v1.9.6, which the local platform runs against its kube-apiserver.
 FLUX_TOOLS  := source-controller kustomize-controller
 GOTESTFLAGS ?=
@@ -50,9 +53,11 @@ images:
 # Real Kubernetes binaries built from the Go module proxy (hack/tools): kubectl, kube-apiserver,
 # kube-controller-manager and kube-scheduler v1.37.1, etcd v3.6 with etcdctl and etcdutl (backup
 # and restore, docs/install.md), kwok v0.8, Flux's source-controller and kustomize-controller
-# with their CRDs; rebuilt only when their go.mod changes.
+# with their CRDs, and the real node's kubelet, kube-proxy and containerd (with runc and the CNI
+# plugins from Debian); rebuilt only when their go.mod changes.
 tools:
-	hack/build-tools.sh $(KUBE_TOOLS) $(FLUX_TOOLS)
+	hack/build-tools.sh $(KUBE_TOOLS) $(NODE_TOOLS) $(FLUX_TOOLS)
+	hack/install-node-deps.sh
 
 run: build tools
 	@echo "kubectl v1.37.1 is $(BIN)/kubectl; data lives in $(PLINTH_DIR)/local (make clean removes it)"
