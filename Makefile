@@ -21,8 +21,9 @@ KWOK_PORT   ?= 18281
 REGISTRY_PORT ?= 5000
 KUBE_TOOLS  := kubectl kube-apiserver kube-controller-manager kube-scheduler etcd etcdctl etcdutl kwok
 # The real node's (internal/localplatform/node): kubelet and kube-proxy v1.37.1, containerd
-# v2.4 with its runc shim and ctr; runc and the CNI plugins come from Debian's packages.
-NODE_TOOLS  := kubelet kube-proxy containerd containerd-shim-runc-v2 ctr
+# v2.4 with its runc shim and ctr, CoreDNS v1.15 for its pods; runc and the CNI plugins come
+# from Debian's packages.
+NODE_TOOLS  := kubelet kube-proxy containerd containerd-shim-runc-v2 ctr coredns
 # Flux's controllers v1.9.6, which the local platform runs against its kube-apiserver.
 FLUX_TOOLS  := source-controller kustomize-controller
 GOTESTFLAGS ?=

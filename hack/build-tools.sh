@@ -30,6 +30,7 @@ declare -A PACKAGES=(
     [containerd]=github.com/containerd/containerd/v2/cmd/containerd
     [containerd-shim-runc-v2]=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
     [ctr]=github.com/containerd/containerd/v2/cmd/ctr
+    [coredns]=github.com/plinth-dev/plinth/hack/tools/coredns
     [etcd]=go.etcd.io/etcd/server/v3
     [etcdctl]=go.etcd.io/etcd/etcdctl/v3
     [etcdutl]=go.etcd.io/etcd/etcdutl/v3
@@ -42,6 +43,8 @@ declare -A PACKAGES=(
 # from the same module, so a snapshot is saved and restored by the version that wrote it), and
 # kwok pins its own k8s.io versions. containerd has its own (hack/tools/containerd): in this
 # module it would raise the grpc, otel and containerd api versions k8s.io/kubernetes builds with.
+# CoreDNS (hack/tools/coredns: its kubernetes, forward and cache plugins and a few more, the
+# cluster DNS of the real node's pods) pins its own k8s.io client versions.
 declare -A MODULES=(
     [etcd]=hack/tools/etcd
     [etcdctl]=hack/tools/etcd
@@ -50,6 +53,7 @@ declare -A MODULES=(
     [containerd]=hack/tools/containerd
     [containerd-shim-runc-v2]=hack/tools/containerd
     [ctr]=hack/tools/containerd
+    [coredns]=hack/tools/coredns
     [source-controller]=hack/tools/source-controller
     [kustomize-controller]=hack/tools/kustomize-controller
 )

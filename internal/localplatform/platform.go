@@ -92,8 +92,9 @@ type Platform struct {
 	standby *supervisor.Process
 	// stopVolumes stops the volume provisioner (volumes.go); nil until it runs.
 	stopVolumes func()
-	// node is the real node, if Config.RealNode asked for one.
+	// node is the real node, if Config.RealNode asked for one, and dns its pods' CoreDNS.
 	node *node.Node
+	dns  *supervisor.Process
 }
 
 // AdminKubeconfig is the system:masters kubeconfig.
@@ -271,10 +272,10 @@ func (p *Platform) Stop() {
 		p.stopVolumes = nil
 	}
 	supervisor.StopAll(StopTimeout,
-		append([]*supervisor.Process{p.controller, p.standby, p.plinth, p.kwok, p.scheduler, p.kcm}, p.fluxProcs...),
+		append([]*supervisor.Process{p.controller, p.standby, p.plinth, p.kwok, p.scheduler, p.kcm, p.dns}, p.fluxProcs...),
 		[]*supervisor.Process{p.kube},
 		[]*supervisor.Process{p.etcd})
-	p.controller, p.standby, p.plinth, p.kwok, p.scheduler, p.kcm, p.kube, p.etcd, p.fluxProcs = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	p.controller, p.standby, p.plinth, p.kwok, p.scheduler, p.kcm, p.kube, p.etcd, p.fluxProcs, p.dns = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 func (p *Platform) step(format string, args ...interface{}) {

@@ -2,9 +2,12 @@ package localplatform
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -95,7 +98,7 @@ func (p *Platform) nodeConfig() node.Config {
 	return node.Config{
 		Name: RealNode, LogDir: p.LogDir(), BinDir: p.cfg.BinDir,
 		Runc: "/usr/sbin/runc", CNIBinDir: "/usr/lib/cni",
-		Address: p.NodeAddress(), PodCIDR: NodePodCIDR,
+		Address: p.NodeAddress(), PodCIDR: NodePodCIDR, ClusterDNS: p.NodeAddress(),
 		CAFile:            filepath.Join(p.pkiDir, "ca.crt"),
 		KubeletKubeconfig: filepath.Join(p.cfg.Dir, "kubelet.kubeconfig"),
 		ProxyKubeconfig:   filepath.Join(p.cfg.Dir, "kube-proxy.kubeconfig"),
@@ -120,6 +123,53 @@ func (p *Platform) prepareNode() error {
 
 // startNode starts containerd, kubelet and kube-proxy and waits for the Node to be Ready.
 func (p *Platform) startNode(ctx context.Context) error {
-	p.step("the real node %s (containerd, kubelet, kube-proxy) on %s", RealNode, p.NodeAddress())
+	p.step("the real node %s (containerd, kubelet, kube-proxy) and CoreDNS on %s", RealNode, p.NodeAddress())
+	if err := p.startDNS(ctx); err != nil {
+		return err
+	}
 	return p.node.Start(ctx, p.admin)
+}
+
+// NodeKubeURL is kube-apiserver as pods on the real node reach it without a Service.
+func (p *Platform) NodeKubeURL() string {
+	return "https://" + net.JoinHostPort(p.NodeAddress(), strconv.Itoa(p.cfg.KubePort))
+}
+
+// NodeAdminKubeconfig is a self-contained admin kubeconfig for kube-apiserver at the real
+// node's address: what a Cluster registered from a pod on that node needs.
+func (p *Platform) NodeAdminKubeconfig() ([]byte, error) {
+	return pki.InlineKubeconfig(p.NodeKubeURL(), filepath.Join(p.pkiDir, "ca.crt"), pki.PairIn(p.pkiDir, "admin"), "admin")
+}
+
+// startDNS runs CoreDNS for the real node's pods, at the node's address (kubelet gives pods
+// that nameserver): Services and a StatefulSet's members by name under cluster.local, every
+// other name forwarded to the machine's resolver.
+func (p *Platform) startDNS(ctx context.Context) error {
+	ports, err := FreePorts(1, p.configuredPorts()...)
+	if err != nil {
+		return err
+	}
+	ready := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	corefile := filepath.Join(p.cfg.Dir, "Corefile")
+	if err := os.WriteFile(corefile, []byte(fmt.Sprintf(`.:53 {
+    bind %s
+    errors
+    ready %s
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig %s
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . /etc/resolv.conf
+    cache 30
+    loop
+}
+`, p.NodeAddress(), ready, p.AdminKubeconfig())), 0o644); err != nil {
+		return err
+	}
+	check := func(ctx context.Context) error { return httpOK(ctx, "http://"+ready+"/ready") }
+	if p.dns, err = p.run("coredns", check, "-conf", corefile); err != nil {
+		return err
+	}
+	return waitFor(ctx, "CoreDNS", 30*time.Second, p.dns, check)
 }

@@ -35,7 +35,7 @@ func EnsurePlatformBinaries() error {
 	}
 	toolsOnce.done = true
 	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "build-tools.sh"), "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "etcdctl", "etcdutl", "kwok",
-		"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr",
+		"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "coredns",
 		"source-controller", "kustomize-controller")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		toolsOnce.err = err
