@@ -29,6 +29,10 @@ state = %q
     sandbox = %q
 
 [plugins.'io.containerd.cri.v1.runtime']
+  # kubelet asks for negative OOM score adjustments (-998 for a pod's sandbox), which need
+  # CAP_SYS_RESOURCE; these machines run without it, and runc fails to start a container when
+  # the write fails. Clamped at containerd's own score (0), as for a rootless containerd.
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = 'runc'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
