@@ -28,13 +28,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/plinth-dev/plinth/internal/ociimage"
 )
 
-// binaries are the images: name, package and build tags.
-var binaries = []struct{ name, pkg, tags string }{
-	{"plinth-apiserver", "./cmd/apiserver", ""},
+// binaries are the images: name, package, build tags and the description label.
+var binaries = []struct{ name, pkg, tags, description string }{
+	{"plinth-apiserver", "./cmd/apiserver", "", "Plinth's aggregated API server"},
 	// Kustomize (through Helm) would import Go's plugin package, which needs cgo.
-	{"plinth-controller", "./cmd/controller", "kustomize_disable_go_plugin_support"},
+	{"plinth-controller", "./cmd/controller", "kustomize_disable_go_plugin_support", "Plinth's controllers"},
 }
 
 // source is the repository the labels name.
@@ -72,7 +74,7 @@ func run(ctx context.Context, o options) error {
 	if err := validRelease(o.release); err != nil {
 		return err
 	}
-	cas, err := caBundle()
+	cas, err := ociimage.CABundle()
 	if err != nil {
 		return err
 	}
@@ -83,14 +85,14 @@ func run(ctx context.Context, o options) error {
 		var size int64
 		for _, pl := range platforms {
 			bin := filepath.Join(o.out, "bin", pl.OS+"_"+pl.Architecture, b.name)
-			if err := goBuild(bin, b.pkg, b.tags, pl, o.release, rev); err != nil {
+			if err := goBuild(ctx, bin, b.pkg, b.tags, pl, o.release, rev); err != nil {
 				return err
 			}
 			data, err := os.ReadFile(bin)
 			if err != nil {
 				return err
 			}
-			img, err := buildImage(imageSpec{Name: b.name, Binary: data, Platform: pl, Release: o.release, Revision: rev, Source: source, Created: created, CABundle: cas})
+			img, err := ociimage.Build(ociimage.Spec{Name: b.name, Description: b.description, Binary: data, Platform: pl, Release: o.release, Revision: rev, Source: source, Created: created, CABundle: cas})
 			if err != nil {
 				return fmt.Errorf("%s for %s: %w", b.name, pl, err)
 			}
@@ -136,22 +138,11 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// goBuild builds a static binary the same way every time: no cgo, no local paths
-// (-trimpath), no VCS stamp of Go's own (it differs with a dirty tree; the revision is
-// stamped instead), and the release and revision in pkg/version.
-func goBuild(out, pkg, tags string, pl v1.Platform, release, revision string) error {
+// goBuild builds a binary as ociimage.BuildBinary does (static, reproducible), with the
+// release and revision in pkg/version and without the symbol table.
+func goBuild(ctx context.Context, out, pkg, tags string, pl v1.Platform, release, revision string) error {
 	ldflags := fmt.Sprintf("-s -w -X github.com/plinth-dev/plinth/pkg/version.release=%s -X github.com/plinth-dev/plinth/pkg/version.revision=%s", release, revision)
-	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	cmd := exec.Command("go", append(args, pkg)...)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+pl.OS, "GOARCH="+pl.Architecture, "GOFLAGS=")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s for %s/%s: %w", pkg, pl.OS, pl.Architecture, err)
-	}
-	return nil
+	return ociimage.BuildBinary(ctx, out, pkg, tags, pl, ldflags)
 }
 
 // commit is the checked-out commit and its committer time, which the images are stamped with.

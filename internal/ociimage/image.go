@@ -1,4 +1,13 @@
-package main
+// Package ociimage assembles OCI images without Docker or a base image from a registry: a base
+// layer the project writes itself (users, CA bundle, nsswitch.conf, /tmp) and a layer with one
+// static binary, every byte following from the Spec so that equal inputs give equal digests.
+// It also builds those static binaries (BuildBinary).
+//
+// hack/images (`make images`) builds plinth-apiserver's and plinth-controller's images with it;
+// the local platform's real node (internal/localplatform) builds its pause image (hack/pause)
+// and its etcd image with it, so the images a real kubelet runs are made the same way as
+// Plinth's own.
+package ociimage
 
 import (
 	"archive/tar"
@@ -8,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"time"
 
@@ -19,9 +29,10 @@ import (
 	"golang.org/x/crypto/x509roots/fallback/bundle"
 )
 
-// nonRoot is the user and group every Plinth container runs as; 65532 is the "nonroot" of
-// distroless and ko images, so policies written for those fit.
-const nonRoot = 65532
+// NonRoot is the user and group every Plinth container runs as, unless Spec.User says
+// otherwise; 65532 is the "nonroot" of distroless and ko images, so policies written for
+// those fit.
+const NonRoot = 65532
 
 // binDir is where the binary lives in the image, on PATH.
 const binDir = "/usr/local/bin"
@@ -29,10 +40,12 @@ const binDir = "/usr/local/bin"
 // caFile is the CA bundle's path; Go's crypto/x509 reads it on Linux without being told.
 const caFile = "/etc/ssl/certs/ca-certificates.crt"
 
-// imageSpec is one image: one binary for one platform, and what its labels say.
-type imageSpec struct {
+// Spec is one image: one binary for one platform, and what its labels say.
+type Spec struct {
 	// Name is the binary's name and the image's title: plinth-apiserver.
 	Name string
+	// Description is the image's description label: "Plinth's aggregated API server".
+	Description string
 	// Binary is the static executable.
 	Binary []byte
 	// Platform is the binary's OS and architecture.
@@ -43,13 +56,19 @@ type imageSpec struct {
 	Created                   time.Time
 	// CABundle is the PEM bundle written to caFile.
 	CABundle []byte
+	// Entrypoint is the command the image runs; empty is the binary alone,
+	// /usr/local/bin/<Name>. Set it to give the binary fixed arguments.
+	Entrypoint []string
+	// User is the user:group the image runs as; empty is NonRoot:NonRoot. Only root and
+	// nonroot have names in the image's /etc/passwd.
+	User string
 }
 
-// buildImage assembles the image: a base layer (users, CA bundle, /tmp) the project builds
+// Build assembles the image: a base layer (users, CA bundle, /tmp) the project builds
 // itself, since no base image can be pulled, and a layer with the binary. Every byte follows
 // from spec: files are sorted, owned by fixed ids, stamped with Created, and compressed
 // without a timestamp, so equal specs give equal digests.
-func buildImage(spec imageSpec) (v1.Image, error) {
+func Build(spec Spec) (v1.Image, error) {
 	base, err := layer(baseFiles(spec.CABundle), spec.Created)
 	if err != nil {
 		return nil, err
@@ -63,6 +82,8 @@ func buildImage(spec imageSpec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The history's comment names hack/images, where this assembly was first written: changing
+	// it would change every image's digest for nothing.
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img,
@@ -81,8 +102,8 @@ func buildImage(spec imageSpec) (v1.Image, error) {
 	cf.Created = v1.Time{Time: spec.Created}
 	cf.Author = spec.Source
 	cf.Config = v1.Config{
-		Entrypoint: []string{path.Join(binDir, spec.Name)},
-		User:       fmt.Sprintf("%d:%d", nonRoot, nonRoot),
+		Entrypoint: entrypoint(spec),
+		User:       user(spec),
 		WorkingDir: "/home/nonroot",
 		Env:        []string{"PATH=" + binDir + ":/usr/bin:/bin", "SSL_CERT_FILE=" + caFile},
 		Labels:     labels(spec),
@@ -90,9 +111,25 @@ func buildImage(spec imageSpec) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
+// entrypoint is spec.Entrypoint, or else the binary alone.
+func entrypoint(spec Spec) []string {
+	if len(spec.Entrypoint) > 0 {
+		return slices.Clone(spec.Entrypoint)
+	}
+	return []string{path.Join(binDir, spec.Name)}
+}
+
+// user is spec.User, or else NonRoot's user and group.
+func user(spec Spec) string {
+	if spec.User != "" {
+		return spec.User
+	}
+	return fmt.Sprintf("%d:%d", NonRoot, NonRoot)
+}
+
 // labels are the OCI image annotations' keys, as labels (what `crane config`, registries and
 // scanners read).
-func labels(spec imageSpec) map[string]string {
+func labels(spec Spec) map[string]string {
 	return map[string]string{
 		"org.opencontainers.image.title":       spec.Name,
 		"org.opencontainers.image.version":     spec.Release,
@@ -100,13 +137,8 @@ func labels(spec imageSpec) map[string]string {
 		"org.opencontainers.image.source":      spec.Source,
 		"org.opencontainers.image.created":     spec.Created.UTC().Format(time.RFC3339),
 		"org.opencontainers.image.licenses":    "Apache-2.0",
-		"org.opencontainers.image.description": description[spec.Name],
+		"org.opencontainers.image.description": spec.Description,
 	}
-}
-
-var description = map[string]string{
-	"plinth-apiserver":  "Plinth's aggregated API server",
-	"plinth-controller": "Plinth's controllers",
 }
 
 // file is one entry of a layer.
@@ -131,7 +163,7 @@ func baseFiles(caBundle []byte) []file {
 		{name: "etc/ssl/certs/", mode: 0o755, dir: true},
 		{name: "etc/ssl/certs/ca-certificates.crt", mode: 0o644, data: caBundle},
 		{name: "home/", mode: 0o755, dir: true},
-		{name: "home/nonroot/", mode: 0o700, dir: true, uid: nonRoot, gid: nonRoot},
+		{name: "home/nonroot/", mode: 0o700, dir: true, uid: NonRoot, gid: NonRoot},
 		{name: "root/", mode: 0o700, dir: true},
 		{name: "tmp/", mode: 0o1777, dir: true},
 	}
@@ -164,11 +196,11 @@ func layer(files []file, mtime time.Time) (v1.Layer, error) {
 		tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 }
 
-// caBundle is Mozilla's root store as the Go module golang.org/x/crypto/x509roots/fallback
+// CABundle is Mozilla's root store as the Go module golang.org/x/crypto/x509roots/fallback
 // pins it, in PEM: a bundle from the module proxy, so the same go.sum gives the same bytes on
 // every machine (the build machine's /etc/ssl would not). Roots NSS distrusts after a date
 // are left out, since a PEM bundle cannot carry that constraint.
-func caBundle() ([]byte, error) {
+func CABundle() ([]byte, error) {
 	var out bytes.Buffer
 	for root := range bundle.Roots() {
 		if root.Constraint != nil {

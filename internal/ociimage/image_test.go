@@ -1,12 +1,15 @@
-package main
+package ociimage
 
 import (
 	"archive/tar"
+	"context"
 	"crypto/x509"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,19 +24,21 @@ import (
 
 var created = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 
-func spec(t *testing.T) imageSpec {
+const source = "https://github.com/plinth-dev/plinth"
+
+func spec(t *testing.T) Spec {
 	t.Helper()
-	cas, err := caBundle()
+	cas, err := CABundle()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return imageSpec{Name: "plinth-apiserver", Binary: []byte("not really a binary"), Platform: v1.Platform{OS: "linux", Architecture: "amd64"},
+	return Spec{Name: "plinth-apiserver", Description: "Plinth's aggregated API server", Binary: []byte("not really a binary"), Platform: v1.Platform{OS: "linux", Architecture: "amd64"},
 		Release: "v0.4.0", Revision: "0123456789abcdef", Source: source, Created: created, CABundle: cas}
 }
 
-func digest(t *testing.T, s imageSpec) v1.Hash {
+func digest(t *testing.T, s Spec) v1.Hash {
 	t.Helper()
-	img, err := buildImage(s)
+	img, err := Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,19 +49,22 @@ func digest(t *testing.T, s imageSpec) v1.Hash {
 	return d
 }
 
-// TestBuildImageIsReproducible: equal inputs give equal digests, and each input counts.
-func TestBuildImageIsReproducible(t *testing.T) {
+// TestBuildIsReproducible: equal inputs give equal digests, and each input counts.
+func TestBuildIsReproducible(t *testing.T) {
 	s := spec(t)
 	first := digest(t, s)
 	if again := digest(t, s); again != first {
 		t.Fatalf("the same spec gave %s and %s", first, again)
 	}
-	for what, change := range map[string]func(*imageSpec){
-		"binary":   func(s *imageSpec) { s.Binary = []byte("another binary") },
-		"revision": func(s *imageSpec) { s.Revision = "fedcba9876543210" },
-		"release":  func(s *imageSpec) { s.Release = "v0.4.1" },
-		"created":  func(s *imageSpec) { s.Created = s.Created.Add(time.Second) },
-		"platform": func(s *imageSpec) { s.Platform.Architecture = "arm64" },
+	for what, change := range map[string]func(*Spec){
+		"binary":      func(s *Spec) { s.Binary = []byte("another binary") },
+		"revision":    func(s *Spec) { s.Revision = "fedcba9876543210" },
+		"release":     func(s *Spec) { s.Release = "v0.4.1" },
+		"created":     func(s *Spec) { s.Created = s.Created.Add(time.Second) },
+		"platform":    func(s *Spec) { s.Platform.Architecture = "arm64" },
+		"description": func(s *Spec) { s.Description = "another description" },
+		"entrypoint":  func(s *Spec) { s.Entrypoint = []string{"/usr/local/bin/plinth-apiserver", "--flag"} },
+		"user":        func(s *Spec) { s.User = "0:0" },
 	} {
 		c := spec(t)
 		change(&c)
@@ -68,7 +76,7 @@ func TestBuildImageIsReproducible(t *testing.T) {
 
 // TestImageConfig: OCI media types, a non-root user, the entrypoint and the labels.
 func TestImageConfig(t *testing.T) {
-	img, err := buildImage(spec(t))
+	img, err := Build(spec(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +100,7 @@ func TestImageConfig(t *testing.T) {
 	for k, want := range map[string]string{
 		"org.opencontainers.image.title": "plinth-apiserver", "org.opencontainers.image.version": "v0.4.0",
 		"org.opencontainers.image.revision": "0123456789abcdef", "org.opencontainers.image.source": source,
-		"org.opencontainers.image.created": "2026-11-28T12:00:00Z",
+		"org.opencontainers.image.created": "2026-11-28T12:00:00Z", "org.opencontainers.image.description": "Plinth's aggregated API server",
 	} {
 		if got := cf.Config.Labels[k]; got != want {
 			t.Errorf("label %s = %q, want %q", k, got, want)
@@ -100,10 +108,44 @@ func TestImageConfig(t *testing.T) {
 	}
 }
 
+// TestEntrypointAndUserOverrideTheDefaults: a Spec may give the binary fixed arguments and run
+// it as another user; the binary stays at /usr/local/bin/<Name>.
+func TestEntrypointAndUserOverrideTheDefaults(t *testing.T) {
+	s := spec(t)
+	s.Name, s.Entrypoint, s.User = "etcd", []string{"/usr/local/bin/etcd", "--data-dir=/var/lib/etcd"}, "0:0"
+	img, err := Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Entrypoint[1] = "--changed-after-build"
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cf.Config.Entrypoint, []string{"/usr/local/bin/etcd", "--data-dir=/var/lib/etcd"}) || cf.Config.User != "0:0" {
+		t.Errorf("entrypoint %q, user %q", cf.Config.Entrypoint, cf.Config.User)
+	}
+	var found bool
+	tr := tar.NewReader(mutate.Extract(img))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = found || hdr.Name == "usr/local/bin/etcd"
+	}
+	if !found {
+		t.Error("the binary is not at /usr/local/bin/etcd")
+	}
+}
+
 // TestImageFilesystem: every entry is stamped with the commit's time and owned by root except
 // nonroot's home; the users exist; the CA bundle holds Mozilla's roots.
 func TestImageFilesystem(t *testing.T) {
-	img, err := buildImage(spec(t))
+	img, err := Build(spec(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +167,7 @@ func TestImageFilesystem(t *testing.T) {
 		if !hdr.ModTime.Equal(created) {
 			t.Errorf("%s is stamped %s", hdr.Name, hdr.ModTime)
 		}
-		if owner := hdr.Uid; (owner == nonRoot) != (hdr.Name == "home/nonroot") {
+		if owner := hdr.Uid; (owner == NonRoot) != (hdr.Name == "home/nonroot") {
 			t.Errorf("%s is owned by %d", hdr.Name, owner)
 		}
 	}
@@ -156,10 +198,8 @@ func TestRunsAsNonRootFromItsOwnFilesystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "probe")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, prog)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	if err := BuildBinary(context.Background(), bin, prog, "", v1.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}, ""); err != nil {
+		t.Fatal(err)
 	}
 	data, err := os.ReadFile(bin)
 	if err != nil {
@@ -167,7 +207,7 @@ func TestRunsAsNonRootFromItsOwnFilesystem(t *testing.T) {
 	}
 	s := spec(t)
 	s.Name, s.Binary = "probe", data
-	img, err := buildImage(s)
+	img, err := Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +218,7 @@ func TestRunsAsNonRootFromItsOwnFilesystem(t *testing.T) {
 	cf, _ := img.ConfigFile()
 	cmd := exec.Command(cf.Config.Entrypoint[0])
 	cmd.Env, cmd.Dir = cf.Config.Env, "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: nonRoot, Gid: nonRoot}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: NonRoot, Gid: NonRoot}}
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "nonroot 65532 roots tmp" {
 		t.Fatalf("the probe in the image: %v\n%s", err, out)
@@ -214,27 +254,3 @@ func main() {
 	fmt.Println(u.Username, u.Uid, roots, tmp)
 }
 `
-
-func TestParsePlatformsRefusesWhatIsNotLinux(t *testing.T) {
-	if got, err := parsePlatforms("linux/amd64, linux/arm64"); err != nil || len(got) != 2 || got[1].Architecture != "arm64" {
-		t.Errorf("parsePlatforms: %+v %v", got, err)
-	}
-	for _, bad := range []string{"", "linux", "windows/amd64", "linux/arm/v7/x", "linux/"} {
-		if _, err := parsePlatforms(bad); err == nil || !strings.Contains(err.Error(), "--platforms") {
-			t.Errorf("parsePlatforms(%q) = %v", bad, err)
-		}
-	}
-}
-
-func TestValidReleaseRefusesWhatATagCannotCarry(t *testing.T) {
-	for _, ok := range []string{"v0.4.0", "v0.0.0-20261128120000-0123456789ab", "latest"} {
-		if err := validRelease(ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"v0.4.0+build", "has space", "a/b", ":x", strings.Repeat("v", 129)} {
-		if err := validRelease(bad); err == nil || !strings.Contains(err.Error(), "--release") {
-			t.Errorf("%q: %v", bad, err)
-		}
-	}
-}
