@@ -31,7 +31,7 @@ GOTESTFLAGS ?=
 # unless this tag is set, which forces external linking and keeps unused methods (~45 MB).
 GOTAGS      ?= kustomize_disable_go_plugin_support
 
-.PHONY: all build images tools run run-standalone test test-unit test-integration test-faults-short test-faults bench bench-scale bench-go bench-controller bench-compute bench-gitops bench-packs bench-watch fuzz verify generate clean clean-all
+.PHONY: all build images tools run run-standalone test test-unit test-integration test-faults-short test-faults test-replicas bench bench-scale bench-go bench-controller bench-compute bench-gitops bench-packs bench-watch fuzz verify generate clean clean-all
 
 all: build
 
@@ -89,6 +89,13 @@ test-faults-short: build tools
 
 test-faults: build tools
 	PLINTH_FAULTS=long PLINTH_FAULTS_REPORT=$(CURDIR)/_output/faults-long.md $(GO) test $(GOTESTFLAGS) -count=1 -timeout 60m -v -run TestFaults ./test/faults/
+
+# Losing a replica under load (docs/reliability.md, "Losing a replica"): the chart's highly
+# available profile installed on the local platform's real node, the fault suite's load through
+# kube-apiserver, and one plinth-apiserver replica, the leading etcd member and the leading
+# plinth-controller SIGKILLed in turn. Writes its table to _output/replicas.md (about six minutes).
+test-replicas: build tools
+	PLINTH_REPLICAS=1 PLINTH_REPLICAS_REPORT=$(CURDIR)/_output/replicas.md $(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m -v -run TestReplicaLoss ./test/faults/
 
 # Plinth against a CRD with the same schema and ConfigMaps of the same size (protobuf) on the
 # same kube-apiserver, and against raw etcd, with both servers' CPU per get: writes the table

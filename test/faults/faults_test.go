@@ -65,29 +65,70 @@ var longForm = form{name: "long", rounds: 3, workloads: 30, computes: 10, packs:
 	interval: 50 * time.Millisecond, vmInterval: 200 * time.Millisecond, packInterval: time.Second,
 	before: 10 * time.Second, after: 10 * time.Second, readyBound: 180 * time.Second}
 
-// fault is one component to kill.
+// fault is one process to kill.
 type fault struct {
 	name string
-	// component picks the process to kill (the leader is found when the fault starts).
-	component func(ctx context.Context, p *localplatform.Platform) (string, error)
-	// registry: the outage ends when Cluster local's registry answers again, not when the
-	// killed process is back.
-	registry bool
+	// kill finds what to kill when the fault starts (the leader, a replica), kills it with
+	// SIGKILL and says what it killed; back returns once it or its successor serves again.
+	kill func(ctx context.Context) (killed string, back func(context.Context) error, err error)
+	// apiserver: the killed process is a plinth-apiserver, which must never answer 403 while
+	// it starts again.
+	apiserver bool
+}
+
+// localFault kills a component of the local platform: component picks it.
+func localFault(p *localplatform.Platform, name string, component func(context.Context, *localplatform.Platform) (string, error), registry bool) fault {
+	fl := fault{name: name}
+	fl.kill = func(ctx context.Context) (string, func(context.Context) error, error) {
+		c, err := component(ctx, p)
+		if err != nil {
+			return "", nil, err
+		}
+		pid, err := p.KillComponent(c)
+		if err != nil {
+			return "", nil, err
+		}
+		back := func(ctx context.Context) error {
+			if _, err := p.WaitComponentBack(ctx, c, pid); err != nil {
+				return fmt.Errorf("%s (pid %d) did not come back: %w", c, pid, err)
+			}
+			switch {
+			case registry:
+				return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+					_, err := artifact.Tags(ctx, p.RegistryEndpoint(), repository)
+					return err == nil, nil
+				})
+			case c == localplatform.ComponentController || c == localplatform.ComponentStandbyController:
+				// Over once a live process leads: the restarted one or the standby.
+				return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+					_, err := p.LeadingController(ctx)
+					return err == nil, nil
+				})
+			}
+			return nil
+		}
+		return fmt.Sprintf("%s (pid %d)", c, pid), back, nil
+	}
+	fl.apiserver = name == "plinth-apiserver"
+	return fl
 }
 
 func fixed(name string) func(context.Context, *localplatform.Platform) (string, error) {
 	return func(context.Context, *localplatform.Platform) (string, error) { return name, nil }
 }
 
-// faults are the components killed in turn. Cluster local's registry runs inside the leading
-// plinth-controller (docs/gitops.md), so its fault is the leader's SIGKILL measured from the
-// registry's side: it is over when the new leader serves the registry again, with its data.
-var faults = []fault{
-	{name: "etcd", component: fixed(localplatform.ComponentEtcd)},
-	{name: "kube-apiserver", component: fixed(localplatform.ComponentKubeAPIServer)},
-	{name: "plinth-apiserver", component: fixed(localplatform.ComponentPlinthAPIServer)},
-	{name: "leading plinth-controller", component: leader},
-	{name: "local registry (in the leader)", component: leader, registry: true},
+// localFaults are the components killed in turn. Cluster local's registry runs inside the
+// leading plinth-controller (docs/gitops.md), so its fault is the leader's SIGKILL measured
+// from the registry's side: it is over when the new leader serves the registry again, with its
+// data.
+func localFaults(p *localplatform.Platform) []fault {
+	return []fault{
+		localFault(p, "etcd", fixed(localplatform.ComponentEtcd), false),
+		localFault(p, "kube-apiserver", fixed(localplatform.ComponentKubeAPIServer), false),
+		localFault(p, "plinth-apiserver", fixed(localplatform.ComponentPlinthAPIServer), false),
+		localFault(p, "leading plinth-controller", leader, false),
+		localFault(p, "local registry (in the leader)", leader, true),
+	}
 }
 
 func leader(ctx context.Context, p *localplatform.Platform) (string, error) {
@@ -156,7 +197,7 @@ func TestFaults(t *testing.T) {
 
 	rec := &load.Recorder{}
 	cfg := load.Config{Tenant: alice, Approver: carol, Namespace: ns,
-		Workloads: f.workloads, TenantComputes: f.computes, VMs: f.vmsPerFault * len(faults) * f.rounds, VMsPerRun: f.vmsPerFault, Services: f.services, Cluster: localplatform.LocalCluster,
+		Workloads: f.workloads, TenantComputes: f.computes, VMs: f.vmsPerFault * len(localFaults(p)) * f.rounds, VMsPerRun: f.vmsPerFault, Services: f.services, Cluster: localplatform.LocalCluster,
 		Interval: f.interval, VMInterval: f.vmInterval, RegistryEndpoint: p.RegistryEndpoint(), Repository: repository,
 		Admin: dana, Packs: f.packs, PackNamespace: packNamespace, PackTargetNamespace: packTarget, PackInterval: f.packInterval,
 		RequestTimeout: 5 * time.Second, Recorder: rec}
@@ -193,8 +234,8 @@ func TestFaults(t *testing.T) {
 	}
 	var rows []Row
 	for round := 1; round <= f.rounds; round++ {
-		for _, fl := range faults {
-			row, ok := runFault(t, ctx, p, f, fl, round, gen, rec, watcher, admin, kv, snap)
+		for _, fl := range localFaults(p) {
+			row, ok := runFault(t, ctx, f, fl, round, gen, rec, watcher, admin, kv, snap)
 			rows = append(rows, row)
 			if !ok {
 				t.Logf("results so far:\n%s", Table(rows))
@@ -215,7 +256,7 @@ func TestFaults(t *testing.T) {
 // runFault runs the load, kills the fault's component, waits for it (or its successor) to
 // serve, lets the load go on, stops it, and checks. ok is false when the platform did not
 // recover, so that later faults would measure nothing.
-func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f form, fl fault, round int, gen *load.Generator, rec *load.Recorder,
+func runFault(t *testing.T, ctx context.Context, f form, fl fault, round int, gen *load.Generator, rec *load.Recorder,
 	watcher *watch.Recorder, admin clientset.Interface, kv kubevirtv1client.KubevirtV1Interface, snap func(context.Context) (check.Snapshot, error)) (Row, bool) {
 	t.Helper()
 	row := Row{Fault: fl.name, Round: round}
@@ -227,38 +268,16 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	defer func() { stopLoad(); <-loadDone }()
 	time.Sleep(f.before)
 
-	component, err := fl.component(ctx, p)
-	if err != nil {
-		t.Errorf("%s: %v", fl.name, err)
-		return row, false
-	}
 	kill := time.Now()
-	pid, err := p.KillComponent(component)
+	killed, back, err := fl.kill(ctx)
 	if err != nil {
 		t.Errorf("%s: %v", fl.name, err)
 		return row, false
 	}
 	backCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	if _, err := p.WaitComponentBack(backCtx, component, pid); err != nil {
-		t.Errorf("%s (pid %d) did not come back: %v", component, pid, err)
-		return row, false
-	}
-	switch {
-	case fl.registry:
-		err = wait.PollUntilContextCancel(backCtx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			_, err := artifact.Tags(ctx, p.RegistryEndpoint(), repository)
-			return err == nil, nil
-		})
-	case component == localplatform.ComponentController || component == localplatform.ComponentStandbyController:
-		// Over once a live process leads: the restarted one or the standby.
-		err = wait.PollUntilContextCancel(backCtx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			_, err := p.LeadingController(ctx)
-			return err == nil, nil
-		})
-	}
-	if err != nil {
-		t.Errorf("%s: not serving again: %v", fl.name, err)
+	if err := back(backCtx); err != nil {
+		t.Errorf("%s: %s not serving again: %v", fl.name, killed, err)
 		return row, false
 	}
 	row.Outage = time.Since(kill)
@@ -277,11 +296,12 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	loadStopped := time.Now()
 	row.Failed, row.Acked = rec.FailedBetween(kill, loadStopped), rec.AckedBetween(kill, loadStopped)
 	row.FailedByKind = rec.FailedByKind(kill, loadStopped)
+	row.FailedByCode, row.ErrorSpan = failedByCode(rec, kill, loadStopped)
 	row.Forbidden = rec.FailedWithCode(kill, loadStopped, http.StatusForbidden)
 	// A restarted plinth-apiserver answers relayed requests 503 + Retry-After until it has
 	// loaded the front proxy's CA (frontproxy.WithCALoaded), never 403 as system:anonymous.
 	// kube-apiserver's own 403s while its RBAC caches fill are kube-apiserver's, and allowed.
-	if component == localplatform.ComponentPlinthAPIServer && row.Forbidden > 0 {
+	if fl.apiserver && row.Forbidden > 0 {
 		t.Errorf("%s: %d requests were answered 403 after the restart", fl.name, row.Forbidden)
 	}
 	sampled := map[string]bool{}
@@ -298,9 +318,7 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	if err := gen.Drain(drainCtx); err != nil {
 		t.Errorf("%s: %v", fl.name, err)
 	}
-	if leaderNow, err := p.LeadingController(ctx); err == nil {
-		t.Logf("%s: killed %s (pid %d); %s leads now", fl.name, component, pid, leaderNow)
-	}
+	t.Logf("%s: killed %s", fl.name, killed)
 
 	// Every object converges within the bound, counted from the SIGKILL.
 	var vs []check.Violation
@@ -368,6 +386,26 @@ func runFault(t *testing.T, ctx context.Context, p *localplatform.Platform, f fo
 	return row, true
 }
 
+// failedByCode counts the failures from from to to by the HTTP status they were answered with (0:
+// no answer), and the span from the first to the last: how long clients saw errors.
+func failedByCode(rec *load.Recorder, from, to time.Time) (map[int32]int, time.Duration) {
+	codes := map[int32]int{}
+	var first, last time.Time
+	for _, f := range rec.Failures() {
+		if f.At.Before(from) || f.At.After(to) {
+			continue
+		}
+		codes[f.Code]++
+		if first.IsZero() || f.At.Before(first) {
+			first = f.At
+		}
+		if f.At.After(last) {
+			last = f.At
+		}
+	}
+	return codes, last.Sub(first)
+}
+
 func violations(vs []check.Violation) string {
 	lines := make([]string, len(vs))
 	for i, v := range vs {
@@ -378,7 +416,8 @@ func violations(vs []check.Violation) string {
 
 // snapshot reads what check.Check needs: the namespace's Workloads with their Deployments,
 // ManagedVMs with their create tickets, the VirtualMachines on Cluster local, and the load's
-// repository's tags.
+// repository's tags. Without kv (an install that runs no KubeVirt, no packs and no registry
+// load) it reads the Workloads and TenantComputes only.
 func snapshot(ctx context.Context, admin clientset.Interface, kube kubernetes.Interface, kv kubevirtv1client.KubevirtV1Interface, registry string) (check.Snapshot, error) {
 	s := check.Snapshot{Workloads: map[string]check.ObjectState{}, TenantComputes: map[string]check.ObjectState{}, Packs: map[string]check.PackState{}, VMs: map[string]check.VMState{}, RunningPhase: string(gov.VMPhaseRunning),
 		RegistryTags: map[string]bool{}}
@@ -422,6 +461,9 @@ func snapshot(ctx context.Context, admin clientset.Interface, kube kubernetes.In
 		}
 		addDeployments(&st, byCompute[ns+"/"+tc.Name])
 		s.TenantComputes[ns+"/"+tc.Name] = st
+	}
+	if kv == nil {
+		return s, nil
 	}
 	if err := snapshotPacks(ctx, admin, kube, &s); err != nil {
 		return s, err

@@ -27,3 +27,21 @@ func TestTableRendersEveryFigure(t *testing.T) {
 		t.Errorf("row %q, want it to begin with %q", lines[4], want)
 	}
 }
+
+func TestReplicaTableSplitsFailuresByAnswer(t *testing.T) {
+	got := ReplicaTable([]Row{
+		{Fault: "one plinth-apiserver replica", Outage: 4 * time.Second, Failed: 5, FailedByCode: map[int32]int{503: 4, 0: 1}, ErrorSpan: 1200 * time.Millisecond,
+			Acked: 80, FirstWrite: 100 * time.Millisecond, AllReady: 6 * time.Second, Resumes: 1},
+		{Fault: "the leading etcd member", Outage: 3 * time.Second, Acked: 90},
+	})
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "| replica lost | back after | failed requests (by answer) | clients saw errors for |") {
+		t.Fatalf("table:\n%s", got)
+	}
+	if want := "| one plinth-apiserver replica | 4.0 s | 5 (no answer: 1, 503: 4) | 1.2 s | 80 | 0.1 s | 6.0 s | 0 | 0 | 1 / 0 / 0 / 0 |"; lines[2] != want {
+		t.Errorf("row %q, want %q", lines[2], want)
+	}
+	if want := "| the leading etcd member | 3.0 s | 0 | none | 90 |"; !strings.HasPrefix(lines[3], want) {
+		t.Errorf("row %q, want it to begin with %q (no failure: no error span)", lines[3], want)
+	}
+}
