@@ -93,9 +93,10 @@ test-faults: build tools
 # Losing a replica under load (docs/reliability.md, "Losing a replica"): the chart's highly
 # available profile installed on the local platform's real node, the fault suite's load through
 # kube-apiserver, and one plinth-apiserver replica, the leading etcd member and the leading
-# plinth-controller SIGKILLed in turn. Writes its table to _output/replicas.md (about six minutes).
+# plinth-controller SIGKILLed in turn, after a rolling restart. Writes its table into
+# docs/reliability.md (about four minutes).
 test-replicas: build tools
-	PLINTH_REPLICAS=1 PLINTH_REPLICAS_REPORT=$(CURDIR)/_output/replicas.md $(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m -v -run TestReplicaLoss ./test/faults/
+	PLINTH_REPLICAS=1 PLINTH_REPLICAS_DOCS=$(CURDIR)/docs/reliability.md $(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m -v -run TestReplicaLoss ./test/faults/
 
 # Plinth against a CRD with the same schema and ConfigMaps of the same size (protobuf) on the
 # same kube-apiserver, and against raw etcd, with both servers' CPU per get: writes the table

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/plinth-dev/plinth/internal/docsection"
 )
 
 const (
@@ -199,15 +201,5 @@ const (
 
 // writeDocs replaces the section between the markers in a Markdown file.
 func (r *report) writeDocs(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	text := string(data)
-	begin, end := strings.Index(text, beginMarker), strings.Index(text, endMarker)
-	if begin < 0 || end < begin {
-		return fmt.Errorf("%s has no %q … %q section", path, beginMarker, endMarker)
-	}
-	text = text[:begin+len(beginMarker)] + "\n" + r.markdown() + text[end:]
-	return os.WriteFile(path, []byte(text), 0o644)
+	return docsection.Section{Begin: beginMarker, End: endMarker}.WriteFile(path, r.markdown())
 }

@@ -150,34 +150,6 @@ func TestTableRows(t *testing.T) {
 	}
 }
 
-func TestReplaceSection(t *testing.T) {
-	added, err := replaceSection("# Benchmarks\n\ntext\n", "FIGURES\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "# Benchmarks\n\ntext\n\n" + heading + "\n\n" + beginMarker + "\nFIGURES\n" + endMarker + "\n"
-	if added != want {
-		t.Errorf("added:\n%s\nwant:\n%s", added, want)
-	}
-	replaced, err := replaceSection(added+"\nafter\n", "NEW\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(replaced, "FIGURES") || !strings.Contains(replaced, beginMarker+"\nNEW\n"+endMarker) ||
-		!strings.HasSuffix(replaced, "\nafter\n") || strings.Count(replaced, heading) != 1 {
-		t.Errorf("replaced:\n%s", replaced)
-	}
-	for name, bad := range map[string]string{
-		"only begin": "x\n" + beginMarker + "\n",
-		"only end":   "x\n" + endMarker + "\n",
-		"reversed":   endMarker + "\n" + beginMarker + "\n",
-	} {
-		if _, err := replaceSection(bad, "NEW\n"); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
 func TestCells(t *testing.T) {
 	ms := func(v ...float64) benchharness.Durations {
 		var d benchharness.Durations

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plinth-dev/plinth/internal/benchharness"
+	"github.com/plinth-dev/plinth/internal/docsection"
 )
 
 // report is one run's figures.
@@ -163,6 +164,8 @@ const (
 	heading     = "## Scale: 10,000 Workloads (issue 21)"
 )
 
+var docs = docsection.Section{Begin: beginMarker, End: endMarker, Heading: heading}
+
 // about says what the section measures; it stands above the figures, inside the markers, so
 // that it changes with them.
 const about = `Plinth's Workloads (through kube-apiserver's aggregator to plinth-apiserver) next to a CRD of the same schema
@@ -184,31 +187,7 @@ func (r *report) section() string { return about + "\n\n" + r.markdown() }
 // writeDocs puts the section between its markers in a Markdown file, adding the heading and
 // markers at the file's end when they are not there.
 func (r *report) writeDocs(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	text, err := replaceSection(string(data), r.section())
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.WriteFile(path, []byte(text), 0o644)
-}
-
-// replaceSection replaces what stands between the markers with section; without markers it
-// appends the heading and a marked section. Markers out of order, or only one of them, are
-// an error rather than a guess at what to replace.
-func replaceSection(text, section string) (string, error) {
-	begin, end := strings.Index(text, beginMarker), strings.Index(text, endMarker)
-	switch {
-	case begin < 0 && end < 0:
-		return strings.TrimRight(text, "\n") + "\n\n" + heading + "\n\n" + beginMarker + "\n" + section + endMarker + "\n", nil
-	case begin < 0 || end < 0:
-		return "", fmt.Errorf("only one of the markers %q and %q", beginMarker, endMarker)
-	case end < begin:
-		return "", fmt.Errorf("%q comes before %q", endMarker, beginMarker)
-	}
-	return text[:begin+len(beginMarker)] + "\n" + section + text[end:], nil
+	return docs.WriteFile(path, r.section())
 }
 
 // commit is HEAD's short hash, marked when the tree has changes of tracked files.

@@ -236,6 +236,13 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("plinth-apiserver args %v lack %s", container.Args, wantEtcd)
 	}
 	checkSecure(t, "plinth-apiserver", pod)
+	// A replica being stopped serves on until its endpoints are gone, then drains.
+	if !slices.Contains(container.Args, "--shutdown-delay-duration=5s") {
+		t.Errorf("plinth-apiserver args %v lack --shutdown-delay-duration=5s", container.Args)
+	}
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g != 35 {
+		t.Errorf("plinth-apiserver terminationGracePeriodSeconds %v, want the delay and 30 s", g)
+	}
 
 	pdb := one(t, objs, "PodDisruptionBudget", "plinth-apiserver")
 	if max, _, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "maxUnavailable"); fmt.Sprint(max) != "1" {
@@ -392,6 +399,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"etcd: {replicas: 2}", "/etcd/replicas"},
 		{"image: {tag: 1.0}", "/image/tag"},
 		{"apiserver: {replica: 3}", "replica"},
+		{"apiserver: {shutdownDelaySeconds: -1}", "/apiserver/shutdownDelaySeconds"},
+		{"apiserver: {shutdownDelaySeconds: 90}", "/apiserver/shutdownDelaySeconds"},
 	} {
 		t.Run(tc.values, func(t *testing.T) {
 			_, err := Render(engine.Engine{}, loadChart(t), parseValues(t, tc.values))
@@ -526,4 +535,19 @@ func decodeAll(t *testing.T, name, content string) []*unstructured.Unstructured 
 		}
 	}
 	return out
+}
+
+// TestShutdownDelayZeroStopsAtOnce: shutdownDelaySeconds 0 leaves the server's own default
+// (stop listening at SIGTERM) and the usual grace period.
+func TestShutdownDelayZeroStopsAtOnce(t *testing.T) {
+	objs := objects(t, engine.Engine{}, parseValues(t, "apiserver: {shutdownDelaySeconds: 0}"))
+	pod := into[appsv1.Deployment](t, one(t, objs, "Deployment", "plinth-apiserver")).Spec.Template.Spec
+	for _, arg := range pod.Containers[0].Args {
+		if strings.HasPrefix(arg, "--shutdown-") {
+			t.Errorf("plinth-apiserver has %s with shutdownDelaySeconds 0", arg)
+		}
+	}
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g != 30 {
+		t.Errorf("terminationGracePeriodSeconds %v, want 30", g)
+	}
 }

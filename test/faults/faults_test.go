@@ -74,6 +74,9 @@ type fault struct {
 	// apiserver: the killed process is a plinth-apiserver, which must never answer 403 while
 	// it starts again.
 	apiserver bool
+	// planned: not a crash but a stop a cluster makes on purpose (a rolling update), which no
+	// client may notice.
+	planned bool
 }
 
 // localFault kills a component of the local platform: component picks it.
@@ -387,7 +390,8 @@ func runFault(t *testing.T, ctx context.Context, f form, fl fault, round int, ge
 }
 
 // failedByCode counts the failures from from to to by the HTTP status they were answered with (0:
-// no answer), and the span from the first to the last: how long clients saw errors.
+// no answer), and the span from the first failed request's sending (not before from) to the
+// last failure: how long clients saw errors.
 func failedByCode(rec *load.Recorder, from, to time.Time) (map[int32]int, time.Duration) {
 	codes := map[int32]int{}
 	var first, last time.Time
@@ -396,8 +400,16 @@ func failedByCode(rec *load.Recorder, from, to time.Time) (map[int32]int, time.D
 			continue
 		}
 		codes[f.Code]++
-		if first.IsZero() || f.At.Before(first) {
-			first = f.At
+		// A client waiting for an answer that never came saw the error from when it asked.
+		began := f.At
+		if !f.Sent.IsZero() {
+			began = f.Sent
+		}
+		if began.Before(from) {
+			began = from
+		}
+		if first.IsZero() || began.Before(first) {
+			first = began
 		}
 		if f.At.After(last) {
 			last = f.At

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,10 +17,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/plinth-dev/plinth/internal/docsection"
+	"github.com/plinth-dev/plinth/internal/localplatform"
 	clientset "github.com/plinth-dev/plinth/pkg/generated/clientset/versioned"
 	"github.com/plinth-dev/plinth/test/faults/check"
 	"github.com/plinth-dev/plinth/test/faults/load"
@@ -35,19 +39,63 @@ var replicaForm = form{name: "replicas", rounds: 1, workloads: 6, computes: 3,
 
 // TestReplicaLoss installs the chart's highly available profile (charts/plinth/values-ha.yaml:
 // two plinth-apiservers, two plinth-controllers, three etcd members) on the local platform's
-// real node, runs the fault suite's load through kube-apiserver, and SIGKILLs in turn the
-// process of one plinth-apiserver replica, of the etcd member that leads, and of the leading
+// real node, runs the fault suite's load through kube-apiserver, restarts plinth-apiserver as a
+// rolling update does (no request may fail), then SIGKILLs in turn the process of one
+// plinth-apiserver replica, of the etcd member that leads, and of the leading
 // plinth-controller; kubelet restarts each. Per fault it reports the requests that failed, for
-// how long clients saw errors, how the watch resumed, and lost writes, which must be none.
-// `make test-replicas` runs it (PLINTH_REPLICAS=1) and writes the table to
-// _output/replicas.md, which docs/reliability.md quotes.
+// how long clients saw errors, how the watch resumed, and lost writes, which must be none. It
+// does all this twice, once for each way kube-apiserver routes to the replicas (routingModes).
+// `make test-replicas` runs it (PLINTH_REPLICAS=1) and writes the tables into
+// docs/reliability.md (PLINTH_REPLICAS_DOCS).
 func TestReplicaLoss(t *testing.T) {
 	if os.Getenv("PLINTH_REPLICAS") == "" {
 		t.Skip("make test-replicas runs the replica-loss test (PLINTH_REPLICAS=1)")
 	}
+	started := time.Now()
+	var sections []string
+	for _, mode := range routingModes {
+		t.Run(mode.name, func(t *testing.T) {
+			rows := replicaLoss(t, mode.kubeAPIServerArgs)
+			sections = append(sections, fmt.Sprintf("**%s.**\n\n%s", mode.title, ReplicaTable(rows)))
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	f := replicaForm
+	all := strings.Join(sections, "\n")
+	t.Logf("losing a replica under load (%d workloads, %d tenant computes, a write every %s per kind), total %s:\n%s",
+		f.workloads, f.computes, f.interval, time.Since(started).Round(time.Second), all)
+	if page := os.Getenv("PLINTH_REPLICAS_DOCS"); page != "" {
+		commit, _ := exec.Command("git", "-C", framework.RepoRoot(), "rev-parse", "--short", "HEAD").Output()
+		content := fmt.Sprintf("One run of `make test-replicas` on %s at commit %s (%d workloads and %d tenant computes, a write every %s per kind; %s in all).\n\n%s",
+			time.Now().UTC().Format("2006-01-02"), strings.TrimSpace(string(commit)), f.workloads, f.computes, f.interval, time.Since(started).Round(time.Second), all)
+		if err := replicaSection.WriteFile(page, content); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// routingModes are the two ways kube-apiserver reaches an aggregated server's replicas. By
+// default it proxies to the Service's cluster IP over long-lived HTTP/2 connections, so
+// kube-proxy balances connections, not requests; --enable-aggregator-routing makes it pick an
+// endpoint from the EndpointSlices for each request.
+var routingModes = []struct {
+	name, title       string
+	kubeAPIServerArgs []string
+}{
+	{"service", "kube-apiserver proxies to the Service's cluster IP (its default)", nil},
+	{"endpoints", "kube-apiserver picks a ready endpoint per request (`--enable-aggregator-routing`)", []string{"--enable-aggregator-routing=true"}},
+}
+
+// replicaLoss installs the HA profile on a cluster whose kube-apiserver has the extra args,
+// runs the load and the faults, and returns their rows.
+func replicaLoss(t *testing.T, kubeAPIServerArgs []string) []Row {
 	f := replicaForm
 	started := time.Now()
-	tg := install.Prepare(t, "v0.0.0-replicas")
+	tg := install.Prepare(t, "v0.0.0-replicas", func(c *localplatform.Config) {
+		c.KubeAPIServerArgs = append(c.KubeAPIServerArgs, kubeAPIServerArgs...)
+	})
 	tg.Install(t, tg.Values(install.HAValues(t)))
 	t.Logf("highly available profile installed on the real node in %s", time.Since(started).Round(time.Second))
 	ctx := context.Background()
@@ -87,30 +135,59 @@ func TestReplicaLoss(t *testing.T) {
 	r := replicas{kube: tg.Client}
 	var rows []Row
 	for _, fl := range []fault{
+		{name: "plinth-apiserver's rolling restart (planned)", kill: r.rollingRestart, apiserver: true, planned: true},
 		{name: "one plinth-apiserver replica", kill: r.apiserver, apiserver: true},
 		{name: "the leading etcd member", kill: r.etcdLeader},
 		{name: "the leading plinth-controller", kill: r.controllerLeader},
 	} {
 		row, ok := runFault(t, ctx, f, fl, 1, gen, rec, watcher, admin, nil, snap)
 		rows = append(rows, row)
+		// A planned restart stops each replica after its endpoints are gone
+		// (apiserver.shutdownDelaySeconds): no client may see an error.
+		if fl.planned && row.Failed > 0 {
+			t.Errorf("%s: %d requests failed", fl.name, row.Failed)
+		}
 		if !ok {
 			t.Logf("results so far:\n%s", ReplicaTable(rows))
 			t.FailNow()
 		}
 	}
-	table := ReplicaTable(rows)
-	t.Logf("losing a replica under load (%d workloads, %d tenant computes, a write every %s per kind), total %s:\n%s",
-		f.workloads, f.computes, f.interval, time.Since(started).Round(time.Second), table)
-	if out := os.Getenv("PLINTH_REPLICAS_REPORT"); out != "" {
-		if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
+	return rows
 }
+
+// replicaSection is the table's place in docs/reliability.md.
+var replicaSection = docsection.Section{Begin: "<!-- test-replicas:begin (make test-replicas writes this section) -->", End: "<!-- test-replicas:end -->"}
 
 // replicas finds and kills the processes of the chart's pods on the real node.
 type replicas struct {
 	kube kubernetes.Interface
+}
+
+// rollingRestart restarts plinth-apiserver's Deployment as `kubectl rollout restart` does: a
+// new replica starts, then an old one is stopped with SIGTERM, twice. It is back once the
+// rollout is complete.
+func (r replicas) rollingRestart(ctx context.Context) (string, func(context.Context) error, error) {
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
+	if _, err := r.kube.AppsV1().Deployments(install.Namespace).Patch(ctx, "plinth-apiserver", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return "", nil, err
+	}
+	back := func(ctx context.Context) error {
+		return wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			d, err := r.kube.AppsV1().Deployments(install.Namespace).Get(ctx, "plinth-apiserver", metav1.GetOptions{})
+			if err != nil || d.Spec.Replicas == nil {
+				return false, nil
+			}
+			st := d.Status
+			if st.ObservedGeneration != d.Generation || st.UpdatedReplicas != *d.Spec.Replicas || st.Replicas != *d.Spec.Replicas ||
+				st.AvailableReplicas != *d.Spec.Replicas {
+				return false, nil
+			}
+			// Over when the old replicas have stopped, not only when the new ones serve.
+			pods, err := r.kube.CoreV1().Pods(install.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=plinth-apiserver"})
+			return err == nil && int32(len(pods.Items)) == *d.Spec.Replicas, nil
+		})
+	}
+	return "both plinth-apiserver replicas, one after the other", back, nil
 }
 
 // apiserver kills one Ready plinth-apiserver replica; it is back once the Deployment has both
@@ -177,7 +254,7 @@ func (r replicas) controllerLeader(ctx context.Context) (string, func(context.Co
 	return killed + ", held the Lease", back, nil
 }
 
-// readyPods are the Ready pods of the chart's component name, by name.
+// readyPods are the Ready pods of the chart's component name that are not being deleted.
 func (r replicas) readyPods(ctx context.Context, name string) ([]corev1.Pod, error) {
 	list, err := r.kube.CoreV1().Pods(install.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
 	if err != nil {
@@ -185,7 +262,8 @@ func (r replicas) readyPods(ctx context.Context, name string) ([]corev1.Pod, err
 	}
 	var ready []corev1.Pod
 	for _, pod := range list.Items {
-		if podReady(&pod) {
+		// A pod being deleted is on its way out, however Ready: kubelet restarts nothing in it.
+		if pod.DeletionTimestamp == nil && podReady(&pod) {
 			ready = append(ready, pod)
 		}
 	}

@@ -55,8 +55,9 @@ type Target struct {
 
 // Prepare starts a registry, pushes a pause image and an etcd image built from the etcd binary
 // the platform runs (quay.io cannot be reached from here), starts a bare cluster with a real
-// node, and builds and pushes Plinth's images with hack/images as release.
-func Prepare(t testing.TB, release string) *Target {
+// node (configured further by configure), and builds and pushes Plinth's images with
+// hack/images as release.
+func Prepare(t testing.TB, release string, configure ...func(*localplatform.Config)) *Target {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("a real node needs root")
@@ -77,6 +78,9 @@ func Prepare(t testing.TB, release string) *Target {
 	tg.Platform = framework.StartLocalPlatformWith(t, func(c *localplatform.Config) {
 		c.KubernetesOnly, c.Nodes = true, 1
 		c.RealNode = &localplatform.RealNodeConfig{SandboxImage: pause}
+		for _, f := range configure {
+			f(c)
+		}
 	})
 	tg.Admin = tg.Platform.AdminKubeconfig()
 	cfg, err := clientcmd.BuildConfigFromFlags("", tg.Admin)

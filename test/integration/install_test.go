@@ -168,6 +168,34 @@ func TestHelmInstallOnRealNode(t *testing.T) {
 		install.WaitKubectl(t, admin, time.Minute, "wait", "-n", "shop", "--for=condition=Ready", "workload/shop", "--timeout=10s")
 	})
 
+	t.Run("readiness follows etcd", func(t *testing.T) {
+		// Without etcd every replica fails /readyz and leaves the Service, so kube-apiserver
+		// reports the APIServices unavailable instead of proxying to servers that cannot answer;
+		// with etcd back they return, and nothing was lost.
+		readyReplicas := func() string {
+			out, _ := framework.Kubectl(admin, "get", "deployment", "-n", install.Namespace, "plinth-apiserver", "-o", "jsonpath={.status.readyReplicas}")
+			return out
+		}
+		if out, err := framework.Kubectl(admin, "scale", "statefulset", "-n", install.Namespace, "plinth-etcd", "--replicas=0"); err != nil {
+			t.Fatalf("scaling etcd down: %v\n%s", err, out)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+			r := readyReplicas()
+			return r == "" || r == "0", nil
+		}); err != nil {
+			t.Errorf("%s plinth-apiserver replicas still Ready two minutes after etcd stopped", readyReplicas())
+		}
+		install.WaitKubectl(t, admin, time.Minute, "wait", "--for=condition=Available=False", "apiservice/v1b1.score.dev", "--timeout=10s")
+		if out, err := framework.Kubectl(admin, "scale", "statefulset", "-n", install.Namespace, "plinth-etcd", "--replicas=1"); err != nil {
+			t.Fatalf("scaling etcd up: %v\n%s", err, out)
+		}
+		install.WaitRollout(t, admin, "statefulset/plinth-etcd", "plinth-apiserver")
+		install.WaitKubectl(t, admin, 2*time.Minute, "wait", "--for=condition=Available", "apiservice/v1b1.score.dev", "--timeout=10s")
+		if after := kept(); after["workload/shop"] != before["workload/shop"] {
+			t.Errorf("Workload shop after etcd's restart: %s, want %s", after["workload/shop"], before["workload/shop"])
+		}
+	})
+
 	t.Run("an image that is not there is named by the rollout", func(t *testing.T) {
 		bad := action.NewUpgrade(tg.Helm)
 		bad.Namespace, bad.Timeout = install.Namespace, time.Minute

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -90,6 +91,16 @@ type Options struct {
 	// it has caught up with etcd's current revision (pkg/registry/cachedget), instead of
 	// reading and decoding the object from etcd.
 	ConsistentGetFromCache bool
+	// ShutdownDelay is how long the server goes on serving after SIGTERM, with /readyz
+	// failing, before it stops listening: time for the endpoints to drop the replica, so that
+	// a rolling update or a drain sends no request to a closed port. ShutdownSendRetryAfter
+	// then keeps the port open until the requests in flight are done, answering new ones 429
+	// with Retry-After instead of refusing the connection. The chart does not set it: behind
+	// kube-apiserver the one client is the aggregator's HTTP/2 connection, which the server's
+	// GOAWAY moves to another replica at once, while a 429 makes the end client wait five
+	// seconds (docs/reliability.md, Losing a replica).
+	ShutdownDelay          time.Duration
+	ShutdownSendRetryAfter bool
 
 	Out io.Writer
 
@@ -191,6 +202,8 @@ func (o *Options) AddFlags(flags *pflag.FlagSet) {
 	flags.StringSliceVar(&o.PlatformGroups, "platform-groups", o.PlatformGroups, "Groups that may use the internal APIs (PlatformPolicy, Provisioner, ResourceBinding, WorkloadPlan), subject to RBAC. Everyone else is denied whatever RBAC grants.")
 	flags.StringVar(&o.EncryptionKeyFile, "encryption-key-file", "", "Key file (YAML: keys: [{id, secret: base64 of 32 bytes}]) whose first key encrypts target clusters' kubeconfigs and whose every key decrypts them. Without it, Clusters cannot be created. With --standalone, a file is created under --standalone-dir when none is given.")
 	flags.BoolVar(&o.ConsistentGetFromCache, "consistent-get-from-cache", false, "Answer a client's GET without a resourceVersion from the watch cache once it has caught up with etcd's current revision, as fresh as a read from etcd. Off by default; it waits about 50 ms per GET while other kinds are written (docs/benchmarks.md).")
+	flags.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", 0, "Time to go on serving after SIGTERM, with /readyz failing, before the port closes, so that the Service's endpoints drop this replica first (the chart sets 5s).")
+	flags.BoolVar(&o.ShutdownSendRetryAfter, "shutdown-send-retry-after", false, "After --shutdown-delay-duration, keep the port open until the requests in flight are done and answer new ones 429 with a Retry-After header, which clients retry, instead of refusing connections.")
 	flags.StringSliceVar(&o.PlatformUsers, "platform-users", o.PlatformUsers, "Users (such as the controller's service account) that may use the internal APIs, subject to RBAC.")
 	flags.StringSliceVar(&o.ApproverGroups, "approver-groups", o.ApproverGroups, "Groups that may, besides --platform-groups and --platform-users, approve or reject tickets and adopt VMs, subject to RBAC. Everyone else is denied those whatever RBAC grants.")
 }
@@ -260,6 +273,9 @@ func (o *Options) Validate() error {
 				break
 			}
 		}
+	}
+	if o.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay-duration %s must not be negative", o.ShutdownDelay))
 	}
 	if o.EncryptionKeyFile != "" && !o.createKeyFile {
 		// Read, not written: a key file that cannot be used stops the server before it starts
@@ -361,6 +377,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.Recommended.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
+	cfg.ShutdownDelayDuration, cfg.ShutdownSendRetryAfter = o.ShutdownDelay, o.ShutdownSendRetryAfter
 	if o.ConsistentGetFromCache {
 		cfg.RESTOptionsGetter = cachedget.RESTOptionsGetter(cfg.RESTOptionsGetter)
 	}

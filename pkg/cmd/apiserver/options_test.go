@@ -79,6 +79,8 @@ func TestValidate(t *testing.T) {
 		{name: "empty platform group", args: []string{"--platform-groups", "platform:admins,,x"}, want: []string{"--platform-groups must not contain an empty name"}},
 		{name: "empty platform user", args: []string{"--platform-users", ","}, want: []string{"--platform-users must not contain an empty name"}},
 		{name: "empty approver group", args: []string{"--approver-groups", "platform:approvers,"}, want: []string{"--approver-groups must not contain an empty name"}},
+		{name: "graceful shutdown", args: append([]string{"--shutdown-delay-duration", "5s", "--shutdown-send-retry-after"}, etcd...)},
+		{name: "negative shutdown delay", args: append([]string{"--shutdown-delay-duration", "-1s"}, etcd...), want: []string{"--shutdown-delay-duration -1s must not be negative"}},
 		{name: "missing key file", args: []string{"--encryption-key-file", filepath.Join(t.TempDir(), "missing.yaml")}, want: []string{"--encryption-key-file"}},
 		{name: "key file without keys", args: []string{"--standalone", "--encryption-key-file", notKeys}, want: []string{"--encryption-key-file"}},
 		{

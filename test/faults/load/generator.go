@@ -322,6 +322,7 @@ func (o *objects) write(ctx context.Context, i int) {
 	if !o.created[i] {
 		verb, write = VerbCreate, o.create
 	}
+	sent := time.Now()
 	rv, err := write(ctx, i, seq)
 	if verb == VerbCreate && apierrors.IsAlreadyExists(err) {
 		// An earlier create whose answer was lost did land: from now on, update.
@@ -330,7 +331,7 @@ func (o *objects) write(ctx context.Context, i int) {
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			o.cfg.Recorder.Fail(Failure{Key: key, Verb: verb, At: time.Now(), Err: err.Error(), Code: code(err)})
+			o.cfg.Recorder.Fail(Failure{Key: key, Verb: verb, Sent: sent, At: time.Now(), Err: err.Error(), Code: code(err)})
 		}
 		return
 	}

@@ -56,8 +56,9 @@ type Write struct {
 type Failure struct {
 	Key
 	Verb string
-	// At is when the request failed.
-	At time.Time
+	// Sent is when the request was sent (zero where not recorded), At when it failed: a
+	// request that timed out failed long after it was sent.
+	Sent, At time.Time
 	// Err is the error's text.
 	Err string
 	// Code is the HTTP status the server answered with, or 0 when there was no answer (a
