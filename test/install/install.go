@@ -115,7 +115,35 @@ func (tg *Target) Values(extra map[string]any) map[string]any {
 		"controller": chartutil.CoalesceTables(map[string]any{"extraArgs": []any{"--cluster-probe-interval=2s"}}, onNode()),
 		"etcd":       chartutil.CoalesceTables(map[string]any{"image": map[string]any{"repository": tg.Registry + "/etcd", "tag": tg.EtcdTag}}, onNode()),
 	}
-	return chartutil.CoalesceTables(extra, v)
+	// Coalescing writes into its first map: a copy, so that maps extra shares (one env for
+	// two components) do not carry one component's values into the other.
+	return chartutil.CoalesceTables(copyValues(extra), v)
+}
+
+// copyValues copies the maps and lists of values, deeply.
+func copyValues(values map[string]any) map[string]any {
+	if values == nil {
+		return nil
+	}
+	c := make(map[string]any, len(values))
+	for k, v := range values {
+		c[k] = copyValue(v)
+	}
+	return c
+}
+
+func copyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return copyValues(v)
+	case []any:
+		c := make([]any, len(v))
+		for i, e := range v {
+			c[i] = copyValue(e)
+		}
+		return c
+	}
+	return v
 }
 
 // Install runs `helm install plinth charts/plinth -n plinth-system --create-namespace` with
@@ -164,9 +192,28 @@ func WaitRollout(t testing.TB, kubeconfig string, deployments ...string) {
 		if out, err := framework.Kubectl(kubeconfig, "rollout", "status", "-n", Namespace, d, "--timeout=4m"); err != nil {
 			pods, _ := framework.Kubectl(kubeconfig, "get", "pods", "-n", Namespace, "-o", "wide")
 			events, _ := framework.Kubectl(kubeconfig, "get", "events", "-n", Namespace)
-			t.Fatalf("%s: %v\n%s\n%s\n%s", d, err, out, pods, events)
+			t.Fatalf("%s: %v\n%s\n%s\n%s%s", d, err, out, pods, events, crashLogs(kubeconfig))
 		}
 	}
+}
+
+// crashLogs are the last lines each restarted container wrote before it ended.
+func crashLogs(kubeconfig string) string {
+	out, err := framework.Kubectl(kubeconfig, "get", "pods", "-n", Namespace, "-o",
+		`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.containerStatuses[0].restartCount}{"\n"}{end}`)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		pod, restarts, _ := strings.Cut(line, " ")
+		if restarts == "" || restarts == "0" {
+			continue
+		}
+		logs, _ := framework.Kubectl(kubeconfig, "logs", "-n", Namespace, pod, "--previous", "--tail=30")
+		fmt.Fprintf(&b, "\n==== %s, before its last restart:\n%s", pod, logs)
+	}
+	return b.String()
 }
 
 // WaitKubectl runs kubectl until it succeeds or timeout passes.
