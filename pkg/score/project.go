@@ -28,10 +28,25 @@ type Projection struct {
 }
 
 // ProjectionError says which placeholder could not be resolved; it maps to the
-// ProjectionError reason.
+// ProjectionError reason. Message is one or more sentences in the user's own words (the
+// resource, the output, the metadata key they wrote), fit for a condition.
 type ProjectionError struct {
 	Path    *field.Path
 	Message string
+}
+
+// projectionError wraps what substituting at fldPath failed with: each placeholder's own
+// sentence, joined.
+func projectionError(fldPath *field.Path, err error) *ProjectionError {
+	var sentences []string
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			sentences = append(sentences, e.Error())
+		}
+	} else {
+		sentences = append(sentences, err.Error())
+	}
+	return &ProjectionError{Path: fldPath, Message: strings.Join(sentences, " ")}
 }
 
 func (e *ProjectionError) Error() string { return e.Path.String() + ": " + e.Message }
@@ -168,13 +183,13 @@ func substitute(s string, meta map[string]interface{}, outputs map[string]Output
 		parts := framework.SplitRefParts(ref)
 		if len(parts) == 3 && parts[0] == "resources" {
 			if o, ok := outputs[parts[1]]; ok && o.Secrets.Has(parts[2]) {
-				return "", fmt.Errorf("output %q of resource %q is secret and cannot be used here", parts[2], parts[1])
+				return "", fmt.Errorf("Output %q of resource %q is secret and cannot be used here.", parts[2], parts[1])
 			}
 		}
 		return lookup(ref, meta, outputs, used)
 	})
 	if err != nil {
-		return "", &ProjectionError{Path: fldPath, Message: err.Error()}
+		return "", projectionError(fldPath, err)
 	}
 	return out, nil
 }
@@ -201,7 +216,7 @@ func substituteKeepingSecrets(s string, meta map[string]interface{}, outputs map
 	}}
 	out, err := sub.SubstituteString(s)
 	if err != nil {
-		return "", &ProjectionError{Path: fldPath, Message: err.Error()}
+		return "", projectionError(fldPath, err)
 	}
 	return out, nil
 }
@@ -219,20 +234,20 @@ func lookup(ref string, meta map[string]interface{}, outputs map[string]Outputs,
 		for _, p := range parts[1:] {
 			m, ok := v.(map[string]interface{})
 			if !ok {
-				return "", fmt.Errorf("metadata key %q not found", strings.Join(parts[1:], "."))
+				return "", fmt.Errorf("The workload's metadata has no %q.", strings.Join(parts[1:], "."))
 			}
 			if v, ok = m[p]; !ok {
-				return "", fmt.Errorf("metadata key %q not found", strings.Join(parts[1:], "."))
+				return "", fmt.Errorf("The workload's metadata has no %q.", strings.Join(parts[1:], "."))
 			}
 		}
 		return fmt.Sprint(v), nil
 	case "resources":
 		if len(parts) < 2 {
-			return "", fmt.Errorf("${%s} needs a resource name", ref)
+			return "", fmt.Errorf("${%s} names no resource.", ref)
 		}
 		out, ok := outputs[parts[1]]
 		if !ok {
-			return "", fmt.Errorf("resource %q has no outputs yet", parts[1])
+			return "", fmt.Errorf("Resource %q has no outputs yet.", parts[1])
 		}
 		key := "source"
 		if len(parts) > 2 {
@@ -240,12 +255,25 @@ func lookup(ref string, meta map[string]interface{}, outputs map[string]Outputs,
 		}
 		value, ok := out.Values[key]
 		if !ok {
-			return "", fmt.Errorf("resource %q has no output %q", parts[1], key)
+			return "", missingOutput(parts[1], key, out)
 		}
 		markUsed(used, parts[1], key)
 		return value, nil
 	}
-	return "", fmt.Errorf("${%s} has an unknown root", ref)
+	return "", fmt.Errorf("${%s} refers to neither metadata nor resources.", ref)
+}
+
+// missingOutput names the output the workload asked for and the ones the resource has (names
+// only: a secret output's name is no secret).
+func missingOutput(resource, output string, out Outputs) error {
+	names := sets.KeySet(out.Values).Union(out.Secrets)
+	if out.Secrets.Has(output) {
+		return fmt.Errorf("Output %q of resource %q is secret and cannot be used here.", output, resource)
+	}
+	if names.Len() == 0 {
+		return fmt.Errorf("Resource %q has no output %q; it has none.", resource, output)
+	}
+	return fmt.Errorf("Resource %q has no output %q; it has: %s.", resource, output, strings.Join(sets.List(names), ", "))
 }
 
 func markUsed(used map[string]sets.Set[string], resource, output string) {

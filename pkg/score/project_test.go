@@ -1,11 +1,13 @@
 package score
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/plinth-dev/plinth/pkg/apis/score/v1b1"
@@ -182,5 +184,37 @@ func TestProjectUndoesEscapesOnce(t *testing.T) {
 		if got := ptr.Deref(c.Files[i].Content, ""); got != want {
 			t.Errorf("file %d = %q in the plan, want %q", i, got, want)
 		}
+	}
+}
+
+// TestProjectionMessagesNameWhatTheUserWrote maps each placeholder a workload can get wrong to
+// the sentence its ProjectionError carries: the resource, the output or the metadata key as
+// the user wrote them, and what there is instead.
+func TestProjectionMessagesNameWhatTheUserWrote(t *testing.T) {
+	outputs := map[string]Outputs{
+		"env":   {Values: map[string]string{"LOG_LEVEL": "debug", "REGION": "eu"}, Secrets: sets.New("API_KEY")},
+		"empty": {Values: map[string]string{}},
+	}
+	for _, tc := range []struct{ placeholder, want string }{
+		{"${resources.env.DEBUG}", `Resource "env" has no output "DEBUG"; it has: API_KEY, LOG_LEVEL, REGION.`},
+		{"${resources.empty.url}", `Resource "empty" has no output "url"; it has none.`},
+		{"${resources.cache.host}", `Resource "cache" has no outputs yet.`},
+		{"url=${resources.env.API_KEY}", `Output "API_KEY" of resource "env" is secret and cannot be used here.`},
+		{"${metadata.labels.team}", `The workload's metadata has no "labels.team".`},
+		{"${resources}", `${resources} names no resource.`},
+		{"${spec.name}", `${spec.name} refers to neither metadata nor resources.`},
+		{"${resources.env.DEBUG}-${resources.env.TRACE}", `Resource "env" has no output "DEBUG"; it has: API_KEY, LOG_LEVEL, REGION. Resource "env" has no output "TRACE"; it has: API_KEY, LOG_LEVEL, REGION.`},
+	} {
+		t.Run(tc.placeholder, func(t *testing.T) {
+			path := field.NewPath("spec", "containers").Key("main").Child("variables").Key("X")
+			_, err := substitute(tc.placeholder, map[string]interface{}{"name": "shop"}, outputs, map[string]sets.Set[string]{}, path)
+			var pe *ProjectionError
+			if !errors.As(err, &pe) {
+				t.Fatalf("want a ProjectionError, got %v", err)
+			}
+			if pe.Message != tc.want || pe.Path.String() != path.String() {
+				t.Errorf("message %q at %s, want %q", pe.Message, pe.Path, tc.want)
+			}
+		})
 	}
 }

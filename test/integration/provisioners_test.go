@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -422,6 +423,42 @@ spec:
 		}
 		if _, err := plinth.Workloads(ns).Get(ctx, "both-env", metav1.GetOptions{}); err == nil {
 			t.Error("the refused workload was stored")
+		}
+	})
+
+	t.Run("an output the resource does not have is named, with those it has", func(t *testing.T) {
+		// score-compose's environment sample reads a variable the environment does not hold.
+		workload := func(params string) string {
+			return `apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: env-reader}
+spec:
+  containers:
+    main:
+      image: ghcr.io/example/app:1.0
+      variables: {DEBUG: "${resources.env.DEBUG}"}
+  resources:
+    env: {type: environment, params: ` + params + `}
+`
+		}
+		as("alice", workload("{LOG_LEVEL: debug, REGION: eu}"), "apply", "-n", ns, "-f", "-")
+		want := `Resource "env" has no output "DEBUG"; it has: LOG_LEVEL, REGION.`
+		var last string
+		if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			w, err := plinth.Workloads(ns).Get(ctx, "env-reader", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			c := meta.FindStatusCondition(w.Status.Conditions, v1b1.ConditionRuntimeReady)
+			last = fmt.Sprintf("%+v", c)
+			return c != nil && c.Reason == v1b1.ReasonProjectionError && c.Message == want, nil
+		}); err != nil {
+			t.Fatalf("RuntimeReady: %s, want %s with %q", last, v1b1.ReasonProjectionError, want)
+		}
+		// Given the output, the same workload runs.
+		as("alice", workload("{LOG_LEVEL: debug, REGION: eu, DEBUG: \"true\"}"), "apply", "-n", ns, "-f", "-")
+		if out, err := framework.Kubectl(p.Kubeconfig("alice"), "wait", "--for=condition=Ready", "-n", ns, "--timeout=60s", "workload/env-reader"); err != nil {
+			t.Fatalf("kubectl wait: %v\n%s", err, out)
 		}
 	})
 

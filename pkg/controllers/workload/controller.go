@@ -670,8 +670,14 @@ func (c *Controller) materialize(ctx context.Context, w *v1b1.Workload, in *inpu
 	}
 	projection, err := scorespec.Project(in.source, in.resolved, outputs)
 	if err != nil {
-		conditions.Set(&status.Conditions, w.Generation, v1b1.ConditionRuntimeReady, metav1.ConditionFalse, v1b1.ReasonProjectionError,
-			"A resource output the workload uses is missing.")
+		// The placeholder's own sentence names the resource and the output the workload asked
+		// for, and those it has: the user's words, not the runtime's.
+		message := "A resource output the workload uses is missing."
+		var pe *scorespec.ProjectionError
+		if errors.As(err, &pe) && pe.Message != "" {
+			message = pe.Message
+		}
+		conditions.Set(&status.Conditions, w.Generation, v1b1.ConditionRuntimeReady, metav1.ConditionFalse, v1b1.ReasonProjectionError, message)
 		status.Endpoint = nil
 		return nil
 	}
