@@ -37,6 +37,9 @@ func Resolve(w *v1b1.Workload) (*Workload, field.ErrorList) {
 	return out, out.checkPlaceholders(field.NewPath("spec"))
 }
 
+// noFileBeside says why a file's source cannot be read, and what to write instead.
+const noFileBeside = "a file's source is read next to the Score document, and only a document kept in a ConfigMap has anything next to it: put the file's text in content (or binaryContent), or keep the document and this file as keys of one ConfigMap (spec.source.configMapRef)"
+
 // Merge is Resolve without the placeholder checks, for callers that work on a workload the API
 // has already validated.
 func Merge(w *v1b1.Workload) (*Workload, field.ErrorList) {
@@ -48,6 +51,17 @@ func Merge(w *v1b1.Workload) (*Workload, field.ErrorList) {
 		FromInline: sets.New[string](),
 	}
 	var errs field.ErrorList
+	// files[].source is a path next to the Score file; a Workload without a ConfigMap source
+	// has nothing beside it to read.
+	if w.Spec.Source == nil || w.Spec.Source.ConfigMapRef == nil {
+		for _, name := range sets.List(sets.KeySet(w.Spec.Containers)) {
+			for i, f := range w.Spec.Containers[name].Files {
+				if f.Source != nil {
+					errs = append(errs, field.Forbidden(spec.Child("containers").Key(name).Child("files").Index(i).Child("source"), noFileBeside))
+				}
+			}
+		}
+	}
 	if w.Spec.Source != nil && w.Spec.Source.Inline != nil && len(w.Spec.Source.Inline.Raw) > 0 {
 		inlinePath := spec.Child("source", "inline")
 		doc, docErrs := ParseInline(w.Spec.Source.Inline.Raw, inlinePath)
@@ -57,6 +71,13 @@ func Merge(w *v1b1.Workload) (*Workload, field.ErrorList) {
 		inline, err := FromDocument(doc)
 		if err != nil {
 			return nil, field.ErrorList{field.Invalid(inlinePath, "<document>", err.Error())}
+		}
+		for _, name := range sets.List(sets.KeySet(inline.Containers)) {
+			for _, f := range inline.Containers[name].Files {
+				if f.Source != nil {
+					errs = append(errs, field.Forbidden(inlinePath.Child("containers").Key(name).Child("files").Key(f.Target).Child("source"), noFileBeside))
+				}
+			}
 		}
 		if inline.Name != w.Name {
 			errs = append(errs, field.Invalid(inlinePath.Child("metadata", "name"), inline.Name, fmt.Sprintf("must equal the Workload's name %q", w.Name)))

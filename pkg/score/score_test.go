@@ -54,15 +54,27 @@ func fields(errs field.ErrorList) []string {
 	return out
 }
 
+// TestScoreGoSampleIsValid resolves score-go's full sample inline. Its one file read from a
+// path beside the document is refused, at that file, with what to write instead: inline there
+// is nothing beside it. With that file's text given as content the sample is valid.
 func TestScoreGoSampleIsValid(t *testing.T) {
 	sample, err := os.ReadFile(filepath.Join(scoreGoDir(t), "schema", "files", "samples", "score-full.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := inlineWorkload("example-workload-name123", string(sample))
+	_, errs := Resolve(inlineWorkload("example-workload-name123", string(sample)))
+	want := "spec.source.inline.containers[container-one1].files[/my/file].source"
+	if len(errs) != 1 || errs[0].Field != want || errs[0].Type != field.ErrorTypeForbidden || !strings.Contains(errs[0].Detail, "spec.source.configMapRef") {
+		t.Fatalf("score-go's full sample: %v, want one refusal at %s", errs, want)
+	}
+	withContent := strings.Replace(string(sample), "source: file.txt", `content: "the file's text"`, 1)
+	if withContent == string(sample) {
+		t.Fatal("the sample no longer reads file.txt")
+	}
+	w := inlineWorkload("example-workload-name123", withContent)
 	resolved, errs := Resolve(w)
 	if len(errs) != 0 {
-		t.Fatalf("score-go's full sample: %v", errs)
+		t.Fatalf("score-go's full sample with content: %v", errs)
 	}
 	if len(resolved.Containers) == 0 || resolved.Service == nil {
 		t.Errorf("sample resolved to %+v", resolved)
@@ -179,4 +191,27 @@ func scoreGoDir(t *testing.T) string {
 		t.Skip("score-go v1.12.0 is not in the module cache")
 	}
 	return matches[0]
+}
+
+// TestFileSourceNeedsAConfigMap: files[].source names a file beside the Score document. A
+// workload whose document is inline, or which has none, is refused at each such file; one
+// whose document is kept in a ConfigMap is not (the file is a key of that ConfigMap).
+func TestFileSourceNeedsAConfigMap(t *testing.T) {
+	spec := func(source *v1b1.WorkloadSource) *v1b1.Workload {
+		return &v1b1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a"}, Spec: v1b1.WorkloadSpec{
+			Source: source,
+			Containers: map[string]v1b1.Container{"main": {Image: "nginx", Files: []v1b1.ContainerFile{
+				{Target: "/etc/a.conf", Content: ptr.To("a")},
+				{Target: "/etc/b.conf", Source: ptr.To("b.conf")},
+			}}},
+		}}
+	}
+	_, errs := Merge(spec(nil))
+	if got := fields(errs); len(got) != 1 || got[0] != "spec.containers[main].files[1].source" || errs[0].Type != field.ErrorTypeForbidden {
+		t.Errorf("without a document: %v", errs)
+	}
+	cm := &v1b1.WorkloadSource{ConfigMapRef: &v1b1.ConfigMapKeyReference{Name: "web", Key: "score.yaml"}}
+	if _, errs := Merge(spec(cm)); len(errs) != 0 {
+		t.Errorf("with a ConfigMap document: %v", errs)
+	}
 }

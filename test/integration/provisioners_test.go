@@ -462,6 +462,32 @@ spec:
 		}
 	})
 
+	t.Run("a file read from beside an inline document is refused at that file", func(t *testing.T) {
+		// score-spec's specification/files example, inline: nothing lies beside it.
+		out, err := framework.KubectlStdin(p.Kubeconfig("alice"), `apiVersion: score.dev/v1b1
+kind: Workload
+metadata: {name: files-example}
+spec:
+  source:
+    inline:
+      apiVersion: score.dev/v1b1
+      metadata: {name: files-example}
+      containers:
+        main:
+          image: busybox
+          files:
+          - target: /etc/hello-world/config.yaml
+            source: fileA.txt
+`, "apply", "-n", ns, "-f", "-")
+		field := "spec.source.inline.containers[main].files[/etc/hello-world/config.yaml].source"
+		if err == nil || !strings.Contains(out, field) || !strings.Contains(out, "spec.source.configMapRef") {
+			t.Fatalf("want a refusal naming %s and the ConfigMap source: %v\n%s", field, err, out)
+		}
+		if _, err := plinth.Workloads(ns).Get(ctx, "files-example", metav1.GetOptions{}); err == nil {
+			t.Error("the refused workload was stored")
+		}
+	})
+
 	t.Run("deleting a Provisioner leaves its type unprovided again", func(t *testing.T) {
 		as("dana", "", "delete", "provisioner", "strict-queue")
 		as("alice", "", "delete", "workload", "mailer", "-n", ns)

@@ -6681,7 +6681,7 @@ func schema_pkg_apis_score_v1b1_ContainerFile(ref common.ReferenceCallback) comm
 					},
 					"source": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Source is a path, relative to the Score document, of a file holding the content.",
+							Description: "Source is a path, relative to the Score document, of a file holding the content. Only a workload whose document is kept in a ConfigMap (spec.source.configMapRef) has anything beside its document; any other workload is refused with this field named.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -32,7 +32,9 @@ type ContainerFileApplyConfiguration struct {
 	Content *string `json:"content,omitempty"`
 	// BinaryContent is the file's content, base64 encoded. It is never expanded.
 	BinaryContent *string `json:"binaryContent,omitempty"`
-	// Source is a path, relative to the Score document, of a file holding the content.
+	// Source is a path, relative to the Score document, of a file holding the content. Only a
+	// workload whose document is kept in a ConfigMap (spec.source.configMapRef) has anything
+	// beside its document; any other workload is refused with this field named.
 	Source *string `json:"source,omitempty"`
 	// NoExpand disables placeholder expansion in content.
 	NoExpand *bool `json:"noExpand,omitempty"`
