@@ -299,7 +299,7 @@ func runFault(t *testing.T, ctx context.Context, f form, fl fault, round int, ge
 	loadStopped := time.Now()
 	row.Failed, row.Acked = rec.FailedBetween(kill, loadStopped), rec.AckedBetween(kill, loadStopped)
 	row.FailedByKind = rec.FailedByKind(kill, loadStopped)
-	row.FailedByCode, row.ErrorSpan = failedByCode(rec, kill, loadStopped)
+	row.FailedByCode, row.ErrorSpan = rec.FailedByCode(kill, loadStopped), rec.ErrorSpan(kill, loadStopped)
 	row.Forbidden = rec.FailedWithCode(kill, loadStopped, http.StatusForbidden)
 	// A restarted plinth-apiserver answers relayed requests 503 + Retry-After until it has
 	// loaded the front proxy's CA (frontproxy.WithCALoaded), never 403 as system:anonymous.
@@ -387,35 +387,6 @@ func runFault(t *testing.T, ctx context.Context, f form, fl fault, round int, ge
 	t.Logf("%s: outage %s, %d failed and %d acknowledged requests since the SIGKILL, first write after %s, all Ready after %s; watch %+v",
 		fl.name, row.Outage.Round(100*time.Millisecond), row.Failed, row.Acked, row.FirstWrite.Round(100*time.Millisecond), row.AllReady.Round(100*time.Millisecond), st)
 	return row, true
-}
-
-// failedByCode counts the failures from from to to by the HTTP status they were answered with (0:
-// no answer), and the span from the first failed request's sending (not before from) to the
-// last failure: how long clients saw errors.
-func failedByCode(rec *load.Recorder, from, to time.Time) (map[int32]int, time.Duration) {
-	codes := map[int32]int{}
-	var first, last time.Time
-	for _, f := range rec.Failures() {
-		if f.At.Before(from) || f.At.After(to) {
-			continue
-		}
-		codes[f.Code]++
-		// A client waiting for an answer that never came saw the error from when it asked.
-		began := f.At
-		if !f.Sent.IsZero() {
-			began = f.Sent
-		}
-		if began.Before(from) {
-			began = from
-		}
-		if first.IsZero() || began.Before(first) {
-			first = began
-		}
-		if f.At.After(last) {
-			last = f.At
-		}
-	}
-	return codes, last.Sub(first)
 }
 
 func violations(vs []check.Violation) string {

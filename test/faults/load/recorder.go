@@ -146,6 +146,43 @@ func (r *Recorder) FailedWithCode(from, to time.Time, code int32) int {
 	return n
 }
 
+// FailedByCode counts the requests that failed in [from, to] by the HTTP status they were
+// answered with (0: no answer).
+func (r *Recorder) FailedByCode(from, to time.Time) map[int32]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := map[int32]int{}
+	for _, f := range r.failedIn(from, to) {
+		n[f.Code]++
+	}
+	return n
+}
+
+// ErrorSpan is how long clients saw errors among the requests that failed in [from, to]: from
+// the sending of the first (not before from; a request that waited for an answer that never
+// came counts from when it asked) to the last failure. Zero without failures.
+func (r *Recorder) ErrorSpan(from, to time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first, last time.Time
+	for _, f := range r.failedIn(from, to) {
+		began := f.At
+		if !f.Sent.IsZero() {
+			began = f.Sent
+		}
+		if began.Before(from) {
+			began = from
+		}
+		if first.IsZero() || began.Before(first) {
+			first = began
+		}
+		if f.At.After(last) {
+			last = f.At
+		}
+	}
+	return last.Sub(first)
+}
+
 // AckedBetween counts the writes acknowledged in [from, to].
 func (r *Recorder) AckedBetween(from, to time.Time) int {
 	r.mu.Lock()

@@ -82,3 +82,24 @@ func TestRecorderIsSafeForConcurrentUse(t *testing.T) {
 		t.Errorf("got %d writes, %d failures", len(r.Writes()), len(r.Failures()))
 	}
 }
+
+func TestRecorderSplitsFailuresByCodeAndSpansThem(t *testing.T) {
+	var r Recorder
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := Key{KindWorkload, "ns", "a"}
+	// Sent before the window and answered in it after a timeout: counts from the window's start.
+	r.Fail(Failure{Key: k, Sent: t0.Add(-time.Second), At: t0.Add(4 * time.Second)})
+	r.Fail(Failure{Key: k, Sent: t0.Add(2 * time.Second), At: t0.Add(2100 * time.Millisecond), Code: 503})
+	r.Fail(Failure{Key: k, At: t0.Add(3 * time.Second), Code: 503}) // no Sent: counts from At
+	r.Fail(Failure{Key: k, At: t0.Add(9 * time.Second), Code: 500}) // outside the window
+	codes := r.FailedByCode(t0, t0.Add(5*time.Second))
+	if len(codes) != 2 || codes[0] != 1 || codes[503] != 2 {
+		t.Errorf("FailedByCode = %v, want no answer 1 and 503 2", codes)
+	}
+	if span := r.ErrorSpan(t0, t0.Add(5*time.Second)); span != 4*time.Second {
+		t.Errorf("ErrorSpan = %s, want 4s (from the window's start to the timeout)", span)
+	}
+	if span := r.ErrorSpan(t0.Add(6*time.Second), t0.Add(8*time.Second)); span != 0 {
+		t.Errorf("ErrorSpan without failures = %s", span)
+	}
+}
